@@ -1,0 +1,69 @@
+"""What every job shares: argument parsing, logging and clean failures."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable
+
+from preprocess.dream_formats import BadInputError
+from preprocess.inputs import MissingInputError
+from tfbs.config import ConfigError, PipelineConfig, load_config
+
+#: Errors that are the user's to fix: one clear line, no traceback.
+USER_ERRORS = (ConfigError, MissingInputError, BadInputError, FileNotFoundError)
+
+DEFAULT_CONFIG = "conf/demo.yaml"
+
+
+def add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``--config`` and ``--set`` options every stage takes."""
+    parser.add_argument("--config", default=DEFAULT_CONFIG, help="pipeline YAML (default: %(default)s)")
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a configuration key, e.g. --set train.steps=200 (repeatable)",
+    )
+
+
+def configure_logging(verbose: bool = False) -> None:
+    """Timestamped log lines on stderr; quiet third-party chatter."""
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+        force=True,
+    )
+    for noisy in ("py4j", "matplotlib", "absl", "tensorflow"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def run_stage(
+    description: str,
+    stage: Callable[[PipelineConfig, argparse.Namespace], object],
+    argv: list[str] | None = None,
+    extra_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> int:
+    """Parse arguments, load the configuration and run ``stage``.
+
+    Returns the process exit code: 0 on success, 2 on a user error (bad
+    configuration or input, reported in one line naming the file).
+    """
+    parser = argparse.ArgumentParser(description=description)
+    add_config_arguments(parser)
+    parser.add_argument("-v", "--verbose", action="store_true")
+    if extra_arguments:
+        extra_arguments(parser)
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose)
+    try:
+        config = load_config(args.config, args.overrides)
+        stage(config, args)
+    except USER_ERRORS as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0

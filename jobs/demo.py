@@ -1,0 +1,38 @@
+"""Run the whole pipeline on the embedded data set (``tfbs demo``)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+
+from tfbs.config import PipelineConfig
+
+log = logging.getLogger("tfbs.demo")
+
+
+def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
+    """generate -> preprocess -> train -> evaluate; returns the report."""
+    from jobs import evaluate, generate, preprocess, train
+
+    timings = {}
+    for name, stage in (("generate", generate), ("preprocess", preprocess), ("train", train), ("evaluate", evaluate)):
+        started = time.monotonic()
+        log.info("=== stage %s ===", name)
+        result = stage.run(config, args)
+        timings[name] = round(time.monotonic() - started, 1)
+        log.info("=== stage %s done in %.1f s ===", name, timings[name])
+    log.info("stage timings (s): %s", timings)
+    print(f"\nreport: {config.report_uri.removeprefix('file://')}/report.json")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.common import run_stage
+
+    return run_stage(__doc__, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""Score the test chromosomes with the official metrics (``tfbs evaluate``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tfbs.config import PipelineConfig
+
+
+def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
+    """Write ``<run_dir>/report/report.json`` and curve plots."""
+    from preprocess.manifest import read_manifest
+    from tf_models.evaluate import evaluate
+    from tfbs.session import build_session
+
+    manifest = read_manifest(config.shards_uri)
+    spark = build_session(config.spark, app_suffix="-evaluate")
+    try:
+        report = evaluate(spark, config, manifest)
+    finally:
+        spark.stop()
+    print(f"report: {config.report_uri}/report.json")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.common import run_stage
+
+    return run_stage(__doc__, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

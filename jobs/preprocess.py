@@ -1,0 +1,34 @@
+"""Segregate, balance and shard the label data (``tfbs preprocess``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tfbs.config import PipelineConfig
+
+
+def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
+    """Build the shards and manifest under ``<run_dir>/shards``."""
+    from preprocess.build_shards import build_shards
+    from preprocess.inputs import check_preprocess_inputs
+    from tfbs.session import build_session
+
+    check_preprocess_inputs(config.data)  # fail before the JVM starts
+    spark = build_session(config.spark, app_suffix="-preprocess")
+    try:
+        manifest = build_shards(spark, config)
+    finally:
+        spark.stop()
+    print(f"manifest: {config.shards_uri}/manifest.json")
+    return manifest
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.common import run_stage
+
+    return run_stage(__doc__, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

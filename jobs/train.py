@@ -1,0 +1,35 @@
+"""Train the TFBS model with TensorFlowOnSpark (``tfbs train``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tfbs.config import PipelineConfig
+
+
+def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
+    """Train on the shards of ``<run_dir>/shards``; export to ``<run_dir>/model``."""
+    from preprocess.manifest import read_manifest
+    from tf_models.distributed import train_on_spark
+    from tfbs.session import build_session
+
+    manifest = read_manifest(config.shards_uri)  # fail before the JVM starts
+    master = None if config.train.strategy == "local" else config.train.master
+    spark = build_session(config.spark, master=master, app_suffix="-train")
+    try:
+        summary = train_on_spark(spark, config, manifest)
+    finally:
+        spark.stop()
+    print(f"model: {config.model_uri}/export")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.common import run_stage
+
+    return run_stage(__doc__, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

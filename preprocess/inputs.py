@@ -1,0 +1,71 @@
+"""Driver-side checks of a stage's inputs, before any Spark work starts."""
+
+from __future__ import annotations
+
+from tfbs import uri as storage
+from tfbs.config import DataConfig
+from preprocess.dream_formats import BadInputError, parse_label_header
+from preprocess.proteins import read_protein_fasta
+
+
+class MissingInputError(FileNotFoundError):
+    """An input file the stage needs is absent; the message names it."""
+
+
+def require(uri: str | None, what: str) -> str:
+    """Return ``uri`` if it exists, else raise :class:`MissingInputError`."""
+    if uri is None or not storage.exists(uri):
+        raise MissingInputError(f"{uri}: {what} not found")
+    return uri
+
+
+def read_label_cells(labels_uri: str) -> list[str]:
+    """Read and check the header of a DREAM label file.
+
+    Raises
+    ------
+    BadInputError
+        If the file is empty, not valid gzip, or its header is wrong.
+    """
+    try:
+        with storage.open_text(labels_uri) as handle:
+            header = handle.readline()
+    except (OSError, EOFError) as err:
+        raise BadInputError(labels_uri, 1, f"cannot be read ({err})") from None
+    if not header:
+        raise BadInputError(labels_uri, 1, "file is empty")
+    return parse_label_header(header, labels_uri)
+
+
+def check_preprocess_inputs(data: DataConfig) -> dict[str, list[str]]:
+    """Check every input of ``tfbs preprocess``; return each TF's cells.
+
+    Cells are the label file's, restricted to ``data.cells`` when given.
+
+    Raises
+    ------
+    MissingInputError
+        A label, DNase, genome, index, protein or blacklist file is missing.
+    BadInputError
+        A label header is wrong, or a configured cell or TF is absent.
+    """
+    require(data.genome_fasta, "genome FASTA")
+    require(f"{data.genome_fasta}.fai", "genome FASTA index (.fai; run `samtools faidx` or pyfaidx)")
+    if data.blacklist is not None:
+        require(data.blacklist, "blacklist BED")
+    proteins = read_protein_fasta(require(data.proteins_fasta, "TF protein FASTA"))
+    cells_by_tf: dict[str, list[str]] = {}
+    for tf in data.tfs:
+        labels_uri = require(data.labels_uri(tf), f"label file of {tf}")
+        cells = read_label_cells(labels_uri)
+        if data.cells is not None:
+            unknown = sorted(set(data.cells) - set(cells))
+            cells = [cell for cell in cells if cell in data.cells]
+            if not cells:
+                raise BadInputError(labels_uri, 1, f"none of data.cells {data.cells} in header ({unknown} missing)")
+        if tf not in proteins:
+            raise BadInputError(data.proteins_fasta, 0, f"no protein sequence named {tf}")
+        for cell in cells:
+            require(data.dnase_peaks_uri(cell), f"DNase peaks of {cell}")
+        cells_by_tf[tf] = cells
+    return cells_by_tf

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# System packages the pipeline needs: the bedtools binary and Java 17 for
+# Spark. Installs only what is missing (Debian/Ubuntu, apt-get).
+set -euo pipefail
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+missing=()
+command -v bedtools >/dev/null 2>&1 || missing+=(bedtools)
+java_major() { java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]}'; }
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then
+  missing+=(openjdk-17-jre-headless)
+fi
+command -v python3.11 >/dev/null 2>&1 || python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
+  || missing+=(python3.11 python3.11-venv)
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+echo "bedtools: $(bedtools --version)"
+echo "java: $(java -version 2>&1 | head -n 1)"

@@ -1,0 +1,52 @@
+"""Configuration: validation errors name the file and key; defaults resolve."""
+
+from __future__ import annotations
+
+import pytest
+
+from tfbs.config import ConfigError, load_config
+
+DEMO = "conf/demo.yaml"
+
+
+def test_demo_config_resolves_dream_layout():
+    config = load_config(DEMO)
+    assert config.data.labels_uri("CTCF").endswith("/build/demo/data/labels/CTCF.train.labels.tsv.gz")
+    assert config.data.labels_uri("CTCF").startswith("file:///")
+    assert config.data.dnase_peaks_uri("K562").endswith("/dnase/DNASE.K562.conservative.narrowPeak.gz")
+    assert config.preprocess.test_chroms == ["chr1", "chr8", "chr21"]
+    assert config.preprocess.valid_chroms == ["chr11"]
+
+
+def test_override_changes_value_and_digest():
+    base = load_config(DEMO)
+    changed = load_config(DEMO, ["train.steps=7", "data.tfs=[CTCF]"])
+    assert changed.train.steps == 7
+    assert changed.data.tfs == ["CTCF"]
+    assert changed.digest() != base.digest()
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("train.stepz=3", "conf/demo.yaml: train.stepz: unknown key"),
+        ("train.num_workers=0", "conf/demo.yaml: train.num_workers: Input should be greater than 0"),
+        ("preprocess.valid_chroms=[chr1]", "share ['chr1']"),
+        ("train.num_ps=0", "parameter_server needs num_ps >= 1"),
+        ("generate.chromosomes={chr2: 1000}", "generate.chromosomes"),
+    ],
+)
+def test_bad_keys_are_named(override, message):
+    with pytest.raises(ConfigError) as err:
+        load_config(DEMO, [override])
+    assert message in str(err.value)
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(ConfigError, match="nope.yaml: configuration file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_bad_override_syntax():
+    with pytest.raises(ConfigError, match="expected key=value"):
+        load_config(DEMO, ["train.steps"])

@@ -1,0 +1,100 @@
+"""Export the trained model as a SavedModel with serving signatures.
+
+Signatures
+----------
+``serving_default(dna, protein, cell_index, dnase)``
+    Raw sequences: ``dna`` strings of exactly ``window`` bases, ``protein``
+    amino-acid strings (any TF, seen in training or not).
+``indexed(dna, tf_index, cell_index, dnase)``
+    For the TFs of the training manifest, whose protein table is stored in
+    the model; the protein branch then runs once per TF, not per example.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import tensorflow as tf
+
+from preprocess.proteins import protein_table
+from tf_models.encoding import dna_one_hot, protein_bytes_to_indices, protein_one_hot
+from tf_models.model import TFBSNet, build_model
+from tfbs.config import ModelConfig
+
+
+class ServingModule(tf.Module):
+    """The model plus the metadata needed to call it on sequences."""
+
+    def __init__(self, model: TFBSNet, proteins: list[str], window: int, aa_max_length: int) -> None:
+        super().__init__()
+        self.model = model
+        self.window = window
+        self.aa_max_length = aa_max_length
+        self.protein_table = tf.Variable(protein_table(proteins, aa_max_length), trainable=False)
+
+    def _probabilities(self, dna, proteins, tf_index, cell_index, dnase) -> dict[str, tf.Tensor]:
+        logits = self.model(
+            {
+                "dna": dna_one_hot(tf.io.decode_raw(dna, tf.uint8)),
+                "proteins": proteins,
+                "tf_index": tf_index,
+                "cell_index": cell_index,
+                "dnase": dnase,
+            },
+            training=False,
+        )
+        return {"probability": tf.sigmoid(logits), "logit": logits}
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="dna"),
+            tf.TensorSpec([None], tf.string, name="protein"),
+            tf.TensorSpec([None], tf.int32, name="cell_index"),
+            tf.TensorSpec([None], tf.float32, name="dnase"),
+        ]
+    )
+    def serve(self, dna, protein, cell_index, dnase):
+        raw = tf.io.decode_raw(protein, tf.uint8, fixed_length=self.aa_max_length)
+        proteins = protein_one_hot(protein_bytes_to_indices(raw))
+        return self._probabilities(dna, proteins, tf.range(tf.shape(dna)[0]), cell_index, dnase)
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None], tf.string, name="dna"),
+            tf.TensorSpec([None], tf.int32, name="tf_index"),
+            tf.TensorSpec([None], tf.int32, name="cell_index"),
+            tf.TensorSpec([None], tf.float32, name="dnase"),
+        ]
+    )
+    def indexed(self, dna, tf_index, cell_index, dnase):
+        proteins = protein_one_hot(self.protein_table)
+        return self._probabilities(dna, proteins, tf_index, cell_index, dnase)
+
+
+def export_model(
+    trained: TFBSNet,
+    model_config: ModelConfig,
+    n_cells: int,
+    window: int,
+    proteins: list[str],
+    metadata: dict,
+    export_dir: str,
+) -> str:
+    """Copy the trained weights into a local model and save it for serving.
+
+    The copy detaches the export from where the variables live (parameter
+    servers, mirrored replicas), so the SavedModel loads anywhere.
+
+    Returns
+    -------
+    str
+        The export directory.
+    """
+    local = build_model(model_config, n_cells, window)
+    local.set_weights([np.asarray(w) for w in trained.get_weights()])
+    module = ServingModule(local, proteins, window, model_config.aa_max_length)
+    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve, "indexed": module.indexed})
+    with tf.io.gfile.GFile(f"{export_dir}/tfbs_metadata.json", "w") as out:
+        out.write(json.dumps(metadata, indent=2))
+    return export_dir

@@ -1,0 +1,100 @@
+"""Shard records -> ``tf.data``: graph-native, so it runs on remote workers.
+
+Under ``ParameterServerStrategy`` the dataset function is executed on each
+worker, so everything here is TensorFlow ops: no ``from_generator`` and no
+``py_function``. Each input pipeline (worker) reads its own share of the
+record files; no example passes through the chief.
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from preprocess.records import RecordLayout
+from tf_models.encoding import dna_one_hot, reverse_complement
+
+
+def decode_batch(records: tf.Tensor, layout: RecordLayout) -> dict[str, tf.Tensor]:
+    """Decode a batch of fixed-length records into model features.
+
+    Returns
+    -------
+    dict
+        ``dna`` (batch, window, 4) float32, ``label`` float32, ``tf_index``,
+        ``cell_index`` int32 and ``dnase`` float32 in [0, 1].
+    """
+    raw = tf.io.decode_raw(records, tf.uint8)
+    return {
+        "dna": dna_one_hot(raw[:, : layout.window]),
+        "label": tf.cast(raw[:, layout.label_offset], tf.float32),
+        "tf_index": tf.cast(raw[:, layout.tf_offset], tf.int32),
+        "cell_index": tf.cast(raw[:, layout.cell_offset], tf.int32),
+        "dnase": tf.cast(raw[:, layout.dnase_offset], tf.float32) / 255.0,
+    }
+
+
+def _augment(batch_index: tf.Tensor, features: dict[str, tf.Tensor], seed: int) -> dict[str, tf.Tensor]:
+    """Reverse-complement a random half of the batch, reproducibly by batch index."""
+    size = tf.shape(features["dna"])[0]
+    flip = tf.random.stateless_uniform([size], seed=tf.stack([tf.constant(seed, tf.int64), batch_index])) < 0.5
+    features = dict(features)
+    features["dna"] = tf.where(flip[:, None, None], reverse_complement(features["dna"]), features["dna"])
+    return features
+
+
+def make_dataset(
+    files: list[str],
+    layout: RecordLayout,
+    batch_size: int,
+    seed: int,
+    shuffle_buffer: int = 8192,
+    input_context: tf.distribute.InputContext | None = None,
+    training: bool = True,
+) -> tf.data.Dataset:
+    """Stream record files as batches of decoded features.
+
+    Parameters
+    ----------
+    files
+        Record file URIs (local paths, ``hdfs://`` or ``gs://``).
+    layout
+        Record layout from the manifest.
+    batch_size
+        Examples per batch for this input pipeline.
+    seed
+        Seeds file order, shuffling and augmentation: the same seed gives the
+        same batches in the same order.
+    shuffle_buffer
+        Records held for shuffling.
+    input_context
+        Given by the strategy; selects this pipeline's share of the files
+        (or of the records, when there are fewer files than pipelines).
+    training
+        Shuffle, repeat forever and augment; otherwise one ordered pass.
+    """
+    n_pipelines = input_context.num_input_pipelines if input_context else 1
+    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    paths = [f.removeprefix("file://") for f in files]
+    by_file = len(paths) >= n_pipelines
+    names = tf.data.Dataset.from_tensor_slices(paths)
+    if by_file and n_pipelines > 1:
+        names = names.shard(n_pipelines, pipeline_id)
+    if training:
+        names = names.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True).repeat()
+    records = names.interleave(
+        lambda path: tf.data.FixedLengthRecordDataset(path, layout.record_bytes, buffer_size=1 << 20),
+        cycle_length=4 if training else 1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    if not by_file and n_pipelines > 1:
+        records = records.shard(n_pipelines, pipeline_id)
+    if training:
+        records = records.shuffle(shuffle_buffer, seed=seed + pipeline_id, reshuffle_each_iteration=True)
+    batches = records.batch(batch_size, drop_remainder=training)
+    batches = batches.map(lambda r: decode_batch(r, layout), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    if training:
+        batches = batches.enumerate().map(
+            lambda i, feats: _augment(i, feats, seed + pipeline_id), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+        )
+    return batches.prefetch(tf.data.AUTOTUNE)

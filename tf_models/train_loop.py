@@ -1,0 +1,207 @@
+"""One custom training loop for every strategy.
+
+Keras 3 ``model.fit`` supports neither ``ParameterServerStrategy`` nor
+``MultiWorkerMirroredStrategy`` on TF 2.21, so training is a custom loop with
+Keras layers and optimizer. The same code runs
+
+- ``ParameterServerStrategy``: on the chief, which schedules closures on the
+  workers through a ``ClusterCoordinator``; each worker builds its own input
+  pipeline from its share of the record files;
+- ``MultiWorkerMirroredStrategy``: on every worker, synchronously;
+- the default strategy: in one process (tests, benchmarks' baseline).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+
+import keras
+import tensorflow as tf
+
+from preprocess.proteins import protein_table
+from preprocess.records import RecordLayout
+from tf_models.encoding import protein_one_hot
+from tf_models.input_pipeline import make_dataset
+from tf_models.model import TFBSNet, build_model
+from tfbs.config import PipelineConfig
+
+log = logging.getLogger("tfbs.train")
+
+
+def tf_path(uri: str) -> str:
+    """A path TensorFlow's file systems accept (they take hdfs:// and gs:// as is)."""
+    return uri.removeprefix("file://")
+
+
+@dataclass
+class TrainingRun:
+    """What the loop needs besides the configuration, taken from the manifest."""
+
+    train_files: list[str]
+    layout: RecordLayout
+    proteins: list[str]
+    n_cells: int
+
+    @classmethod
+    def from_manifest(cls, manifest: dict) -> "TrainingRun":
+        files = [f["path"] for f in manifest["records"]["train"]]
+        if not files:
+            raise ValueError("the manifest lists no training record files")
+        return cls(
+            train_files=files,
+            layout=RecordLayout(**{k: v for k, v in manifest["record_layout"].items() if k == "window"}),
+            proteins=[manifest["proteins"][tf] for tf in manifest["tfs"]],
+            n_cells=len(manifest["cells"]),
+        )
+
+
+@dataclass
+class TrainingResult:
+    """Outcome of :func:`train`."""
+
+    steps: int
+    history: list[dict] = field(default_factory=list)
+    model: TFBSNet | None = None
+
+
+def _loss(model: TFBSNet, batch: dict[str, tf.Tensor], proteins: tf.Tensor, training: bool) -> tf.Tensor:
+    logits = model({**batch, "proteins": proteins}, training=training)
+    per_example = tf.nn.sigmoid_cross_entropy_with_logits(labels=batch["label"], logits=logits)
+    return tf.reduce_mean(per_example)
+
+
+def train(
+    config: PipelineConfig,
+    run: TrainingRun,
+    strategy: tf.distribute.Strategy,
+    is_chief: bool = True,
+) -> TrainingResult:
+    """Train the TFBS model under ``strategy`` for ``config.train.steps`` steps.
+
+    Resumes from the newest checkpoint under the model directory, writes
+    checkpoints every ``train.checkpoint_every_steps`` steps, TensorBoard
+    events and ``history.json`` (chief only).
+
+    Parameters
+    ----------
+    config
+        The pipeline configuration (``train`` section and ``model_uri``).
+    run
+        Record files, layout and proteins from the shard manifest.
+    strategy
+        ``ParameterServerStrategy`` (called on the chief),
+        ``MultiWorkerMirroredStrategy`` (called on every worker) or the
+        default strategy.
+    is_chief
+        Whether this process writes checkpoints, events and history.
+
+    Returns
+    -------
+    TrainingResult
+        Steps done, the loss history and the trained model.
+    """
+    cfg = config.train
+    model_dir = tf_path(config.model_uri)
+    uses_coordinator = isinstance(strategy, tf.distribute.ParameterServerStrategy)
+    per_replica_batch = cfg.batch_size
+    tf.random.set_seed(cfg.seed)
+    keras.utils.set_random_seed(cfg.seed)
+
+    with strategy.scope():
+        model = build_model(cfg.model, run.n_cells, run.layout.window)
+        schedule = keras.optimizers.schedules.ExponentialDecay(
+            cfg.learning_rate, cfg.decay_steps, cfg.decay_rate, staircase=True
+        )
+        optimizer = keras.optimizers.Adam(schedule)
+        optimizer.build(model.trainable_variables)
+        checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
+    proteins = protein_one_hot(tf.constant(protein_table(run.proteins, cfg.model.aa_max_length)))
+
+    def dataset_fn(input_context: tf.distribute.InputContext) -> tf.data.Dataset:
+        return make_dataset(
+            run.train_files,
+            run.layout,
+            per_replica_batch,
+            seed=cfg.seed,
+            shuffle_buffer=cfg.shuffle_buffer,
+            input_context=input_context,
+        )
+
+    def step_fn(batch: dict[str, tf.Tensor]) -> tf.Tensor:
+        with tf.GradientTape() as tape:
+            loss = _loss(model, batch, proteins, training=True)
+            # Under mirrored replicas, gradients are summed across replicas.
+            scaled = loss / strategy.num_replicas_in_sync
+        grads = tape.gradient(scaled, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+        return loss
+
+    @tf.function
+    def train_steps(iterator) -> tf.Tensor:
+        loss = tf.constant(0.0)
+        for _ in tf.range(cfg.steps_per_execution):
+            per_replica = strategy.run(step_fn, args=(next(iterator),))
+            loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
+        return loss
+
+    if uses_coordinator:
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+    else:
+        coordinator = None
+        iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+
+    manager = tf.train.CheckpointManager(checkpoint, f"{model_dir}/checkpoints", max_to_keep=3)
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint)
+        log.info("resumed from %s at step %d", manager.latest_checkpoint, int(optimizer.iterations))
+    writer = tf.summary.create_file_writer(f"{model_dir}/tensorboard") if is_chief else None
+
+    history: list[dict] = []
+    step = int(optimizer.iterations.numpy())
+    window_start, window_step = time.monotonic(), step
+    while step < cfg.steps:
+        pending = []
+        target = min(cfg.steps, step + cfg.checkpoint_every_steps)
+        while step < target:
+            if coordinator is not None:
+                pending.append(coordinator.schedule(train_steps, args=(iterator,)))
+            else:
+                pending.append(train_steps(iterator))
+            step += cfg.steps_per_execution
+        if coordinator is not None:
+            coordinator.join()
+            losses = [float(p.fetch()) for p in pending]
+        else:
+            losses = [float(p) for p in pending]
+        step = int(optimizer.iterations.numpy())
+        elapsed = time.monotonic() - window_start
+        rate = (step - window_step) * per_replica_batch * max(1, _num_workers(strategy)) / max(elapsed, 1e-9)
+        entry = {"step": step, "loss": sum(losses) / len(losses), "examples_per_s": rate}
+        history.append(entry)
+        log.info("step %d/%d loss %.4f %.0f examples/s", step, cfg.steps, entry["loss"], rate)
+        # Every worker of a mirrored strategy must take part in the save.
+        save_path = manager.save(checkpoint_number=step) if is_chief else None
+        if writer is not None:
+            with writer.as_default(step=step):
+                tf.summary.scalar("loss", entry["loss"])
+                tf.summary.scalar("examples_per_second", rate)
+                tf.summary.scalar("learning_rate", schedule(step))
+            writer.flush()
+            log.info("checkpoint %s", save_path)
+        window_start, window_step = time.monotonic(), step
+    if is_chief:
+        tf.io.gfile.makedirs(model_dir)
+        with tf.io.gfile.GFile(f"{model_dir}/history.json", "w") as out:
+            out.write(json.dumps(history, indent=2))
+    return TrainingResult(steps=step, history=history, model=model)
+
+
+def _num_workers(strategy: tf.distribute.Strategy) -> int:
+    """Input pipelines feeding one step (workers under ps, else 1 per step)."""
+    if isinstance(strategy, tf.distribute.ParameterServerStrategy):
+        return 1  # each closure is one worker's step; steps count all workers
+    return strategy.num_replicas_in_sync

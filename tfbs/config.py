@@ -1,0 +1,314 @@
+"""The pipeline's one configuration object.
+
+A YAML file (``conf/*.yaml``) is read, dotted ``key=value`` overrides from
+the command line are applied, and the result is validated into a single
+frozen :class:`PipelineConfig` that every stage receives. Every default lives
+here, so a stage never invents its own.
+
+Errors name the file and the offending key, for example::
+
+    conf/demo.yaml: train.num_workers: Input should be greater than 0
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from tfbs.uri import to_uri
+
+#: Chromosomes held out for testing and validation in ENCODE-DREAM practice.
+DREAM_TEST_CHROMS = ("chr1", "chr8", "chr21")
+DREAM_VALID_CHROMS = ("chr11",)
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names file and key."""
+
+
+class _Section(BaseModel):
+    """Base for every section: unknown keys are errors, objects are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SparkConfig(_Section):
+    """How the Spark session is built (the master may be overridden per stage)."""
+
+    master: str = "local[2]"
+    app_name: str = "tfbs-spark"
+    conf: dict[str, str] = Field(default_factory=dict)
+
+
+class DataConfig(_Section):
+    """Where the inputs are, in the ENCODE-DREAM layout under ``root``.
+
+    Each path may be given explicitly; otherwise it defaults to the DREAM
+    file name under ``root``. Paths are URIs (``file://``, ``hdfs://``,
+    ``gs://``) or local paths, which are made absolute on load because Spark
+    executors do not share the driver's working directory.
+    """
+
+    root: str
+    tfs: list[str] = Field(min_length=1)
+    cells: list[str] | None = None
+    labels_dir: str = ""
+    dnase_dir: str = ""
+    peaks_dir: str = ""
+    genome_fasta: str = ""
+    proteins_fasta: str = ""
+    chrom_sizes: str = ""
+    blacklist: str | None = ""
+
+    @model_validator(mode="after")
+    def _fill_defaults(self) -> "DataConfig":
+        root = to_uri(self.root)
+        defaults = {
+            "labels_dir": f"{root}/labels",
+            "dnase_dir": f"{root}/dnase",
+            "peaks_dir": f"{root}/peaks",
+            "genome_fasta": f"{root}/genome/genome.fa",
+            "proteins_fasta": f"{root}/proteins/tf_proteins.fa",
+            "chrom_sizes": f"{root}/annotations/chrom.sizes",
+            "blacklist": f"{root}/annotations/blacklist.bed.gz",
+        }
+        object.__setattr__(self, "root", root)
+        for key, default in defaults.items():
+            value = getattr(self, key)
+            if value == "":
+                value = default
+            object.__setattr__(self, key, None if value is None else to_uri(value))
+        return self
+
+    def labels_uri(self, tf: str) -> str:
+        """URI of the DREAM label file of ``tf`` (``.tsv.gz``)."""
+        return f"{self.labels_dir}/{tf}.train.labels.tsv.gz"
+
+    def dnase_peaks_uri(self, cell: str) -> str:
+        """URI of the conservative DNase peaks of ``cell``."""
+        return f"{self.dnase_dir}/DNASE.{cell}.conservative.narrowPeak.gz"
+
+    def chip_peaks_uri(self, cell: str, tf: str, kind: Literal["conservative", "relaxed"]) -> str:
+        """URI of a ChIP-seq peak file in the DREAM naming scheme."""
+        suffix = "conservative.train" if kind == "conservative" else "relaxed"
+        return f"{self.peaks_dir}/ChIPseq.{cell}.{tf}.{suffix}.narrowPeak.gz"
+
+
+class TFSpec(_Section):
+    """One simulated transcription factor."""
+
+    name: str
+    motif: str = Field(description="motif id in the HOCOMOCO MEME file, e.g. CTCF_f2")
+    family: str = Field(description="TFs of one family share a DNA-binding-domain segment")
+
+
+class GenerateConfig(_Section):
+    """The embedded ENCODE-DREAM-format data set (``tfbs generate``)."""
+
+    seed: int = 7
+    motif_db: str = Field(description="MEME motif file (HOCOMOCO v9 ships in shared/data)")
+    chromosomes: dict[str, int] = Field(min_length=1)
+    tfs: list[TFSpec] = Field(min_length=1)
+    cells: list[str] = Field(min_length=1)
+    sites_per_mb: float = Field(60.0, gt=0, description="planted motif instances per TF per Mb")
+    open_fraction: float = Field(0.5, gt=0, lt=1, description="share of sites in open chromatin per cell")
+    motifless_bound_fraction: float = Field(0.15, ge=0, lt=1, description="bound sites with no motif")
+    weak_motif_fraction: float = Field(0.15, ge=0, lt=1, description="bound sites with a degraded motif")
+    relaxed_only_fraction: float = Field(0.3, ge=0, description="extra relaxed-only peaks, per bound site")
+    dnase_background_per_mb: float = Field(150.0, ge=0, description="open regions with no TF site")
+    blacklist_regions: int = Field(4, ge=0, description="blacklisted regions per chromosome")
+
+    @field_validator("chromosomes")
+    @classmethod
+    def _needs_standard_splits(cls, chroms: dict[str, int]) -> dict[str, int]:
+        missing = [c for c in (*DREAM_TEST_CHROMS, *DREAM_VALID_CHROMS) if c not in chroms]
+        if missing:
+            raise ValueError(f"must include {missing} so the standard splits apply")
+        return chroms
+
+
+class PreprocessConfig(_Section):
+    """Segregation, balancing and sharding (``tfbs preprocess``)."""
+
+    seed: int = 13
+    window: int = Field(1000, gt=0, description="sequence window centred on the 200 bp bin")
+    negatives_per_positive: float = Field(2.0, gt=0, description="U:B ratio in train/valid")
+    test_chroms: list[str] = Field(default_factory=lambda: list(DREAM_TEST_CHROMS))
+    valid_chroms: list[str] = Field(default_factory=lambda: list(DREAM_VALID_CHROMS))
+    rows_per_record_file: int = Field(4096, gt=0, description="rows per training record file")
+    bad_rows: Literal["fail", "set_aside"] = "fail"
+
+    @model_validator(mode="after")
+    def _splits_disjoint(self) -> "PreprocessConfig":
+        both = set(self.test_chroms) & set(self.valid_chroms)
+        if both:
+            raise ValueError(f"test_chroms and valid_chroms share {sorted(both)}")
+        return self
+
+
+class ModelConfig(_Section):
+    """The TFBS CNN with the amino-acid branch (EasyFlow's design, fixed)."""
+
+    dna_filters: list[int] = Field(default_factory=lambda: [32, 32, 32], min_length=1)
+    dna_kernel: int = Field(3, gt=0)
+    aa_filters: list[int] = Field(default_factory=lambda: [32, 64, 64], min_length=1)
+    aa_kernel: int = Field(3, gt=0)
+    aa_max_length: int = Field(800, gt=0)
+    pool: Literal["flatten", "global_max"] = "flatten"
+    dense_units: int = Field(1024, gt=0)
+    dropout: float = Field(0.25, ge=0, lt=1)
+    use_dnase: bool = True
+    use_cell_type: bool = True
+
+
+class TrainConfig(_Section):
+    """Distributed training (``tfbs train``)."""
+
+    master: str = "local-cluster[4,1,1024]"
+    strategy: Literal["parameter_server", "multi_worker_mirrored", "local"] = "parameter_server"
+    num_ps: int = Field(1, ge=0)
+    num_workers: int = Field(2, gt=0)
+    seed: int = 17
+    batch_size: int = Field(128, gt=0)
+    steps: int = Field(1000, gt=0)
+    steps_per_execution: int = Field(20, gt=0, description="steps per scheduled closure")
+    learning_rate: float = Field(1e-3, gt=0)
+    decay_rate: float = Field(0.96, gt=0, le=1)
+    decay_steps: int = Field(2000, gt=0)
+    checkpoint_every_steps: int = Field(200, gt=0)
+    shuffle_buffer: int = Field(8192, gt=0)
+    worker_wait_timeout_s: int = Field(3600, gt=0)
+    model: ModelConfig = Field(default_factory=ModelConfig)
+
+    @model_validator(mode="after")
+    def _ps_needs_servers(self) -> "TrainConfig":
+        if self.strategy == "parameter_server" and self.num_ps < 1:
+            raise ValueError("strategy parameter_server needs num_ps >= 1")
+        return self
+
+
+class EvaluateConfig(_Section):
+    """Scoring on the test chromosomes (``tfbs evaluate``)."""
+
+    batch_size: int = Field(512, gt=0)
+    min_mean_auroc: float | None = Field(None, ge=0, le=1, description="fail the stage below this")
+
+
+class PipelineConfig(_Section):
+    """Everything one run needs; built by :func:`load_config`."""
+
+    run_dir: str
+    source: str = Field("", description="the YAML file this came from")
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    data: DataConfig
+    generate: GenerateConfig | None = None
+    preprocess: PreprocessConfig = Field(default_factory=PreprocessConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
+
+    @field_validator("run_dir")
+    @classmethod
+    def _absolute_run_dir(cls, value: str) -> str:
+        return to_uri(value)
+
+    def digest(self) -> str:
+        """A short hash of the configuration, recorded in manifests."""
+        payload = json.dumps(self.model_dump(exclude={"source"}), sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @property
+    def shards_uri(self) -> str:
+        return f"{self.run_dir}/shards"
+
+    @property
+    def model_uri(self) -> str:
+        return f"{self.run_dir}/model"
+
+    @property
+    def report_uri(self) -> str:
+        return f"{self.run_dir}/report"
+
+
+def _apply_override(tree: dict[str, Any], assignment: str) -> None:
+    """Set ``a.b.c=value`` in a nested dict; the value is parsed as YAML."""
+    if "=" not in assignment:
+        raise ConfigError(f"override {assignment!r}: expected key=value")
+    dotted, raw = assignment.split("=", 1)
+    keys = dotted.strip().split(".")
+    node = tree
+    for key in keys[:-1]:
+        child = node.setdefault(key, {})
+        if not isinstance(child, dict):
+            raise ConfigError(f"override {assignment!r}: {key} is not a section")
+        node = child
+    node[keys[-1]] = yaml.safe_load(raw)
+
+
+def _format_errors(source: str, error: ValidationError) -> str:
+    lines = []
+    for item in error.errors():
+        key = ".".join(str(part) for part in item["loc"]) or "(top level)"
+        message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+        lines.append(f"{source}: {key}: {message}")
+    return "\n".join(lines)
+
+
+def load_config(path: str | os.PathLike[str], overrides: list[str] | None = None) -> PipelineConfig:
+    """Read, override and validate a pipeline configuration.
+
+    Parameters
+    ----------
+    path
+        A YAML file, such as ``conf/demo.yaml``.
+    overrides
+        ``dotted.key=value`` strings applied on top of the file, values
+        parsed as YAML (``train.steps=200``, ``data.tfs=[CTCF]``).
+
+    Returns
+    -------
+    PipelineConfig
+        The validated, frozen configuration.
+
+    Raises
+    ------
+    ConfigError
+        If the file is missing or unreadable, or a key is unknown or invalid;
+        the message names the file and the key.
+    """
+    source = str(path)
+    if not Path(source).is_file():
+        raise ConfigError(f"{source}: configuration file not found")
+    try:
+        tree = yaml.safe_load(Path(source).read_text()) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{source}: not valid YAML: {err}") from err
+    if not isinstance(tree, dict):
+        raise ConfigError(f"{source}: top level must be a mapping")
+    for assignment in overrides or []:
+        _apply_override(tree, assignment)
+    tree["source"] = source
+    try:
+        return PipelineConfig.model_validate(tree)
+    except ValidationError as err:
+        raise ConfigError(_format_errors(source, err)) from None
+
+
+__all__ = [
+    "ConfigError",
+    "DataConfig",
+    "EvaluateConfig",
+    "GenerateConfig",
+    "ModelConfig",
+    "PipelineConfig",
+    "PreprocessConfig",
+    "SparkConfig",
+    "TFSpec",
+    "TrainConfig",
+    "load_config",
+]
