@@ -235,7 +235,7 @@ def degrade_instances(
     instances: np.ndarray,
     pwm: np.ndarray,
     rng: np.random.Generator,
-    fraction: float = 0.3,
+    fraction: float = 0.2,
 ) -> np.ndarray:
     """Weaken motif instances by mutating some of their most informative bases.
 

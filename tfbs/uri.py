@@ -98,7 +98,7 @@ def replace_dir(staging_uri: str, final_uri: str) -> None:
 def open_text(uri: str) -> IO[str]:
     """Open a (possibly gzipped) text file for reading."""
     fs, path = filesystem(uri)
-    raw = fs.open_input_stream(path)
+    raw = fs.open_input_stream(path, compression=None)
     if uri.endswith(".gz"):
         return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8")
     return io.TextIOWrapper(raw, encoding="utf-8")

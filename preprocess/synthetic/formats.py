@@ -100,10 +100,11 @@ def format_narrowpeak(peaks: dict[str, np.ndarray], chrom_names: list[str]) -> s
         One line per peak: ``chrom start end . score . signal p q peak``;
         rows ordered by chromosome name, start, end.
     """
-    names = np.asarray(chrom_names, dtype=object)[peaks["chrom"]] if len(peaks["chrom"]) else np.array([], dtype=object)
-    order = np.lexsort((peaks["end"], peaks["start"], names.astype(str) if len(names) else np.array([], dtype=str)))
+    # Rank chromosomes by name so rows come out as `sort -k1,1 -k2,2n` would.
+    rank = np.argsort(np.argsort(np.asarray(chrom_names)))
+    order = np.lexsort((peaks["end"], peaks["start"], rank[peaks["chrom"]]))
     lines = [
-        f"{names[i]}\t{peaks['start'][i]}\t{peaks['end'][i]}\t.\t{peaks['score'][i]}\t.\t"
+        f"{chrom_names[peaks['chrom'][i]]}\t{peaks['start'][i]}\t{peaks['end'][i]}\t.\t{peaks['score'][i]}\t.\t"
         f"{peaks['signal'][i]:.5f}\t{peaks['p'][i]:.5f}\t{peaks['q'][i]:.5f}\t{peaks['peak'][i]}\n"
         for i in order.tolist()
     ]

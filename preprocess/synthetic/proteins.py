@@ -37,7 +37,7 @@ def synthetic_protein(
     seed: int,
     length_range: tuple[int, int] = (300, 700),
     dbd_range: tuple[int, int] = (80, 100),
-    substitutions: tuple[int, int] = (3, 8),
+    substitutions: tuple[int, int] = (2, 5),
 ) -> tuple[str, tuple[int, int]]:
     """One TF's amino-acid sequence and the span of its DBD.
 

@@ -3,48 +3,36 @@
 The model, in the terms of the ENCODE-DREAM data it imitates:
 
 * A *location* is a genomic position with a chromatin state per cell:
-  open with probability ``open_fraction``, correlated across cells through a
-  shared latent variable (a Gaussian copula), like real DNase sites that are
-  open in several cell types.
+  open with probability ``open_fraction``, correlated across cells (a
+  Gaussian copula with a part shared by all cells) and with the strength of
+  the site there, as constitutive strong sites (CTCF's) are open in most
+  cell types.
 * A TF's *sites* are locations of three kinds: strong motif instances drawn
-  from its PWM, weak (degraded) instances, and motif-less sites (bound
-  through a cofactor). Each site has a strength in [0, 1].
-* A site is bound in a cell only if its location is open there; then with a
-  probability that grows with strength for strong motifs, and a high fixed
-  probability for weak and motif-less sites (those exist *because* they are
+  from its (sharpened) PWM, weak (degraded) instances, and motif-less sites
+  bound through a cofactor. A strong site's strength in [0, 1] follows the
+  rank of the TF's best PWM match there, with noise; other sites get a
+  uniform strength.
+* A site is bound in a cell only if its location is open there; then with
+  probability ``0.5 + 0.5 * strength`` for strong motifs and a high fixed
+  probability for weak and motif-less sites (they exist *because* they are
   bound). Many strong motifs sit in closed chromatin and stay unbound, so a
   motif scan cannot separate bound from unbound bins.
-* TFs of one family reuse many of the first member's sites (same location,
-  sequence and strength, so the same occupancy), which is what lets a model
-  that reads the TF's protein transfer what it learnt between them.
+* TFs of one family reuse many of the first member's sites (same location
+  and sequence, strength re-rated with their own PWM), which is what lets a
+  model that reads the TF's protein transfer what it learnt between them.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from statistics import NormalDist
 
 import numpy as np
 
-from preprocess.motifs import degrade_instances, log_odds, reverse_complement_codes, sample_instances
+from preprocess.motifs import degrade_instances, reverse_complement_codes, sample_instances, scan_positions
 
 #: Site kinds.
 STRONG, WEAK, MOTIFLESS = 0, 1, 2
-
-
-@dataclass
-class Locations:
-    """Positions that carry a TF site or open chromatin, filled incrementally."""
-
-    chrom: list[int] = field(default_factory=list)
-    center: list[int] = field(default_factory=list)
-
-    def add(self, chrom: np.ndarray, center: np.ndarray) -> np.ndarray:
-        """Append positions; returns their location ids."""
-        first = len(self.center)
-        self.chrom.extend(chrom.tolist())
-        self.center.extend(center.tolist())
-        return np.arange(first, len(self.center))
 
 
 @dataclass
@@ -78,8 +66,10 @@ def free_slots(gap_masks: list[np.ndarray], slot: int) -> tuple[np.ndarray, np.n
         n_slots = mask.shape[0] // slot
         blocked = mask[: n_slots * slot].reshape(n_slots, slot).any(axis=1)
         # Neighbouring a gap is also refused: peaks reach ~250 bp beyond a centre.
-        blocked[1:] |= blocked[:-1].copy()
-        blocked[:-1] |= blocked[1:].copy()
+        near = blocked.copy()
+        near[1:] |= blocked[:-1]
+        near[:-1] |= blocked[1:]
+        blocked = near
         free = np.flatnonzero(~blocked)
         chroms.append(np.full(free.shape[0], index, dtype=np.int32))
         starts.append(free.astype(np.int64) * slot)
@@ -155,9 +145,8 @@ def plant_motifs(
     pwm: np.ndarray,
     weak: np.ndarray,
     rng: np.random.Generator,
-    sharpen: float = 2.0,
-    background: tuple[float, float, float, float] = (0.25, 0.25, 0.25, 0.25),
-) -> np.ndarray:
+    sharpen: float = 3.0,
+) -> None:
     """Write motif instances into the genome codes, centred near each site.
 
     Parameters
@@ -177,29 +166,33 @@ def plant_motifs(
         ChIP-bound sites are enriched for near-consensus matches, and a
         plain PWM draw of a short motif (FOXA's 11 bp) scores no higher
         than chance matches in a few hundred kb of random sequence.
-    background
-        Base frequencies for the returned log-odds scores.
-
-    Returns
-    -------
-    numpy.ndarray
-        Log-odds score of each planted instance (forward orientation).
     """
     n = chrom.shape[0]
     if n == 0:
-        return np.zeros(0)
+        return
     width = pwm.shape[0]
     sharp = pwm**sharpen
     instances = sample_instances(sharp / sharp.sum(axis=1, keepdims=True), n, rng)
     if weak.any():
         instances[weak] = degrade_instances(instances[weak], pwm, rng)
-    scores = log_odds(pwm, background)[np.arange(width), instances].sum(axis=1)
     minus = rng.random(n) < 0.5
     instances[minus] = reverse_complement_codes(instances[minus])
     starts = center - width // 2 + rng.integers(-10, 11, size=n)
     for index in range(n):
         genome[chrom[index]][starts[index] : starts[index] + width] = instances[index]
-    return scores
+
+
+def match_scores(
+    genome: list[np.ndarray], chrom: np.ndarray, center: np.ndarray, scores: np.ndarray, reach: int = 40
+) -> np.ndarray:
+    """Best log-odds match (either strand) within ``reach`` bp of each site centre.
+
+    Used to rate inherited family sites with the inheriting TF's own PWM.
+    """
+    width = scores.shape[0]
+    offsets = np.arange(-reach - width // 2, reach + width - width // 2)
+    windows = np.stack([genome[c][x + offsets] for c, x in zip(chrom.tolist(), center.tolist())]) if chrom.size else np.zeros((0, offsets.size), np.uint8)
+    return scan_positions(windows, scores).max(axis=-1) if chrom.size else np.zeros(0)
 
 
 def open_chromatin(
@@ -207,8 +200,8 @@ def open_chromatin(
     n_cells: int,
     open_fraction: float,
     rng: np.random.Generator,
-    correlation: float = 0.35,
-    strength_weight: float = 0.35,
+    correlation: float = 0.25,
+    strength_weight: float = 0.5,
 ) -> np.ndarray:
     """Cell-specific open state of each location, correlated across cells.
 

@@ -1,0 +1,169 @@
+"""The preprocessing Spark job on a generated data set: accounting, classes,
+balance, bedtools annotations, windows, records, and bad input."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from pyfaidx import Fasta
+
+from preprocess.build_shards import build_shards
+from preprocess.dream_formats import BadInputError
+from preprocess.inputs import MissingInputError, check_preprocess_inputs
+from preprocess.manifest import total_of
+from preprocess.sequences import window_bounds
+from tfbs.uri import local_path
+
+
+def _label_lines(uri: str) -> list[str]:
+    with gzip.open(local_path(uri), "rt") as handle:
+        return handle.read().splitlines()[1:]
+
+
+def _read_bed(uri: str) -> list[tuple[str, int, int]]:
+    with gzip.open(local_path(uri), "rt") as handle:
+        return [(f[0], int(f[1]), int(f[2])) for f in (line.split("\t") for line in handle)]
+
+
+@pytest.fixture(scope="module")
+def shard_table(small_shards):
+    config, manifest = small_shards
+    return pq.read_table(local_path(manifest["parquet"]))
+
+
+def test_manifest_accounts_for_every_input_row(small_shards):
+    config, manifest = small_shards
+    for tf in config.data.tfs:
+        n_lines = len(_label_lines(config.data.labels_uri(tf)))
+        assert manifest["inputs"][tf]["input_rows"] == n_lines
+        for cell, outcomes in manifest["counts"][tf].items():
+            assert total_of(outcomes) == n_lines, (tf, cell)
+
+
+def test_classes_by_split(small_shards, shard_table):
+    config, manifest = small_shards
+    split = np.asarray(shard_table.column("split").to_pylist())
+    label = np.asarray(shard_table.column("label").to_pylist())
+    assert set(label[split == "train"]) == {"B", "U"}
+    assert set(label[split == "valid"]) <= {"B", "U"}
+    assert "A" in set(label[split == "test"])  # kept for evaluation, removed there
+    chroms = set(shard_table.column("chrom").to_pylist())
+    test_chroms = {c for c, s in zip(shard_table.column("chrom").to_pylist(), split) if s == "test"}
+    assert test_chroms == {"chr1", "chr8", "chr21"} & chroms
+    for tf, cells in manifest["counts"].items():
+        for cell, outcomes in cells.items():
+            train = outcomes["kept"]["train"]
+            assert 1.5 <= train["U"] / train["B"] <= 2.5, (tf, cell, train)
+            assert "A" not in train
+
+
+def test_test_split_keeps_every_non_blacklisted_bin(small_shards):
+    config, manifest = small_shards
+    lines = _label_lines(config.data.labels_uri("CTCF"))
+    on_test = sum(1 for line in lines if line.split("\t")[0] in ("chr1", "chr8", "chr21"))
+    for cell, outcomes in manifest["counts"]["CTCF"].items():
+        kept = sum(outcomes["kept"]["test"].values())
+        dropped_edges = outcomes.get("dropped_window_out_of_bounds", 0)
+        assert kept <= on_test and kept >= on_test - dropped_edges - outcomes.get("excluded_blacklist", 0)
+
+
+def test_dnase_flag_matches_peak_overlap(small_shards, shard_table):
+    config, _ = small_shards
+    rows = shard_table.select(["chrom", "start", "stop", "cell", "dnase"]).to_pylist()
+    peaks = {cell: _read_bed(config.data.dnase_peaks_uri(cell)) for cell in {r["cell"] for r in rows}}
+    rng = np.random.default_rng(0)
+    for index in rng.choice(len(rows), 300, replace=False):
+        row = rows[index]
+        overlaps = any(
+            c == row["chrom"] and s < row["stop"] and e > row["start"] for c, s, e in peaks[row["cell"]]
+        )
+        assert row["dnase"] == float(overlaps), row
+    assert 0 < np.mean([r["dnase"] for r in rows]) < 1
+
+
+def test_no_kept_bin_touches_the_blacklist(small_shards, shard_table):
+    config, _ = small_shards
+    blacklist = _read_bed(config.data.blacklist)
+    starts = shard_table.column("start").to_numpy()
+    chroms = np.asarray(shard_table.column("chrom").to_pylist())
+    for chrom, low, high in blacklist:
+        hit = (chroms == chrom) & (starts < high) & (starts + 200 > low)
+        assert not hit.any(), (chrom, low, high)
+
+
+def test_windows_are_the_genome_sequence(small_shards, shard_table):
+    config, manifest = small_shards
+    genome = Fasta(local_path(config.data.genome_fasta), as_raw=True, sequence_always_upper=True)
+    rows = shard_table.slice(0, 50).select(["chrom", "start", "sequence"]).to_pylist()
+    for row in rows:
+        low, high = window_bounds(row["start"], manifest["window"])
+        assert row["sequence"] == genome[row["chrom"]][low:high].encode()
+        assert len(row["sequence"]) == manifest["window"]
+
+
+def test_records_mirror_the_training_rows(small_shards, shard_table):
+    _, manifest = small_shards
+    layout = manifest["record_layout"]
+    n_train = sum(1 for s in shard_table.column("split").to_pylist() if s == "train")
+    files = manifest["records"]["train"]
+    assert sum(f["rows"] for f in files) == n_train
+    sizes = [len(open(local_path(f["path"]), "rb").read()) for f in files]
+    assert sizes == [f["rows"] * layout["record_bytes"] for f in files]
+    labels = np.concatenate(
+        [np.fromfile(local_path(f["path"]), np.uint8).reshape(-1, layout["record_bytes"])[:, layout["window"]] for f in files]
+    )
+    n_bound = sum(cells["kept"]["train"]["B"] for tf in manifest["counts"].values() for cells in tf.values())
+    assert int(labels.sum()) == n_bound
+
+
+def test_missing_input_is_named_before_spark(small_dataset, tmp_path):
+    config = small_dataset.model_copy(
+        update={"data": small_dataset.data.model_copy(update={"genome_fasta": f"file://{tmp_path}/missing.fa"})}
+    )
+    with pytest.raises(MissingInputError, match="missing.fa: genome FASTA not found"):
+        check_preprocess_inputs(config.data)
+
+
+def _corrupt_labels(config, tmp_path, bad_line: str, position: int) -> str:
+    labels_dir = tmp_path / "labels"
+    labels_dir.mkdir()
+    lines = ["chr\tstart\tstop\tGM12878\tHepG2\tK562"] + _label_lines(config.data.labels_uri("CTCF"))
+    lines.insert(position, bad_line)
+    with gzip.open(labels_dir / "CTCF.train.labels.tsv.gz", "wt") as out:
+        out.write("\n".join(lines) + "\n")
+    return str(labels_dir)
+
+
+def _with(config, tmp_path, labels_dir: str, bad_rows: str):
+    return config.model_copy(
+        update={
+            "run_dir": f"file://{tmp_path}/run",
+            "data": config.data.model_copy(update={"labels_dir": f"file://{labels_dir}", "tfs": ["CTCF"]}),
+            "preprocess": config.preprocess.model_copy(update={"bad_rows": bad_rows}),
+        }
+    )
+
+
+def test_bad_line_stops_the_job_naming_file_and_line(spark, small_dataset, tmp_path):
+    labels_dir = _corrupt_labels(small_dataset, tmp_path, "chr2\t1000\t1200\tU\tQ\tU", position=101)
+    config = _with(small_dataset, tmp_path, labels_dir, "fail")
+    with pytest.raises(BadInputError) as err:
+        build_shards(spark, config)
+    assert err.value.line == 102
+    assert err.value.uri.endswith("CTCF.train.labels.tsv.gz")
+    assert "unknown label 'Q'" in err.value.reason
+
+
+def test_bad_line_set_aside_is_counted(spark, small_dataset, tmp_path):
+    labels_dir = _corrupt_labels(small_dataset, tmp_path, "chr2\t1010\t1210\tU\tU\tU", position=50)
+    config = _with(small_dataset, tmp_path, labels_dir, "set_aside")
+    manifest = build_shards(spark, config)
+    assert manifest["inputs"]["CTCF"]["rejected"] == [{"line": 51, "reason": "start 1010 is not on the 50 bp grid"}]
+    n_lines = len(_label_lines(small_dataset.data.labels_uri("CTCF"))) + 1
+    for cell, outcomes in manifest["counts"]["CTCF"].items():
+        assert outcomes["rejected_bad_line"] == 1
+        assert total_of(outcomes) == n_lines

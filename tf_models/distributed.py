@@ -1,0 +1,166 @@
+"""Training on Spark executors: what each TensorFlow node does.
+
+``train_on_spark`` starts the cluster through :mod:`tf_models.tfos_cluster`
+(the only module that knows TensorFlowOnSpark) and runs :func:`node_main`
+on every node:
+
+``parameter_server`` (default)
+    ps and workers serve gRPC; the chief builds the model under
+    ``ParameterServerStrategy`` and schedules training steps on the workers,
+    each of which reads its own share of the record files.
+``multi_worker_mirrored``
+    chief and workers all run the training loop in lock-step (all-reduce).
+``local``
+    no cluster: the loop runs in the driver (for debugging and baselines).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+
+from tfbs import uri as storage
+from tfbs.config import PipelineConfig
+
+log = logging.getLogger("tfbs.train")
+
+DONE_MARKER = "_TRAINING_DONE"
+
+
+def _export(config: PipelineConfig, manifest: dict, result) -> str:
+    from tf_models.export import export_model
+    from tf_models.train_loop import tf_path
+
+    metadata = {
+        "tfs": manifest["tfs"],
+        "cells": manifest["cells"],
+        "window": manifest["window"],
+        "steps": result.steps,
+        "strategy": config.train.strategy,
+        "config_digest": config.digest(),
+    }
+    return export_model(
+        result.model,
+        config.train.model,
+        len(manifest["cells"]),
+        manifest["window"],
+        [manifest["proteins"][tf] for tf in manifest["tfs"]],
+        metadata,
+        tf_path(f"{config.model_uri}/export"),
+    )
+
+
+def _train_and_export(config: PipelineConfig, manifest: dict, strategy, is_chief: bool) -> None:
+    from tf_models.train_loop import TrainingRun, train
+
+    result = train(config, TrainingRun.from_manifest(manifest), strategy, is_chief=is_chief)
+    if is_chief:
+        _export(config, manifest, result)
+
+
+def node_main(args: dict, info) -> None:
+    """Run one TensorFlow node (called by TensorFlowOnSpark on an executor).
+
+    Parameters
+    ----------
+    args
+        ``{"config": PipelineConfig, "manifest": dict, "run_id": str}``.
+    info
+        :class:`tf_models.tfos_cluster.NodeInfo` of this node.
+    """
+    import tensorflow as tf
+
+    from tf_models.tfos_cluster import mark_chief_done, start_server, wait_for_chief
+
+    config: PipelineConfig = args["config"]
+    manifest: dict = args["manifest"]
+    marker = f"{config.model_uri}/{DONE_MARKER}"
+    timeout = config.train.worker_wait_timeout_s
+
+    if config.train.strategy == "multi_worker_mirrored":
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        _train_and_export(config, manifest, strategy, is_chief=info.is_chief)
+        return
+    if info.job_name in ("ps", "worker"):
+        start_server(info)
+        wait_for_chief(marker, timeout_seconds=timeout, run_id=args["run_id"])
+        return
+    status = "failed"
+    try:
+        resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+        _train_and_export(config, manifest, strategy, is_chief=True)
+        status = "ok"
+    finally:
+        # Release the ps and workers whether training worked or not, so the
+        # cluster shuts down now instead of at TFoS's timeout.
+        mark_chief_done(marker, args["run_id"], status)
+
+
+def _write_history_plot(config: PipelineConfig) -> None:
+    """Plot the loss and throughput history next to ``history.json``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    history_uri = f"{config.model_uri}/history.json"
+    if not storage.exists(history_uri) or storage.is_remote(history_uri):
+        return
+    history = json.loads(storage.read_text(history_uri))
+    figure = Figure(figsize=(9, 3.5))
+    FigureCanvasAgg(figure)
+    loss_axes, rate_axes = figure.subplots(1, 2)
+    steps = [h["step"] for h in history]
+    loss_axes.plot(steps, [h["loss"] for h in history], marker="o")
+    loss_axes.set(xlabel="step", ylabel="training loss", title="loss")
+    rate_axes.plot(steps, [h["examples_per_s"] for h in history], marker="o")
+    rate_axes.set(xlabel="step", ylabel="examples / s", title="throughput")
+    figure.tight_layout()
+    figure.savefig(storage.local_path(f"{config.model_uri}/history.png"))
+
+
+def train_on_spark(spark, config: PipelineConfig, manifest: dict) -> dict:
+    """Train as configured and export the model under ``<model>/export``.
+
+    Parameters
+    ----------
+    spark
+        The session; for ps/all-reduce it must have exactly
+        ``num_ps + num_workers + 1`` single-core executors.
+    config
+        The pipeline configuration.
+    manifest
+        The shard manifest (record files, layout, proteins).
+
+    Returns
+    -------
+    dict
+        ``{"strategy", "seconds", "history"}``.
+    """
+    from tf_models.tfos_cluster import run_cluster
+
+    started = time.monotonic()
+    cfg = config.train
+    storage.makedirs(config.model_uri)
+    if cfg.strategy == "local":
+        import tensorflow as tf
+
+        _train_and_export(config, manifest, tf.distribute.get_strategy(), is_chief=True)
+    else:
+        num_ps = cfg.num_ps if cfg.strategy == "parameter_server" else 0
+        placement = run_cluster(
+            spark.sparkContext,
+            node_main,
+            {"config": config, "manifest": manifest},
+            num_ps=num_ps,
+            num_workers=cfg.num_workers,
+            log_dir=None,
+        )
+        for node in placement:
+            log.info("placement: %s", node)
+    _write_history_plot(config)
+    history_uri = f"{config.model_uri}/history.json"
+    history = json.loads(storage.read_text(history_uri)) if storage.exists(history_uri) else []
+    seconds = time.monotonic() - started
+    log.info("training (%s) finished in %.1f s", cfg.strategy, seconds)
+    return {"strategy": cfg.strategy, "seconds": seconds, "history": history}
