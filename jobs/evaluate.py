@@ -10,11 +10,13 @@ from tfbs.config import PipelineConfig
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """Write ``<run_dir>/report/report.json`` and curve plots."""
+    from preprocess.inputs import require
     from preprocess.manifest import read_manifest
     from tf_models.evaluate import evaluate
     from tfbs.session import build_session
 
     manifest = read_manifest(config.shards_uri)
+    require(f"{config.model_uri}/export/saved_model.pb", "exported model (run `tfbs train` first)")
     spark = build_session(config.spark, app_suffix="-evaluate")
     try:
         report = evaluate(spark, config, manifest)

@@ -13,10 +13,18 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     from preprocess.manifest import read_manifest
     from tf_models.distributed import train_on_spark
     from tfbs.session import build_session
+    from tfbs.uri import is_remote, local_path
 
     manifest = read_manifest(config.shards_uri)  # fail before the JVM starts
     master = None if config.train.strategy == "local" else config.train.master
-    spark = build_session(config.spark, master=master, app_suffix="-train")
+    spark = build_session(
+        config.spark,
+        master=master,
+        app_suffix="-train",
+        # A retried TF node cannot rejoin its cluster: fail at once instead.
+        extra_conf={"spark.task.maxFailures": "1", "spark.dynamicAllocation.enabled": "false"},
+        scratch_dir=None if is_remote(config.run_dir) else local_path(config.run_dir),
+    )
     try:
         summary = train_on_spark(spark, config, manifest)
     finally:

@@ -123,18 +123,24 @@ def _with_outcomes(segregated: DataFrame, config: PipelineConfig) -> DataFrame:
     )
     frame = segregated.withColumn("split", split)
     eligible = frame.filter(~F.col("blacklisted") & (F.col("split") != TEST))
+    is_open = F.col("dnase") > 0
     class_counts = eligible.groupBy("tf", "cell", "split").agg(
         F.sum(F.when(F.col("label") == "B", 1).otherwise(0)).alias("n_bound"),
-        F.sum(F.when(F.col("label") == "U", 1).otherwise(0)).alias("n_unbound"),
+        F.sum(F.when((F.col("label") == "U") & is_open, 1).otherwise(0)).alias("n_open"),
+        F.sum(F.when((F.col("label") == "U") & ~is_open, 1).otherwise(0)).alias("n_closed"),
     )
-    # Probability of drawing an unbound bin so U:B comes out at the ratio.
+    # Draw probabilities so that U:B comes out at the ratio, with the
+    # configured share of the U bins taken from open chromatin: those are the
+    # negatives a model cannot reject on accessibility alone. If there are
+    # too few open ones, closed ones make up the rest.
+    wanted = F.col("n_bound") * pp.negatives_per_positive
+    wanted_open = F.least(F.col("n_open"), wanted * pp.hard_negative_fraction)
     draw = class_counts.select(
         "tf",
         "cell",
         "split",
-        F.least(F.lit(1.0), F.col("n_bound") * pp.negatives_per_positive / F.greatest(F.col("n_unbound"), F.lit(1))).alias(
-            "p_unbound"
-        ),
+        F.least(F.lit(1.0), wanted_open / F.greatest(F.col("n_open"), F.lit(1))).alias("p_open"),
+        F.least(F.lit(1.0), (wanted - wanted_open) / F.greatest(F.col("n_closed"), F.lit(1))).alias("p_closed"),
     )
     uniform = (F.abs(F.xxhash64(F.lit(pp.seed), "tf", "cell", "chrom", "start")) % 1_000_000) / 1_000_000.0
     frame = frame.join(F.broadcast(draw), ["tf", "cell", "split"], "left")
@@ -143,10 +149,10 @@ def _with_outcomes(segregated: DataFrame, config: PipelineConfig) -> DataFrame:
         .when(F.col("split") == TEST, F.lit("kept"))
         .when(F.col("label") == "A", F.lit("excluded_ambiguous"))
         .when(F.col("label") == "B", F.lit("kept"))
-        .when(uniform < F.col("p_unbound"), F.lit("kept"))
+        .when(uniform < F.when(is_open, F.col("p_open")).otherwise(F.col("p_closed")), F.lit("kept"))
         .otherwise(F.lit("dropped_sampling"))
     )
-    return frame.withColumn("outcome", outcome).drop("p_unbound")
+    return frame.withColumn("outcome", outcome).drop("p_open", "p_closed")
 
 
 def _windows_partition(rows, fasta_name: str, window: int, fasta_uri: str):

@@ -261,7 +261,9 @@ def build_labels(
             tag = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in cell)
             optimal, loose = peak_counts(bins_path, conservative, relaxed, work, tag, keep=workdir is not None)
             if len(optimal) != bins.num_rows or len(loose) != bins.num_rows:
-                raise RuntimeError(f"{cell}: bedtools returned {len(optimal)}/{len(loose)} rows for {bins.num_rows} bins")
+                raise RuntimeError(
+                    f"{cell}: bedtools returned {len(optimal)}/{len(loose)} rows for {bins.num_rows} bins"
+                )
             return official_rule(optimal, loose)
 
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -324,7 +326,8 @@ def _codes_to_strings(codes: np.ndarray) -> pa.Array:
     """One-character strings from ASCII codes, zero-copy (no per-bin objects)."""
     n = len(codes)
     offsets = np.arange(n + 1, dtype=np.int32)
-    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(codes))])
+    data = pa.py_buffer(np.ascontiguousarray(codes))
+    return pa.Array.from_buffers(pa.string(), n, [None, pa.py_buffer(offsets), data])
 
 
 def _write_tsv(table: pa.Table, path: Path, header: str | None, gzip_level: int | None = None) -> None:
@@ -338,7 +341,9 @@ def _write_tsv(table: pa.Table, path: Path, header: str | None, gzip_level: int 
     """
     options = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none")
     with open(path, "wb") as raw:
-        sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=gzip_level) if gzip_level else raw
+        sink = raw
+        if gzip_level:
+            sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=gzip_level)
         with sink:
             if header is not None:
                 sink.write((header + "\n").encode())

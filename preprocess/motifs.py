@@ -61,7 +61,9 @@ def read_meme(path: str) -> dict[str, np.ndarray]:
                     raise ValueError(f"{path}: motif {current} truncated ({offset} of {width} rows)")
                 values = lines[index + offset].split()
                 if len(values) != 4:
-                    raise ValueError(f"{path}:{index + offset + 1}: motif {current}: expected 4 columns, found {len(values)}")
+                    raise ValueError(
+                        f"{path}:{index + offset + 1}: motif {current}: expected 4 columns, found {len(values)}"
+                    )
                 rows.append([float(v) for v in values])
             index += width
             matrix = np.asarray(rows, dtype=np.float64)

@@ -18,6 +18,8 @@ from preprocess.manifest import total_of
 from preprocess.sequences import window_bounds
 from tfbs.uri import local_path
 
+from conftest import small_config
+
 
 def _label_lines(uri: str) -> list[str]:
     with gzip.open(local_path(uri), "rt") as handle:
@@ -121,8 +123,8 @@ def test_records_mirror_the_training_rows(small_shards, shard_table):
 
 
 def test_missing_input_is_named_before_spark(small_dataset, tmp_path):
-    config = small_dataset.model_copy(
-        update={"data": small_dataset.data.model_copy(update={"genome_fasta": f"file://{tmp_path}/missing.fa"})}
+    config = small_config(
+        tmp_path, f"data.root={local_path(small_dataset.data.root)}", f"data.genome_fasta={tmp_path}/missing.fa"
     )
     with pytest.raises(MissingInputError, match="missing.fa: genome FASTA not found"):
         check_preprocess_inputs(config.data)
@@ -139,12 +141,13 @@ def _corrupt_labels(config, tmp_path, bad_line: str, position: int) -> str:
 
 
 def _with(config, tmp_path, labels_dir: str, bad_rows: str):
-    return config.model_copy(
-        update={
-            "run_dir": f"file://{tmp_path}/run",
-            "data": config.data.model_copy(update={"labels_dir": f"file://{labels_dir}", "tfs": ["CTCF"]}),
-            "preprocess": config.preprocess.model_copy(update={"bad_rows": bad_rows}),
-        }
+    """The small data set with the corrupted CTCF labels, writing under tmp_path."""
+    return small_config(
+        tmp_path,
+        f"data.root={local_path(config.data.root)}",
+        f"data.labels_dir={labels_dir}",
+        "data.tfs=[CTCF]",
+        f"preprocess.bad_rows={bad_rows}",
     )
 
 
@@ -167,3 +170,14 @@ def test_bad_line_set_aside_is_counted(spark, small_dataset, tmp_path):
     for cell, outcomes in manifest["counts"]["CTCF"].items():
         assert outcomes["rejected_bad_line"] == 1
         assert total_of(outcomes) == n_lines
+
+
+def test_accessible_negatives_share(small_shards, shard_table):
+    config, _ = small_shards
+    rows = shard_table.select(["split", "label", "dnase"]).to_pylist()
+    train_u = [r["dnase"] for r in rows if r["split"] == "train" and r["label"] == "U"]
+    test_u = [r["dnase"] for r in rows if r["split"] == "test" and r["label"] == "U"]
+    share = np.mean(train_u)
+    # Drawn U bins are open at the configured share, far above the genome's.
+    assert abs(share - config.preprocess.hard_negative_fraction) < 0.12
+    assert np.mean(test_u) < share / 2

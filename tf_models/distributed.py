@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 
 from tfbs import uri as storage
@@ -83,10 +84,14 @@ def node_main(args: dict, info) -> None:
         _train_and_export(config, manifest, strategy, is_chief=info.is_chief)
         return
     if info.job_name in ("ps", "worker"):
+        # The ps waits like a worker instead of server.join(), which never
+        # returns and would keep the process alive until the application ends.
         start_server(info)
-        wait_for_chief(marker, timeout_seconds=timeout, run_id=args["run_id"])
+        status = wait_for_chief(marker, timeout_seconds=timeout, run_id=args["run_id"])
+        if status != "ok":
+            raise RuntimeError(f"{info.job_name}:{info.task_index} released by a failed chief: {status}")
         return
-    status = "failed"
+    status = "failed: see the chief's log"
     try:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         strategy = tf.distribute.ParameterServerStrategy(resolver)
@@ -96,6 +101,45 @@ def node_main(args: dict, info) -> None:
         # Release the ps and workers whether training worked or not, so the
         # cluster shuts down now instead of at TFoS's timeout.
         mark_chief_done(marker, args["run_id"], status)
+
+
+class _ProgressFollower(threading.Thread):
+    """Logs the chief's training history in the driver as it is written.
+
+    The chief runs on an executor, whose log the driver's console does not
+    show; ``history.json`` is rewritten at every checkpoint.
+    """
+
+    def __init__(self, history_uri: str, total_steps: int, poll_seconds: float = 5.0) -> None:
+        super().__init__(name="tfbs-progress", daemon=True)
+        self.history_uri = history_uri
+        self.total_steps = total_steps
+        self.poll_seconds = poll_seconds
+        self.stopped = threading.Event()
+        self.seen = 0
+
+    def poll(self) -> None:
+        try:
+            history = json.loads(storage.read_text(self.history_uri))
+        except (OSError, ValueError):
+            return  # not written yet, or being rewritten
+        for entry in history[self.seen :]:
+            log.info(
+                "chief: step %d/%d loss %.4f %.0f examples/s",
+                entry["step"],
+                self.total_steps,
+                entry["loss"],
+                entry["examples_per_s"],
+            )
+        self.seen = max(self.seen, len(history))
+
+    def run(self) -> None:
+        while not self.stopped.wait(self.poll_seconds):
+            self.poll()
+
+    def stop(self) -> None:
+        self.stopped.set()
+        self.poll()
 
 
 def _write_history_plot(config: PipelineConfig) -> None:
@@ -137,8 +181,6 @@ def train_on_spark(spark, config: PipelineConfig, manifest: dict) -> dict:
     dict
         ``{"strategy", "seconds", "history"}``.
     """
-    from tf_models.tfos_cluster import run_cluster
-
     started = time.monotonic()
     cfg = config.train
     storage.makedirs(config.model_uri)
@@ -147,17 +189,22 @@ def train_on_spark(spark, config: PipelineConfig, manifest: dict) -> dict:
 
         _train_and_export(config, manifest, tf.distribute.get_strategy(), is_chief=True)
     else:
+        from tf_models.tfos_cluster import run_cluster
+
         num_ps = cfg.num_ps if cfg.strategy == "parameter_server" else 0
-        placement = run_cluster(
-            spark.sparkContext,
-            node_main,
-            {"config": config, "manifest": manifest},
-            num_ps=num_ps,
-            num_workers=cfg.num_workers,
-            log_dir=None,
-        )
-        for node in placement:
-            log.info("placement: %s", node)
+        follower = _ProgressFollower(f"{config.model_uri}/history.json", cfg.steps)
+        follower.start()
+        try:
+            run_cluster(
+                spark.sparkContext,
+                node_main,
+                {"config": config, "manifest": manifest},
+                num_ps=num_ps,
+                num_workers=cfg.num_workers,
+                shutdown_timeout=cfg.timeout_s,
+            )
+        finally:
+            follower.stop()
     _write_history_plot(config)
     history_uri = f"{config.model_uri}/history.json"
     history = json.loads(storage.read_text(history_uri)) if storage.exists(history_uri) else []

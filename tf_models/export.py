@@ -36,7 +36,7 @@ class ServingModule(tf.Module):
     def _probabilities(self, dna, proteins, tf_index, cell_index, dnase) -> dict[str, tf.Tensor]:
         logits = self.model(
             {
-                "dna": dna_one_hot(tf.io.decode_raw(dna, tf.uint8)),
+                "dna": dna_one_hot(tf.reshape(tf.io.decode_raw(dna, tf.uint8), [-1, self.window])),
                 "proteins": proteins,
                 "tf_index": tf_index,
                 "cell_index": cell_index,

@@ -23,7 +23,9 @@ def decode_batch(records: tf.Tensor, layout: RecordLayout) -> dict[str, tf.Tenso
         ``dna`` (batch, window, 4) float32, ``label`` float32, ``tf_index``,
         ``cell_index`` int32 and ``dnase`` float32 in [0, 1].
     """
-    raw = tf.io.decode_raw(records, tf.uint8)
+    # The reshape gives the record length a static size, which the model's
+    # centre crop and Flatten need.
+    raw = tf.reshape(tf.io.decode_raw(records, tf.uint8), [-1, layout.record_bytes])
     return {
         "dna": dna_one_hot(raw[:, : layout.window]),
         "label": tf.cast(raw[:, layout.label_offset], tf.float32),
@@ -50,6 +52,7 @@ def make_dataset(
     shuffle_buffer: int = 8192,
     input_context: tf.distribute.InputContext | None = None,
     training: bool = True,
+    shard: tuple[int, "int | tf.Tensor"] | None = None,
 ) -> tf.data.Dataset:
     """Stream record files as batches of decoded features.
 
@@ -67,13 +70,21 @@ def make_dataset(
     shuffle_buffer
         Records held for shuffling.
     input_context
-        Given by the strategy; selects this pipeline's share of the files
-        (or of the records, when there are fewer files than pipelines).
+        Given by a mirrored strategy; selects this pipeline's share of the
+        files (or of the records, when there are fewer files than pipelines).
     training
         Shuffle, repeat forever and augment; otherwise one ordered pass.
+    shard
+        ``(num_shards, index)`` given explicitly, overriding
+        ``input_context``: under ``ParameterServerStrategy`` the context
+        always says one pipeline, and the worker's index is a tensor known
+        only on the worker.
     """
-    n_pipelines = input_context.num_input_pipelines if input_context else 1
-    pipeline_id = input_context.input_pipeline_id if input_context else 0
+    if shard is not None:
+        n_pipelines, pipeline_id = shard
+    else:
+        n_pipelines = input_context.num_input_pipelines if input_context else 1
+        pipeline_id = input_context.input_pipeline_id if input_context else 0
     paths = [f.removeprefix("file://") for f in files]
     by_file = len(paths) >= n_pipelines
     names = tf.data.Dataset.from_tensor_slices(paths)
@@ -90,11 +101,11 @@ def make_dataset(
     if not by_file and n_pipelines > 1:
         records = records.shard(n_pipelines, pipeline_id)
     if training:
-        records = records.shuffle(shuffle_buffer, seed=seed + pipeline_id, reshuffle_each_iteration=True)
+        records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
     batches = records.batch(batch_size, drop_remainder=training)
     batches = batches.map(lambda r: decode_batch(r, layout), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if training:
         batches = batches.enumerate().map(
-            lambda i, feats: _augment(i, feats, seed + pipeline_id), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+            lambda i, feats: _augment(i, feats, seed), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
         )
     return batches.prefetch(tf.data.AUTOTUNE)

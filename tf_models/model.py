@@ -16,12 +16,12 @@ import tensorflow as tf
 from tfbs.config import ModelConfig
 
 
-def _conv_tower(filters: list[int], kernel: int, name: str) -> keras.Sequential:
-    """Convolutions with one 2x max-pool before the last (EasyFlow's layout)."""
+def _conv_tower(filters: list[int], kernel: int, pool_size: int, name: str) -> keras.Sequential:
+    """Convolutions with one max-pool before the last (EasyFlow's layout, pool 2)."""
     layers: list[keras.layers.Layer] = []
     for index, width in enumerate(filters):
         if index == len(filters) - 1 and len(filters) > 1:
-            layers.append(keras.layers.MaxPooling1D(2, name=f"{name}_pool"))
+            layers.append(keras.layers.MaxPooling1D(pool_size, name=f"{name}_pool"))
         layers.append(keras.layers.Conv1D(width, kernel, padding="same", activation="relu", name=f"{name}_conv{index}"))
     return keras.Sequential(layers, name=name)
 
@@ -47,17 +47,26 @@ class TFBSNet(keras.Model):
         super().__init__(**kwargs)
         self.config = config
         self.n_cells = n_cells
-        self.dna_tower = _conv_tower(config.dna_filters, config.dna_kernel, "dna")
-        self.protein_tower = _conv_tower(config.aa_filters, config.aa_kernel, "protein")
+        self.dna_tower = _conv_tower(config.dna_filters, config.dna_kernel, config.dna_pool_size, "dna")
+        self.protein_tower = _conv_tower(config.aa_filters, config.aa_kernel, config.aa_pool_size, "protein")
         reduce = keras.layers.GlobalMaxPooling1D if config.pool == "global_max" else keras.layers.Flatten
         self.dna_reduce = reduce(name="dna_reduce")
+        self.dna_center_bp = config.dna_center_bp
         self.protein_reduce = reduce(name="protein_reduce")
         self.dense = keras.layers.Dense(config.dense_units, activation="relu", name="dense")
         self.dropout = keras.layers.Dropout(config.dropout, name="dropout")
         self.logit = keras.layers.Dense(1, name="logit")
 
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
-        dna = self.dna_reduce(self.dna_tower(inputs["dna"], training=training))
+        dna_maps = self.dna_tower(inputs["dna"], training=training)
+        if self.dna_center_bp:
+            # Keep only positions near the bin: flanking bins see the same
+            # motif elsewhere in their window and are labelled unbound.
+            # The window is fixed, so the shapes are static (Flatten needs that).
+            length = dna_maps.shape[1]
+            keep = max(1, length * self.dna_center_bp // inputs["dna"].shape[1])
+            dna_maps = dna_maps[:, (length - keep) // 2 : (length - keep) // 2 + keep]
+        dna = self.dna_reduce(dna_maps)
         per_protein = self.protein_reduce(self.protein_tower(inputs["proteins"], training=training))
         parts = [dna, tf.gather(per_protein, tf.cast(inputs["tf_index"], tf.int32))]
         if self.config.use_cell_type:

@@ -120,7 +120,12 @@ def train(
         checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer)
     proteins = protein_one_hot(tf.constant(protein_table(run.proteins, cfg.model.aa_max_length)))
 
-    def dataset_fn(input_context: tf.distribute.InputContext) -> tf.data.Dataset:
+    def dataset_fn(input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+        shard = None
+        if uses_coordinator:
+            # Runs on the worker: its index picks its share of the files.
+            worker_index = tf.distribute.coordinator.experimental_get_current_worker_index()
+            shard = (cfg.num_workers, worker_index)
         return make_dataset(
             run.train_files,
             run.layout,
@@ -128,6 +133,7 @@ def train(
             seed=cfg.seed,
             shuffle_buffer=cfg.shuffle_buffer,
             input_context=input_context,
+            shard=shard,
         )
 
     def step_fn(batch: dict[str, tf.Tensor]) -> tf.Tensor:
@@ -159,9 +165,11 @@ def train(
         checkpoint.restore(manager.latest_checkpoint)
         log.info("resumed from %s at step %d", manager.latest_checkpoint, int(optimizer.iterations))
     writer = tf.summary.create_file_writer(f"{model_dir}/tensorboard") if is_chief else None
+    if is_chief:
+        tf.io.gfile.makedirs(model_dir)
 
-    history: list[dict] = []
     step = int(optimizer.iterations.numpy())
+    history = _earlier_history(f"{model_dir}/history.json", step) if step else []
     window_start, window_step = time.monotonic(), step
     while step < cfg.steps:
         pending = []
@@ -185,19 +193,27 @@ def train(
         log.info("step %d/%d loss %.4f %.0f examples/s", step, cfg.steps, entry["loss"], rate)
         # Every worker of a mirrored strategy must take part in the save.
         save_path = manager.save(checkpoint_number=step) if is_chief else None
-        if writer is not None:
+        if is_chief:
             with writer.as_default(step=step):
                 tf.summary.scalar("loss", entry["loss"])
                 tf.summary.scalar("examples_per_second", rate)
                 tf.summary.scalar("learning_rate", schedule(step))
             writer.flush()
+            # Rewritten at every checkpoint: the driver follows it to show
+            # progress while the chief runs on an executor.
+            with tf.io.gfile.GFile(f"{model_dir}/history.json", "w") as out:
+                out.write(json.dumps(history, indent=2))
             log.info("checkpoint %s", save_path)
         window_start, window_step = time.monotonic(), step
-    if is_chief:
-        tf.io.gfile.makedirs(model_dir)
-        with tf.io.gfile.GFile(f"{model_dir}/history.json", "w") as out:
-            out.write(json.dumps(history, indent=2))
     return TrainingResult(steps=step, history=history, model=model)
+
+
+def _earlier_history(history_path: str, step: int) -> list[dict]:
+    """The history of the run being resumed, up to its checkpoint."""
+    if not tf.io.gfile.exists(history_path):
+        return []
+    with tf.io.gfile.GFile(history_path) as handle:
+        return [entry for entry in json.loads(handle.read()) if entry["step"] <= step]
 
 
 def _num_workers(strategy: tf.distribute.Strategy) -> int:

@@ -139,6 +139,9 @@ class PreprocessConfig(_Section):
     seed: int = 13
     window: int = Field(1000, gt=0, description="sequence window centred on the 200 bp bin")
     negatives_per_positive: float = Field(2.0, gt=0, description="U:B ratio in train/valid")
+    hard_negative_fraction: float = Field(
+        0.5, ge=0, le=1, description="share of drawn U bins taken from DNase-open bins (accessible negatives)"
+    )
     test_chroms: list[str] = Field(default_factory=lambda: list(DREAM_TEST_CHROMS))
     valid_chroms: list[str] = Field(default_factory=lambda: list(DREAM_VALID_CHROMS))
     rows_per_record_file: int = Field(4096, gt=0, description="rows per training record file")
@@ -157,10 +160,15 @@ class ModelConfig(_Section):
 
     dna_filters: list[int] = Field(default_factory=lambda: [32, 32, 32], min_length=1)
     dna_kernel: int = Field(3, gt=0)
+    dna_pool_size: int = Field(2, gt=0, description="max-pool before the last DNA convolution")
     aa_filters: list[int] = Field(default_factory=lambda: [32, 64, 64], min_length=1)
     aa_kernel: int = Field(3, gt=0)
+    aa_pool_size: int = Field(2, gt=0)
     aa_max_length: int = Field(800, gt=0)
     pool: Literal["flatten", "global_max"] = "flatten"
+    dna_center_bp: int | None = Field(
+        None, gt=0, description="reduce only the DNA features of the central N bp (None: whole window)"
+    )
     dense_units: int = Field(1024, gt=0)
     dropout: float = Field(0.25, ge=0, lt=1)
     use_dnase: bool = True
@@ -183,7 +191,8 @@ class TrainConfig(_Section):
     decay_steps: int = Field(2000, gt=0)
     checkpoint_every_steps: int = Field(200, gt=0)
     shuffle_buffer: int = Field(8192, gt=0)
-    worker_wait_timeout_s: int = Field(3600, gt=0)
+    worker_wait_timeout_s: int = Field(3600, gt=0, description="how long ps/workers wait for the chief")
+    timeout_s: int = Field(7200, gt=0, description="the whole distributed run, start-up included")
     model: ModelConfig = Field(default_factory=ModelConfig)
 
     @model_validator(mode="after")
@@ -204,6 +213,7 @@ class PipelineConfig(_Section):
     """Everything one run needs; built by :func:`load_config`."""
 
     run_dir: str
+    shards_dir: str = Field("", description="shards to read/write; default <run_dir>/shards, shareable across runs")
     source: str = Field("", description="the YAML file this came from")
     spark: SparkConfig = Field(default_factory=SparkConfig)
     data: DataConfig
@@ -212,10 +222,12 @@ class PipelineConfig(_Section):
     train: TrainConfig = Field(default_factory=TrainConfig)
     evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
 
-    @field_validator("run_dir")
-    @classmethod
-    def _absolute_run_dir(cls, value: str) -> str:
-        return to_uri(value)
+    @model_validator(mode="after")
+    def _absolute_dirs(self) -> "PipelineConfig":
+        run_dir = to_uri(self.run_dir)
+        object.__setattr__(self, "run_dir", run_dir)
+        object.__setattr__(self, "shards_dir", to_uri(self.shards_dir) if self.shards_dir else f"{run_dir}/shards")
+        return self
 
     def digest(self) -> str:
         """A short hash of the configuration, recorded in manifests."""
@@ -224,7 +236,7 @@ class PipelineConfig(_Section):
 
     @property
     def shards_uri(self) -> str:
-        return f"{self.run_dir}/shards"
+        return self.shards_dir
 
     @property
     def model_uri(self) -> str:

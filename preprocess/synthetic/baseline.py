@@ -38,13 +38,17 @@ def read_label_table(path: str, chroms: Sequence[str]) -> tuple[list[str], pa.Ta
     table = pacsv.read_csv(
         path,
         parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False),
-        convert_options=pacsv.ConvertOptions(column_types={"chr": pa.string(), "start": pa.int64(), "stop": pa.int64()}),
+        convert_options=pacsv.ConvertOptions(
+            column_types={"chr": pa.string(), "start": pa.int64(), "stop": pa.int64()}
+        ),
     )
     cells = table.column_names[3:]
     return cells, table.filter(pc.is_in(table["chr"], value_set=pa.array(list(chroms))))
 
 
-def bin_max_scores(position_scores: np.ndarray, starts: np.ndarray, bin_size: int, motif_width: int, chunk: int = 20_000) -> np.ndarray:
+def bin_max_scores(
+    position_scores: np.ndarray, starts: np.ndarray, bin_size: int, motif_width: int, chunk: int = 20_000
+) -> np.ndarray:
     """Best motif score over each bin, counting matches that lie fully inside it.
 
     Parameters

@@ -119,4 +119,5 @@ def write_narrowpeak_gz(path: str | os.PathLike[str], peaks: dict[str, np.ndarra
 
 def concat_peaks(parts: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
     """Stack several peak column dicts into one."""
-    return {key: np.concatenate([part[key] for part in parts]) for key in NARROWPEAK_COLUMNS if key not in ("name", "strand")}
+    keys = [key for key in NARROWPEAK_COLUMNS if key not in ("name", "strand")]  # constant columns
+    return {key: np.concatenate([part[key] for part in parts]) for key in keys}

@@ -113,12 +113,13 @@ def generate_dataset(
     for spec in gen.tfs:
         tf = spec.name
         out = _local(data.labels_uri(tf), "labels_dir")
-        peaks = {cell: (paths["chip"][tf][cell]["conservative"], paths["chip"][tf][cell]["relaxed"]) for cell in gen.cells}
+        peaks = {cell: (files["conservative"], files["relaxed"]) for cell, files in paths["chip"][tf].items()}
         counts = build_labels(paths["chrom_sizes"], peaks, str(out), paths.get("blacklist"), jobs=jobs)
         log.info("wrote %s: %d bins, %s", out, counts["bins"], counts["cells"])
         paths["labels"][tf] = str(out)
         for cell, tally in counts["cells"].items():
-            tf_summary[tf]["cells"][cell].update(bins=counts["bins"], **tally, bound_fraction=tally["B"] / max(counts["bins"], 1))
+            fraction = tally["B"] / max(counts["bins"], 1)
+            tf_summary[tf]["cells"][cell].update(bins=counts["bins"], **tally, bound_fraction=fraction)
         baseline[tf] = motif_scan_baseline(str(out), chromosomes, pwms[tf], test_chroms, (at, gc / 2, gc / 2, at))
         for cell, figures in baseline[tf].items():
             if "error" in figures:
@@ -271,7 +272,8 @@ def _write_chip(gen: GenerateConfig, data: DataConfig, occ: Occupancy, blacklist
         summary[tf] = {
             "motif": spec.motif,
             "family": spec.family,
-            "sites": {**{k: int((s.kind == v).sum()) for k, v in kinds.items()}, "shared_with_family": int(s.shared.sum())},
+            "sites": {k: int((s.kind == v).sum()) for k, v in kinds.items()}
+            | {"shared_with_family": int(s.shared.sum())},
             "cells": {},
         }
         paths["chip"][tf] = {}
@@ -283,9 +285,13 @@ def _write_chip(gen: GenerateConfig, data: DataConfig, occ: Occupancy, blacklist
                                          width_range=(150, 300))]
             if blacklist:
                 conservative.append(artifact_peaks(blacklist, rng, lengths))
-            extra = relaxed_only_locations(s, hit, occ.is_open[:, column], occ.background, gen.relaxed_only_fraction, rng)
-            weak = peaks_around(occ.chrom[extra], occ.centre[extra], rng.uniform(0.0, 0.1, extra.shape[0]), rng, lengths,
-                                width_range=(150, 300), signal_range=(3.0, 40.0), summit_sd=20.0)
+            extra = relaxed_only_locations(
+                s, hit, occ.is_open[:, column], occ.background, gen.relaxed_only_fraction, rng
+            )
+            weak = peaks_around(
+                occ.chrom[extra], occ.centre[extra], rng.uniform(0.0, 0.1, extra.shape[0]), rng, lengths,
+                width_range=(150, 300), signal_range=(3.0, 40.0), summit_sd=20.0,
+            )
             cons_path = _local(data.chip_peaks_uri(cell, tf, "conservative"), "peaks_dir")
             rel_path = _local(data.chip_peaks_uri(cell, tf, "relaxed"), "peaks_dir")
             n_cons = write_narrowpeak_gz(cons_path, concat_peaks(conservative), names)

@@ -77,7 +77,9 @@ def synthetic_protein(
     return text, (start, start + domain.shape[0])
 
 
-def write_protein_fasta(path: str | Path, tfs: list[tuple[str, str]], seed: int, line_width: int = 60) -> dict[str, str]:
+def write_protein_fasta(
+    path: str | Path, tfs: list[tuple[str, str]], seed: int, line_width: int = 60
+) -> dict[str, str]:
     """Write one synthetic protein per TF.
 
     Parameters

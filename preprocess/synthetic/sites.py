@@ -191,8 +191,10 @@ def match_scores(
     """
     width = scores.shape[0]
     offsets = np.arange(-reach - width // 2, reach + width - width // 2)
-    windows = np.stack([genome[c][x + offsets] for c, x in zip(chrom.tolist(), center.tolist())]) if chrom.size else np.zeros((0, offsets.size), np.uint8)
-    return scan_positions(windows, scores).max(axis=-1) if chrom.size else np.zeros(0)
+    if chrom.size == 0:
+        return np.zeros(0)
+    windows = np.stack([genome[c][x + offsets] for c, x in zip(chrom.tolist(), center.tolist())])
+    return scan_positions(windows, scores).max(axis=-1)
 
 
 def open_chromatin(

@@ -1,0 +1,96 @@
+"""Training, export and evaluation on the small shards.
+
+The in-process loop (default strategy) is tested here with the Spark-driven
+evaluation; TensorFlowOnSpark on a local-cluster is tested end to end through
+the CLI in ``test_tfos.py``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import small_config
+from tf_models.distributed import train_on_spark
+from tf_models.evaluate import evaluate
+from tfbs.uri import local_path
+
+
+@pytest.fixture(scope="module")
+def trained(spark, small_shards, tmp_path_factory):
+    """A model trained in-process on the small shards (own run_dir, shared shards)."""
+    config, manifest = small_shards
+    run_config = small_config(
+        tmp_path_factory.mktemp("local-train"),
+        f"data.root={local_path(config.data.root)}",
+        f"shards_dir={config.shards_uri}",
+        "train.strategy=local",
+    )
+    summary = train_on_spark(spark, run_config, manifest)
+    return run_config, manifest, summary
+
+
+def test_history_and_checkpoints(trained):
+    config, _, summary = trained
+    model_dir = local_path(config.model_uri)
+    steps = [h["step"] for h in summary["history"]]
+    assert steps == [30, 60]
+    assert all(np.isfinite(h["loss"]) and h["examples_per_s"] > 0 for h in summary["history"])
+    assert tf.train.latest_checkpoint(f"{model_dir}/checkpoints").endswith("ckpt-60")
+    assert tf.io.gfile.glob(f"{model_dir}/tensorboard/events.out.tfevents.*")
+    assert json.load(open(f"{model_dir}/history.json")) == summary["history"]
+    assert (tf.io.gfile.stat(f"{model_dir}/history.png").length > 1000)
+
+
+def test_export_serves_sequences_and_indices_alike(trained):
+    config, manifest, _ = trained
+    model = tf.saved_model.load(local_path(f"{config.model_uri}/export"))
+    window = manifest["window"]
+    rng = np.random.default_rng(0)
+    dna = [bytes(rng.choice(list(b"ACGT"), window).astype(np.uint8)) for _ in range(4)]
+    cells = tf.constant([0, 1, 2, 0])
+    dnase = tf.constant([0.0, 1.0, 0.0, 1.0])
+    by_index = model.signatures["indexed"](
+        dna=tf.constant(dna), tf_index=tf.constant([0, 1, 0, 1]), cell_index=cells, dnase=dnase
+    )["probability"].numpy()
+    proteins = [manifest["proteins"][manifest["tfs"][i]].encode() for i in (0, 1, 0, 1)]
+    by_sequence = model.signatures["serving_default"](
+        dna=tf.constant(dna), protein=tf.constant(proteins), cell_index=cells, dnase=dnase
+    )["probability"].numpy()
+    np.testing.assert_allclose(by_index, by_sequence, rtol=1e-5, atol=1e-6)
+    assert ((by_index > 0) & (by_index < 1)).all()
+    metadata = json.load(open(local_path(f"{config.model_uri}/export/tfbs_metadata.json")))
+    assert metadata["tfs"] == manifest["tfs"] and metadata["steps"] == 60
+
+
+def test_resume_continues_from_the_last_checkpoint(spark, trained):
+    config, manifest, _ = trained
+    longer = config.model_copy(update={"train": config.train.model_copy(update={"steps": 90})})
+    summary = train_on_spark(spark, longer, manifest)
+    assert [h["step"] for h in summary["history"]] == [30, 60, 90]
+
+
+def test_evaluation_report(spark, trained):
+    config, manifest, _ = trained
+    report = evaluate(spark, config, manifest)
+    keys = {f"{tf}/{cell}" for tf, cells in manifest["counts"].items() for cell in cells}
+    assert set(report["results"]) == keys
+    for key, result in report["results"].items():
+        tf_name, cell = key.split("/")
+        kept = manifest["counts"][tf_name][cell]["kept"]["test"]
+        assert (result["n_pos"], result["n_neg"], result["n_ambiguous"]) == (kept["B"], kept["U"], kept.get("A", 0))
+        for metric in ("auroc", "auprc", "recall_at_fdr_10", "recall_at_fdr_50"):
+            assert 0.0 <= result[metric] <= 1.0
+    on_disk = json.load(open(local_path(f"{config.report_uri}/report.json")))
+    assert on_disk["mean_auroc"] == pytest.approx(np.mean([r["auroc"] for r in report["results"].values()]))
+    assert tf.io.gfile.stat(local_path(f"{config.report_uri}/curves.png")).length > 1000
+
+
+def test_evaluation_floor_fails_loudly(spark, trained):
+    config, manifest, _ = trained
+    strict = config.model_copy(update={"evaluate": config.evaluate.model_copy(update={"min_mean_auroc": 1.0})})
+    with pytest.raises(RuntimeError, match="below evaluate.min_mean_auroc 1.0"):
+        evaluate(spark, strict, manifest)
