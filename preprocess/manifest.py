@@ -91,9 +91,9 @@ def write_manifest(out_uri: str, manifest: dict) -> str:
 
 def read_manifest(shards_uri: str) -> dict:
     """Read a shard directory's manifest, checking its schema version."""
-    target = f"{shards_uri}/{MANIFEST_NAME}"
-    if not storage.exists(target):
-        raise FileNotFoundError(f"{target}: no manifest (run `tfbs preprocess` first)")
+    from preprocess.inputs import require
+
+    target = require(f"{shards_uri}/{MANIFEST_NAME}", "shard manifest (run `tfbs preprocess` first)")
     manifest = json.loads(storage.read_text(target))
     if manifest.get("schema_version") != SCHEMA_VERSION:
         raise ValueError(f"{target}: schema_version {manifest.get('schema_version')}, expected {SCHEMA_VERSION}")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
-
 from pyfaidx import Fasta
 
 from preprocess.dream_formats import BIN_SIZE
@@ -28,9 +26,10 @@ class WindowReader:
     single window avoids reading the same bases once per cell.
     """
 
-    def __init__(self, fasta_path: str, window: int) -> None:
+    def __init__(self, fasta_path: str, window: int, pad: bool = False) -> None:
         self._fasta = Fasta(fasta_path, as_raw=True, sequence_always_upper=True, rebuild=False)
         self._window = window
+        self._pad = pad
         self._key: tuple[str, int] | None = None
         self._value: bytes | None = None
 
@@ -39,18 +38,23 @@ class WindowReader:
         return set(self._fasta.keys())
 
     def read(self, chrom: str, start: int) -> bytes | None:
-        """Window bytes for the bin at ``chrom:start``; None if it leaves the chromosome."""
+        """Window bytes for the bin at ``chrom:start``.
+
+        A window that leaves the chromosome gives None, or with ``pad`` the
+        bases that exist with N for the rest.
+        """
         if self._key == (chrom, start):
             return self._value
         low, high = window_bounds(start, self._window)
         record = self._fasta[chrom]
-        value = None if low < 0 or high > len(record) else record[low:high].encode("ascii")
+        if 0 <= low and high <= len(record):
+            value = record[low:high].encode("ascii")
+        elif self._pad:
+            inside = record[max(low, 0) : min(high, len(record))].encode("ascii")
+            value = b"N" * max(0, -low) + inside + b"N" * max(0, high - len(record))
+        else:
+            value = None
         self._key, self._value = (chrom, start), value
         return value
 
 
-def attach_windows(rows: Iterable[tuple], fasta_path: str, window: int) -> Iterator[tuple]:
-    """Append the window bytes to ``(chrom, start, ...)`` rows (None if out of bounds)."""
-    reader = WindowReader(fasta_path, window)
-    for row in rows:
-        yield (*row, reader.read(row[0], row[1]))

@@ -59,7 +59,8 @@ def test_classes_by_split(small_shards, shard_table):
     for tf, cells in manifest["counts"].items():
         for cell, outcomes in cells.items():
             train = outcomes["kept"]["train"]
-            assert 1.5 <= train["U"] / train["B"] <= 2.5, (tf, cell, train)
+            ratio = config.preprocess.negatives_per_positive
+            assert 0.8 * ratio <= train["U"] / train["B"] <= 1.2 * ratio, (tf, cell, train)
             assert "A" not in train
 
 

@@ -94,3 +94,32 @@ def test_evaluation_floor_fails_loudly(spark, trained):
     strict = config.model_copy(update={"evaluate": config.evaluate.model_copy(update={"min_mean_auroc": 1.0})})
     with pytest.raises(RuntimeError, match="below evaluate.min_mean_auroc 1.0"):
         evaluate(spark, strict, manifest)
+
+
+def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
+    import gzip
+
+    import pyarrow.parquet as pq
+
+    from tf_models.predict import predict_regions
+
+    config, manifest, _ = trained
+    shards = pq.read_table(local_path(f"{manifest['parquet']}/split=test/tf=CTCF")).to_pylist()
+    rows = [r for r in shards if r["cell"] == "K562" and r["chrom"] in ("chr8", "chr21")][:40]
+    order = np.random.default_rng(1).permutation(len(rows))
+    regions = tmp_path / "regions.bed"
+    regions.write_text("".join(f"{rows[i]['chrom']}\t{rows[i]['start']}\t{rows[i]['stop']}\n" for i in order))
+    out = f"file://{tmp_path}/F.CTCF.K562.tab.gz"
+    assert predict_regions(spark, config, f"file://{regions}", "CTCF", "K562", out) == len(rows)
+
+    lines = gzip.open(local_path(out), "rt").read().splitlines()
+    submitted = [line.split("\t") for line in lines]
+    assert [(c, int(s)) for c, s, _, _ in submitted] == [(rows[i]["chrom"], rows[i]["start"]) for i in order]
+    model = tf.saved_model.load(local_path(f"{config.model_uri}/export"))
+    expected = model.signatures["indexed"](
+        dna=tf.constant([rows[i]["sequence"] for i in order]),
+        tf_index=tf.constant([rows[i]["tf_index"] for i in order]),
+        cell_index=tf.constant([rows[i]["cell_index"] for i in order]),
+        dnase=tf.constant([rows[i]["dnase"] for i in order]),
+    )["probability"].numpy()
+    np.testing.assert_allclose([float(p) for *_, p in submitted], expected, atol=2e-6)

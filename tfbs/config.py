@@ -196,9 +196,11 @@ class TrainConfig(_Section):
     model: ModelConfig = Field(default_factory=ModelConfig)
 
     @model_validator(mode="after")
-    def _ps_needs_servers(self) -> "TrainConfig":
+    def _consistent(self) -> "TrainConfig":
         if self.strategy == "parameter_server" and self.num_ps < 1:
             raise ValueError("strategy parameter_server needs num_ps >= 1")
+        if self.checkpoint_every_steps % self.steps_per_execution:
+            raise ValueError("checkpoint_every_steps must be a multiple of steps_per_execution")
         return self
 
 

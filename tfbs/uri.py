@@ -110,7 +110,7 @@ def write_bytes(uri: str, data: bytes) -> None:
     parent = path.rsplit("/", 1)[0]
     if parent:
         fs.create_dir(parent, recursive=True)
-    with fs.open_output_stream(path) as out:
+    with fs.open_output_stream(path, compression=None) as out:
         out.write(data)
 
 

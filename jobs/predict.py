@@ -1,0 +1,44 @@
+"""Score a regions file for one TF and cell as a DREAM submission (``tfbs predict``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from tfbs.config import PipelineConfig
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--regions", required=True, help="BED(.gz) of 200 bp regions (ladder or test)")
+    parser.add_argument("--tf", required=True, help="TF name in the protein FASTA (seen in training or not)")
+    parser.add_argument("--cell", required=True, help="cell type known to the model")
+    parser.add_argument("--out", default=None, help="output URI (default: <report>/F.<TF>.<CELL>.tab.gz)")
+
+
+def run(config: PipelineConfig, args: argparse.Namespace) -> int:
+    """Write the submission file; returns its number of rows."""
+    from preprocess.inputs import require
+    from tf_models.predict import predict_regions
+    from tfbs.session import build_session
+    from tfbs.uri import to_uri
+
+    regions = require(to_uri(args.regions), "regions file")
+    require(f"{config.model_uri}/export/tfbs_metadata.json", "exported model (run `tfbs train` first)")
+    out = to_uri(args.out) if args.out else f"{config.report_uri}/F.{args.tf}.{args.cell}.tab.gz"
+    spark = build_session(config.spark, app_suffix="-predict")
+    try:
+        count = predict_regions(spark, config, regions, args.tf, args.cell, out)
+    finally:
+        spark.stop()
+    print(f"submission: {out} ({count} rows)")
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.common import run_stage
+
+    return run_stage(__doc__, run, argv, extra_arguments=_arguments)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
