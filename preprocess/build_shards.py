@@ -84,7 +84,7 @@ def _spark_error_reason(err: Exception) -> str | None:
 
 
 def _segregate_tf(
-    spark: SparkSession, config: PipelineConfig, tf: str, all_cells: list[str], cells: list[str], staged: dict
+    spark: SparkSession, config: PipelineConfig, tf: str, header_cells: list[str], cells: list[str], staged: dict
 ) -> tuple[DataFrame, int, dict[tuple[int, str], int]]:
     """Read, check and segregate one TF's label file.
 
@@ -93,9 +93,8 @@ def _segregate_tf(
     """
     sc = spark.sparkContext
     uri = config.data.labels_uri(tf)
-    header_cells = all_cells
     keep = [header_cells.index(cell) for cell in cells]
-    lines = sc.textFile(uri).zipWithIndex()
+    lines = sc.textFile(uri).zipWithIndex().persist()
     parsed = lines.mapPartitions(
         lambda part: _parse_partition(part, uri, len(header_cells), keep, config.preprocess.bad_rows)
     ).persist()
@@ -291,6 +290,11 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
                 if rejected:
                     counts[tf][cell]["rejected_bad_line"] = len(rejected)
         manifest_io.check_accounting(counts, input_rows)
+        for tf in tfs:
+            for cell, outcomes in sorted(counts[tf].items()):
+                kept = {split: sum(by_label.values()) for split, by_label in outcomes["kept"].items()}
+                others = {key: value for key, value in outcomes.items() if key != "kept"}
+                log.info("%s/%s: %d input rows = kept %s + %s", tf, cell, input_rows[tf], kept, others)
         manifest = {
             "schema_version": manifest_io.SCHEMA_VERSION,
             "config_digest": config.digest(),
