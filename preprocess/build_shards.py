@@ -292,9 +292,9 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
         manifest_io.check_accounting(counts, input_rows)
         for tf in tfs:
             for cell, outcomes in sorted(counts[tf].items()):
-                kept = {split: sum(by_label.values()) for split, by_label in outcomes["kept"].items()}
+                kept_by_split = {split: sum(n.values()) for split, n in outcomes["kept"].items()}
                 others = {key: value for key, value in outcomes.items() if key != "kept"}
-                log.info("%s/%s: %d input rows = kept %s + %s", tf, cell, input_rows[tf], kept, others)
+                log.info("%s/%s: %d input rows = kept %s + %s", tf, cell, input_rows[tf], kept_by_split, others)
         manifest = {
             "schema_version": manifest_io.SCHEMA_VERSION,
             "config_digest": config.digest(),
