@@ -123,3 +123,32 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
         dnase=tf.constant([rows[i]["dnase"] for i in order]),
     )["probability"].numpy()
     np.testing.assert_allclose([float(p) for *_, p in submitted], expected, atol=2e-6)
+
+
+def test_export_equals_the_last_checkpoint(trained):
+    from preprocess.proteins import protein_table
+    from tf_models.encoding import dna_one_hot, protein_one_hot
+    from tf_models.model import build_model
+
+    config, manifest, _ = trained
+    model_config = config.train.model
+    restored = build_model(model_config, len(manifest["cells"]), manifest["window"])
+    checkpoint = tf.train.Checkpoint(model=restored)
+    checkpoint.restore(tf.train.latest_checkpoint(local_path(f"{config.model_uri}/checkpoints"))).expect_partial()
+    rng = np.random.default_rng(2)
+    dna = [bytes(rng.choice(list(b"ACGT"), manifest["window"]).astype(np.uint8)) for _ in range(6)]
+    tf_index, cells, dnase = [0, 1, 0, 1, 0, 1], [0, 1, 2, 0, 1, 2], [0.0, 1.0, 1.0, 0.0, 1.0, 0.0]
+    proteins = [manifest["proteins"][name] for name in manifest["tfs"]]
+    logits = restored(
+        {
+            "dna": dna_one_hot(np.frombuffer(b"".join(dna), np.uint8).reshape(6, -1)),
+            "proteins": protein_one_hot(protein_table(proteins, model_config.aa_max_length)),
+            "tf_index": tf.constant(tf_index),
+            "cell_index": tf.constant(cells),
+            "dnase": tf.constant(dnase),
+        }
+    ).numpy()
+    exported = tf.saved_model.load(local_path(f"{config.model_uri}/export")).signatures["indexed"](
+        dna=tf.constant(dna), tf_index=tf.constant(tf_index), cell_index=tf.constant(cells), dnase=tf.constant(dnase)
+    )["logit"].numpy()
+    np.testing.assert_allclose(exported, logits, rtol=1e-4, atol=1e-5)
