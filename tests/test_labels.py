@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,6 @@ from preprocess.bedtools import BedtoolsError, run_bedtools  # noqa: E402
 from preprocess.labels import build_labels  # noqa: E402
 
 DREAM = Path("/work/shared/data/dream")
-needs_bedtools = pytest.mark.skipif(shutil.which("bedtools") is None, reason="bedtools not installed")
 
 
 def _write(path: Path, rows: list[tuple], gz: bool = False) -> str:
@@ -55,7 +53,6 @@ def _rule_by_hand(
     return out
 
 
-@needs_bedtools
 def test_official_rule_on_a_hand_made_case(tmp_path: Path) -> None:
     sizes = _write(tmp_path / "g.sizes", [("chrA", 1200), ("chrB", 1230), ("chrC", 600)])
     # chrA: a 300 bp peak in both sets, and a relaxed-only one.
@@ -96,7 +93,6 @@ def test_official_rule_on_a_hand_made_case(tmp_path: Path) -> None:
     assert counts["cells"]["cellX"] == {k: sum(1 for r in expected if r[3] == k) for k in "UBA"}
 
 
-@needs_bedtools
 def test_without_either_flag_the_short_peak_would_be_ambiguous(tmp_path: Path) -> None:
     """Guards the -e flag: plain -f 0.5 -F 0.5 would require both fractions."""
     bins = _write(tmp_path / "bins.bed", [("chrB", 1000, 1200)])
@@ -106,7 +102,6 @@ def test_without_either_flag_the_short_peak_would_be_ambiguous(tmp_path: Path) -
     assert with_e.split()[-1] == "1" and without.split()[-1] == "0"
 
 
-@needs_bedtools
 def test_blacklist_sorting_cells_and_restriction(tmp_path: Path) -> None:
     sizes = _write(tmp_path / "g.sizes", [("chr2", 2000), ("chr10", 1000), ("chr1", 1500), ("chrZ", 900)])
     blacklist = _write(tmp_path / "bl.bed.gz", [("chr1", 500, 501), ("chr10", 0, 10)], gz=True)
@@ -130,7 +125,6 @@ def test_blacklist_sorting_cells_and_restriction(tmp_path: Path) -> None:
         build_labels(sizes, peaks, str(out), chroms=["chr3"])
 
 
-@needs_bedtools
 def test_output_is_reproducible_bytes(tmp_path: Path) -> None:
     sizes = _write(tmp_path / "g.sizes", [("chrA", 5000)])
     cons = _write(tmp_path / "c.gz", [_narrowpeak("chrA", 1000, 1300)], gz=True)
@@ -144,8 +138,6 @@ def test_output_is_reproducible_bytes(tmp_path: Path) -> None:
 def test_bedtools_errors_are_actionable(tmp_path: Path) -> None:
     with pytest.raises(BedtoolsError, match="not found.*Install bedtools"):
         run_bedtools(["--version"], binary="bedtools-that-does-not-exist")
-    if shutil.which("bedtools") is None:
-        pytest.skip("bedtools not installed")
     with pytest.raises(BedtoolsError) as info:
         run_bedtools(["merge", "-i", str(tmp_path / "missing.bed")])
     message = str(info.value)
@@ -155,7 +147,6 @@ def test_bedtools_errors_are_actionable(tmp_path: Path) -> None:
                      str(tmp_path / "o.gz"))
 
 
-@needs_bedtools
 @pytest.mark.skipif(not (DREAM / "peaks").is_dir(), reason="bundled DREAM data not present")
 def test_real_chr22_matches_a_plain_bedtools_pipeline(tmp_path: Path) -> None:
     """K562 CTCF on chr22 with the challenge blacklist, against the shell rule."""
