@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -24,10 +23,6 @@ CELLS = ["K562", "GM12878", "HepG2"]  # deliberately not alphabetical
 TFS = ["CTCF", "FOXA1", "FOXA2"]
 SIZES = {"chr1": 80_000, "chr2": 50_000, "chr8": 60_000, "chr11": 50_000, "chr21": 60_000}
 
-pytestmark = [
-    pytest.mark.skipif(shutil.which("bedtools") is None, reason="bedtools not installed"),
-    pytest.mark.skipif(not MEME.is_file(), reason="bundled HOCOMOCO file not present"),
-]
 
 
 def _configs(root: Path, seed: int = 11, **changes) -> tuple[GenerateConfig, DataConfig]:

@@ -147,7 +147,6 @@ def test_bedtools_errors_are_actionable(tmp_path: Path) -> None:
                      str(tmp_path / "o.gz"))
 
 
-@pytest.mark.skipif(not (DREAM / "peaks").is_dir(), reason="bundled DREAM data not present")
 def test_real_chr22_matches_a_plain_bedtools_pipeline(tmp_path: Path) -> None:
     """K562 CTCF on chr22 with the challenge blacklist, against the shell rule."""
     sizes = tmp_path / "chr22.sizes"
