@@ -73,6 +73,30 @@ def _loss(model: TFBSNet, batch: dict[str, tf.Tensor], proteins: tf.Tensor, trai
     return tf.reduce_mean(per_example)
 
 
+def _gradient_step(model: TFBSNet, optimizer, batch: dict[str, tf.Tensor], proteins: tf.Tensor, replicas: int):
+    """One optimisation step on one replica's batch; returns its loss."""
+    with tf.GradientTape() as tape:
+        loss = _loss(model, batch, proteins, training=True)
+        # Under mirrored replicas, gradients are summed across replicas.
+        scaled = loss / replicas
+    grads = tape.gradient(scaled, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+
+
+def build_training_step(config: PipelineConfig, run: TrainingRun):
+    """A compiled single-process training step, ``step(batch) -> loss``.
+
+    The same model, loss and optimizer as :func:`train`, without a strategy
+    or checkpoints: the baseline for benchmarks.
+    """
+    cfg = config.train
+    model = build_model(cfg.model, run.n_cells, run.layout.window)
+    optimizer = keras.optimizers.Adam(cfg.learning_rate)
+    proteins = protein_one_hot(tf.constant(protein_table(run.proteins, cfg.model.aa_max_length)))
+    return tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1))
+
+
 def train(
     config: PipelineConfig,
     run: TrainingRun,
@@ -141,13 +165,7 @@ def train(
         )
 
     def step_fn(batch: dict[str, tf.Tensor]) -> tf.Tensor:
-        with tf.GradientTape() as tape:
-            loss = _loss(model, batch, proteins, training=True)
-            # Under mirrored replicas, gradients are summed across replicas.
-            scaled = loss / strategy.num_replicas_in_sync
-        grads = tape.gradient(scaled, model.trainable_variables)
-        optimizer.apply_gradients(zip(grads, model.trainable_variables))
-        return loss
+        return _gradient_step(model, optimizer, batch, proteins, strategy.num_replicas_in_sync)
 
     @tf.function
     def train_steps(iterator) -> tf.Tensor:

@@ -1,0 +1,67 @@
+"""Benchmark: input pipeline throughput against what the model consumes.
+
+Reads the training record files of a shard directory with the production
+input pipeline (decode, one-hot, reverse complement, batching) and times it
+alone, then times in-process training steps of the configured model on the
+same batches. Prints medians of repeated runs and the ratio
+pipeline / model demand (issue 4's target: >= 10x).
+
+    .venv/bin/python bench/input_pipeline.py --config conf/demo.yaml
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+import tensorflow as tf
+
+from preprocess.manifest import read_manifest
+from tf_models.input_pipeline import make_dataset
+from tf_models.train_loop import TrainingRun, build_training_step
+from tfbs.config import load_config
+
+
+def _rate(dataset: tf.data.Dataset, batches: int, batch_size: int, step=None) -> float:
+    iterator = iter(dataset)
+    for _ in range(5):  # warm-up: tracing, file opening, prefetch fill
+        batch = next(iterator)
+        if step:
+            step(batch)
+    started = time.perf_counter()
+    for _ in range(batches):
+        batch = next(iterator)
+        if step:
+            step(batch)
+    return batches * batch_size / (time.perf_counter() - started)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="conf/demo.yaml")
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--batches", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    config = load_config(args.config, args.overrides)
+    run = TrainingRun.from_manifest(read_manifest(config.shards_uri))
+    cfg = config.train
+    dataset = make_dataset(run.train_files, run.layout, cfg.batch_size, seed=cfg.seed, shuffle_buffer=cfg.shuffle_buffer)
+
+    step = build_training_step(config, run)
+    pipeline = [_rate(dataset, args.batches, cfg.batch_size) for _ in range(args.repeats)]
+    model = [_rate(dataset, max(20, args.batches // 10), cfg.batch_size, step) for _ in range(args.repeats)]
+    result = {
+        "pipeline_examples_per_s": statistics.median(pipeline),
+        "model_examples_per_s": statistics.median(model),
+        "batch_size": cfg.batch_size,
+        "repeats": args.repeats,
+    }
+    result["ratio_pipeline_to_model"] = result["pipeline_examples_per_s"] / result["model_examples_per_s"]
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
