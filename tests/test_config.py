@@ -50,3 +50,24 @@ def test_missing_file_is_named(tmp_path):
 def test_bad_override_syntax():
     with pytest.raises(ConfigError, match="expected key=value"):
         load_config(DEMO, ["train.steps"])
+
+
+@pytest.mark.parametrize(
+    "given, expected",
+    [
+        ("gs://bucket/dream/", "gs://bucket/dream"),
+        ("hdfs://nn:8020/data", "hdfs://nn:8020/data"),
+        ("file:///", "file:///"),
+    ],
+)
+def test_uris_are_normalised(given, expected):
+    from tfbs.uri import to_uri
+
+    assert to_uri(given) == expected
+
+
+def test_relative_paths_become_absolute_file_uris(tmp_path, monkeypatch):
+    from tfbs.uri import to_uri
+
+    monkeypatch.chdir(tmp_path)
+    assert to_uri("data/x.bed") == f"file://{tmp_path}/data/x.bed"

@@ -31,7 +31,9 @@ def to_uri(path_or_uri: str | os.PathLike[str]) -> str:
     """
     text = str(path_or_uri)
     if "://" in text:
-        return text.rstrip("/") if text.count("/") > 3 else text
+        scheme, rest = text.split("://", 1)
+        # Trailing slashes would double up when paths are joined with "/".
+        return f"{scheme}://{rest.rstrip('/')}" if rest.strip("/") else text
     return Path(text).expanduser().absolute().as_uri()
 
 
