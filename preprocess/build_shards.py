@@ -85,11 +85,11 @@ def _spark_error_reason(err: Exception) -> str | None:
 
 def _segregate_tf(
     spark: SparkSession, config: PipelineConfig, tf: str, header_cells: list[str], cells: list[str], staged: dict
-) -> tuple[DataFrame, int, dict[tuple[int, str], int]]:
+) -> tuple[DataFrame, int, list[tuple[int, str]]]:
     """Read, check and segregate one TF's label file.
 
     Returns the (bin, cell) DataFrame, the number of data lines, and the
-    rejected lines as ``{(line, reason): 1}`` when bad rows are set aside.
+    rejected lines as ``(line, reason)`` when bad rows are set aside.
     """
     sc = spark.sparkContext
     uri = config.data.labels_uri(tf)
@@ -99,7 +99,7 @@ def _segregate_tf(
         lambda part: _parse_partition(part, uri, len(header_cells), keep, config.preprocess.bad_rows)
     ).persist()
     n_lines = lines.count() - 1
-    rejected = dict(parsed.filter(lambda kv: kv[0] == "bad").map(lambda kv: (kv[1], 1)).collect())
+    rejected = parsed.filter(lambda kv: kv[0] == "bad").map(lambda kv: kv[1]).collect()
     good = parsed.filter(lambda kv: kv[0] == "ok").map(lambda kv: kv[1])
     chroms = sorted(good.map(lambda row: row[0]).distinct().collect())
     index_of = {chrom: i for i, chrom in enumerate(chroms)}

@@ -100,6 +100,8 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: dict) -> dic
     batch_size = config.evaluate.batch_size
     scored = test.rdd.mapPartitions(lambda rows: predict_rows(rows, export_dir, batch_size))
     predictions = spark.createDataFrame(scored, "tf string, cell string, chrom string, start long, label int, probability double")
+    # Written once and read back, so the model runs once for both the saved
+    # predictions and the metrics.
     predictions.write.mode("overwrite").parquet(f"{config.report_uri}/predictions")
     rows = [tuple(r) for r in spark.read.parquet(f"{config.report_uri}/predictions").collect()]
     log.info("scored %d test rows in %.1f s", len(rows), time.monotonic() - started)

@@ -123,6 +123,10 @@ class GenerateConfig(_Section):
     relaxed_only_fraction: float = Field(0.3, ge=0, description="extra relaxed-only peaks, per bound site")
     dnase_background_per_mb: float = Field(150.0, ge=0, description="open regions with no TF site")
     blacklist_regions: int = Field(4, ge=0, description="blacklisted regions per chromosome")
+    gc_content: float = Field(0.41, gt=0, lt=1, description="background G+C content (hg19: 41%)")
+    family_share: float = Field(0.8, ge=0, le=1, description="share of a TF's sites taken from its family's lead")
+    slot_bp: int = Field(600, gt=0, description="genome slot per feature; one site or open region per slot")
+    motif_sharpen: float = Field(3.0, gt=0, description="PWM exponent for planted instances")
 
     @field_validator("chromosomes")
     @classmethod

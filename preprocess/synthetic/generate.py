@@ -44,10 +44,6 @@ def generate_dataset(
     gen: GenerateConfig,
     data: DataConfig,
     *,
-    gc: float = 0.41,
-    family_share: float = 0.8,
-    slot: int = 600,
-    sharpen: float = 3.0,
     jobs: int = 2,
 ) -> dict:
     """Generate the embedded ENCODE-DREAM-format data set.
@@ -58,16 +54,6 @@ def generate_dataset(
         What to simulate (genome, TFs, cells >= 3, rates, seed).
     data
         Where to write it (``file://`` URIs or local paths only).
-    gc
-        Background G+C content (hg19: 41 %).
-    family_share
-        Expected share of a TF's sites taken over from the first TF of its
-        family.
-    slot
-        Genome slot per feature (bp); at most one site or open region per slot.
-    sharpen
-        Exponent applied to the PWM before drawing planted instances (see
-        :func:`preprocess.synthetic.sites.plant_motifs`).
     jobs
         Cells labelled concurrently by :func:`preprocess.labels.build_labels`.
 
@@ -95,11 +81,9 @@ def generate_dataset(
     root = _local(data.root, "root")
     root.mkdir(parents=True, exist_ok=True)
 
+    gc = gen.gc_content
     genome, masks, blacklist = _simulate_genome(gen, gc)
-    occupancy = simulate_occupancy(
-        gen, genome, masks, pwms, (_rng(gen.seed, "sites"), _rng(gen.seed, "chromatin")),
-        gc=gc, family_share=family_share, slot=slot, sharpen=sharpen,
-    )
+    occupancy = simulate_occupancy(gen, genome, masks, pwms, (_rng(gen.seed, "sites"), _rng(gen.seed, "chromatin")))
     paths: dict = {"root": str(root)}
     genome_summary = _write_reference(gen, data, genome, blacklist, paths)
     _write_dnase(gen, data, occupancy, blacklist, paths)

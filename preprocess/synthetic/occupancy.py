@@ -76,10 +76,6 @@ def simulate_occupancy(
     masks: list[np.ndarray],
     pwms: dict[str, np.ndarray],
     rngs: tuple[np.random.Generator, np.random.Generator],
-    gc: float = 0.41,
-    family_share: float = 0.8,
-    slot: int = 600,
-    sharpen: float = 3.0,
 ) -> Occupancy:
     """Plant every TF's sites into ``genome`` and decide occupancy per cell.
 
@@ -96,20 +92,13 @@ def simulate_occupancy(
     rngs
         ``(sites_rng, chromatin_rng)``: placement and planting, then
         chromatin and binding draws.
-    gc
-        Background G+C content, for the log-odds used to rate sites.
-    family_share
-        Expected share of a TF's sites inherited from its family's lead.
-    slot
-        Genome slot per feature (bp).
-    sharpen
-        PWM exponent for planted instances (:func:`plant_motifs`).
 
     Returns
     -------
     Occupancy
     """
     site_rng, chromatin_rng = rngs
+    gc, slot = gen.gc_content, gen.slot_bp
     slot_chrom, slot_start = free_slots(masks, slot)
     pool = SlotPool(slot_chrom, slot_start, site_rng.permutation(slot_chrom.shape[0]), slot)
     usable_mb = float(sum(int((~m).sum()) for m in masks)) / 1e6
@@ -127,11 +116,11 @@ def simulate_occupancy(
             gen.sites_per_mb * usable_mb, gen.weak_motif_fraction, gen.motifless_bound_fraction, P_STRONG, P_OTHER,
             site_rng,
         )
-        inherited, new_kinds = assign_sites(counts, sites.get(family_lead.get(spec.family, "")), family_share, site_rng)
+        inherited, new_kinds = assign_sites(counts, sites.get(family_lead.get(spec.family, "")), gen.family_share, site_rng)
         chrom, centre = pool.take(new_kinds.shape[0], f"sites of {spec.name}", site_rng)
         has_motif = new_kinds != MOTIFLESS
         plant_motifs(genome, chrom[has_motif], centre[has_motif], pwms[spec.name], new_kinds[has_motif] == WEAK,
-                     site_rng, sharpen=sharpen)
+                     site_rng, sharpen=gen.motif_sharpen)
         fresh = Sites(
             loc=np.arange(n_locations, n_locations + new_kinds.shape[0]),
             kind=new_kinds,

@@ -145,7 +145,7 @@ def plant_motifs(
     pwm: np.ndarray,
     weak: np.ndarray,
     rng: np.random.Generator,
-    sharpen: float = 3.0,
+    sharpen: float,
 ) -> None:
     """Write motif instances into the genome codes, centred near each site.
 
