@@ -24,9 +24,13 @@ setup(
         "matplotlib>=3.8",
     ],
     extras_require={
-        "dev": ["pytest>=8", "scikit-learn>=1.4"],
-        "gcs": ["gcsfs", "google-cloud-storage", "gcp-storage-emulator"],
+        # gcp-storage-emulator: the GCS stand-in of tests/gcs_emulator.py.
+        "dev": ["pytest>=8", "scikit-learn>=1.4", "gcp-storage-emulator>=2026.7"],
+        # gs:// goes through pyarrow's GcsFileSystem, built into pyarrow's wheels.
+        "gcs": [],
         "hdfs": ["hdfs>=2.7"],
+        # dags/tfbs_pipeline.py; resolves with the pins above (no constraints file needed).
+        "airflow": ["apache-airflow==3.3.2"],
     },
     entry_points={"console_scripts": ["tfbs=tfbs.cli:main"]},
 )

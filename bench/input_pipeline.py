@@ -19,7 +19,6 @@ import time
 import tensorflow as tf
 
 from preprocess.manifest import read_manifest
-from tf_models.input_pipeline import make_dataset
 from tf_models.train_loop import TrainingRun, build_training_step
 from tfbs.config import load_config
 
@@ -48,7 +47,7 @@ def main() -> None:
     config = load_config(args.config, args.overrides)
     run = TrainingRun.from_manifest(read_manifest(config.shards_uri))
     cfg = config.train
-    dataset = make_dataset(run.train_files, run.layout, cfg.batch_size, seed=cfg.seed, shuffle_buffer=cfg.shuffle_buffer)
+    dataset = run.dataset(cfg, cfg.batch_size)
 
     step = build_training_step(config, run)
     pipeline = [_rate(dataset, args.batches, cfg.batch_size) for _ in range(args.repeats)]

@@ -12,6 +12,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """Train on the shards of ``<run_dir>/shards``; export to ``<run_dir>/model``."""
     from preprocess.manifest import read_manifest
     from tf_models.distributed import train_on_spark
+    from tf_models.gpus import gpu_spark_conf
     from tfbs.session import build_session
     from tfbs.uri import is_remote, local_path
 
@@ -21,8 +22,13 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
         config.spark,
         master=master,
         app_suffix="-train",
-        # A retried TF node cannot rejoin its cluster: fail at once instead.
-        extra_conf={"spark.task.maxFailures": "1", "spark.dynamicAllocation.enabled": "false"},
+        extra_conf={
+            **config.train.spark_conf,
+            **gpu_spark_conf(config.train),
+            # A retried TF node cannot rejoin its cluster: fail at once instead.
+            "spark.task.maxFailures": "1",
+            "spark.dynamicAllocation.enabled": "false",
+        },
         scratch_dir=None if is_remote(config.run_dir) else local_path(config.run_dir),
     )
     try:

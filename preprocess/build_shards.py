@@ -1,80 +1,87 @@
 """The preprocessing Spark job: labels in, balanced shards and manifest out.
 
-Per TF, the label file is read by Spark and each line parsed and checked.
-Bins are grouped by chromosome, and each task runs bedtools on its bins
-(blacklist, DNase overlap per cell). Rows are split by chromosome, unbound
-bins of train/valid are drawn for the configured U:B ratio (deterministic
-hash of seed and bin), windows are read from the genome FASTA, and the kept
-rows are written as Parquet (canonical) plus fixed-length record files for
-training. The manifest accounts for every input row; it is written last and
-the output directory is swapped in whole, so a half-written run is never
-visible under the final name.
+Three Spark stages:
+
+1. one task per label file streams it (``.gz`` cannot be split) and cuts
+   it into per-chromosome column blocks, checking every line;
+2. the blocks are partitioned by (TF, chromosome); each task sorts its bins
+   and lets bedtools mark blacklisted and DNase-open bins, then counts the
+   classes the U:B draw needs;
+3. with the draw probabilities from those counts, each task decides every
+   (bin, cell), cuts windows from the genome and writes its Parquet shard
+   and training record files.
+
+Everything goes to a staging directory that is swapped in whole after the
+manifest, which accounts for every input row, has been checked and written.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import re
 import time
 import uuid
-from collections.abc import Iterator
+from collections import defaultdict
+from collections.abc import Iterable, Iterator
+from operator import itemgetter
 
-from pyspark import SparkFiles
-from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
-from pyspark.sql import types as T
+from pyspark import StorageLevel
+from pyspark.sql import SparkSession
 
 from preprocess import manifest as manifest_io
-from preprocess.dream_formats import LABEL_CODES, BadInputError, parse_label_line
-from preprocess.inputs import check_preprocess_inputs, read_label_cells
+from preprocess.annotate import read_bed_intervals
+from preprocess.dream_formats import BadInputError
+from preprocess.genome import load_chromosome, read_fai, window_status
+from preprocess.inputs import check_preprocess_inputs
+from preprocess.label_reader import LabelPiece, ReadReport, read_label_file
 from preprocess.proteins import read_protein_fasta
-from preprocess.records import RecordLayout, write_record_file
-from preprocess.segregate import segregate_bins
-from preprocess.sequences import WindowReader
-from preprocess.splits import TEST, TRAIN, VALID
+from preprocess.records import RecordLayout
+from preprocess.sampling import draw_probabilities
+from preprocess.segregate import BLACKLIST, ChromBins, annotate_bins, class_counts, decide, dnase_source
+from preprocess.shard_writer import ChromResult, ShardContext, write_chromosome
+from preprocess.splits import TEST, TRAIN, VALID, split_of
 from tfbs import uri as storage
 from tfbs.config import PipelineConfig
 
 log = logging.getLogger("tfbs.preprocess")
 
-_SEGREGATED_SCHEMA = T.StructType(
-    [
-        T.StructField("tf", T.StringType(), False),
-        T.StructField("chrom", T.StringType(), False),
-        T.StructField("start", T.LongType(), False),
-        T.StructField("stop", T.LongType(), False),
-        T.StructField("line", T.LongType(), False),
-        T.StructField("cell", T.StringType(), False),
-        T.StructField("label", T.StringType(), False),
-        T.StructField("dnase", T.FloatType(), False),
-        T.StructField("blacklisted", T.BooleanType(), False),
-    ]
-)
+#: Sections of the configuration that determine the shards.
+SHARD_SECTIONS = {"data", "preprocess"}
 
 
-def _parse_partition(lines: Iterator[tuple[str, int]], uri: str, n_cells: int, keep: list[int], bad_rows: str):
-    """Parse ``(text, index)`` lines; yields ("ok", row) or ("bad", (line, reason))."""
-    for text, index in lines:
-        line_number = index + 1
-        if line_number == 1:
-            continue  # the header, checked on the driver
-        try:
-            row = parse_label_line(text, n_cells, uri, line_number)
-        except BadInputError as err:
-            if bad_rows == "fail":
-                raise
-            yield "bad", (line_number, err.reason)
-            continue
-        labels = "".join(row.labels[i] for i in keep)
-        yield "ok", (row.chrom, row.start, row.stop, labels, line_number)
+def _read_labels(job: tuple[str, str, list[str]], chroms: list[str], bad_rows: str, block_bytes: int) -> Iterator:
+    """Stage 1: ``((tf, chrom), piece)`` pairs, then ``((tf, None), report)``."""
+    tf, uri, cells = job
+    for item in read_label_file(uri, cells, chroms, bad_rows, block_bytes):
+        if isinstance(item, ReadReport):
+            yield (tf, None), item
+        else:
+            yield (tf, item.chrom), item
 
 
-def _segregate_partition(rows, tf: str, cells: list[str], dnase_names: list[str], blacklist_name: str | None):
-    dnase = [SparkFiles.get(name) for name in dnase_names]
-    blacklist = SparkFiles.get(blacklist_name) if blacklist_name else None
-    for record in segregate_bins((value for _, value in rows), cells, dnase, blacklist):
-        yield (tf, *record)
+def _annotate_partition(items: Iterable, cells_by_tf: dict, intervals: dict, splits: dict) -> Iterator:
+    """Stage 2: gather one (TF, chromosome)'s pieces and annotate them."""
+    pieces: dict[tuple, list[LabelPiece]] = defaultdict(list)
+    for key, item in items:
+        if isinstance(item, ReadReport):
+            yield key, item
+        else:
+            pieces[key].append(item)
+    for (tf, chrom), chrom_pieces in pieces.items():
+        yield (tf, chrom), annotate_bins(
+            tf, chrom, splits[chrom], chrom_pieces, cells_by_tf[tf], intervals.get(chrom, {})
+        )
+
+
+def _write_partition(items: Iterable, cells_by_tf: dict, probabilities: dict, genome: dict, config: dict) -> Iterator:
+    """Stage 3: decide, cut windows and write each (TF, chromosome)."""
+    for (tf, chrom), bins in items:
+        cells = cells_by_tf[tf]
+        chromosome = load_chromosome(genome["uri"], genome["fai"][chrom])
+        status = window_status(chromosome, bins.starts, config["window"], config["max_n_fraction"], config["pad"])
+        chosen = {cell: probabilities.get((tf, cell, bins.split), (0.0, 0.0)) for cell in cells}
+        decision = decide(bins, cells, chosen, config["draws"], config["seed"], status)
+        yield write_chromosome(bins, cells, decision, chromosome, config["context"])
 
 
 def _spark_error_reason(err: Exception) -> str | None:
@@ -83,122 +90,85 @@ def _spark_error_reason(err: Exception) -> str | None:
     return found.group(1).strip() if found else None
 
 
-def _segregate_tf(
-    spark: SparkSession, config: PipelineConfig, tf: str, header_cells: list[str], cells: list[str], staged: dict
-) -> tuple[DataFrame, int, list[tuple[int, str]]]:
-    """Read, check and segregate one TF's label file.
-
-    Returns the (bin, cell) DataFrame, the number of data lines, and the
-    rejected lines as ``(line, reason)`` when bad rows are set aside.
-    """
-    sc = spark.sparkContext
-    uri = config.data.labels_uri(tf)
-    keep = [header_cells.index(cell) for cell in cells]
-    lines = sc.textFile(uri).zipWithIndex().persist()
-    parsed = lines.mapPartitions(
-        lambda part: _parse_partition(part, uri, len(header_cells), keep, config.preprocess.bad_rows)
-    ).persist()
-    n_lines = lines.count() - 1
-    rejected = parsed.filter(lambda kv: kv[0] == "bad").map(lambda kv: kv[1]).collect()
-    good = parsed.filter(lambda kv: kv[0] == "ok").map(lambda kv: kv[1])
-    chroms = sorted(good.map(lambda row: row[0]).distinct().collect())
-    index_of = {chrom: i for i, chrom in enumerate(chroms)}
-    by_chrom = good.keyBy(lambda row: row[0]).partitionBy(max(1, len(chroms)), lambda chrom: index_of[chrom])
-    dnase_names = [staged[config.data.dnase_peaks_uri(cell)] for cell in cells]
-    blacklist_name = staged.get(config.data.blacklist) if config.data.blacklist else None
-    segregated = by_chrom.mapPartitions(
-        lambda part: _segregate_partition(part, tf, cells, dnase_names, blacklist_name)
-    )
-    return spark.createDataFrame(segregated, _SEGREGATED_SCHEMA), n_lines, rejected
+def _side_intervals(config: PipelineConfig, cells: list[str]) -> dict[str, dict]:
+    """``{chrom: {source: (starts, ends)}}`` of the blacklist and DNase peaks."""
+    sources = {dnase_source(cell): config.data.dnase_peaks_uri(cell) for cell in cells}
+    if config.data.blacklist:
+        sources[BLACKLIST] = config.data.blacklist
+    by_chrom: dict[str, dict] = defaultdict(dict)
+    for source, uri in sources.items():
+        for chrom, intervals in read_bed_intervals(uri).items():
+            by_chrom[chrom][source] = intervals
+    return dict(by_chrom)
 
 
-def _with_outcomes(segregated: DataFrame, config: PipelineConfig) -> DataFrame:
-    """Add ``split`` and ``outcome`` (before windows) to every (bin, cell) row."""
+def _probabilities(stats: list, cells_by_tf: dict, config: PipelineConfig) -> dict[tuple, tuple[float, float]]:
+    """Draw probabilities per (TF, cell, split) from the class counts."""
+    totals: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for (tf, _chrom), split, counts in stats:
+        for cell, row in zip(cells_by_tf[tf], counts):
+            total = totals[(tf, cell, split)]
+            for i in range(3):
+                total[i] += int(row[i])
     pp = config.preprocess
-    split = (
-        F.when(F.col("chrom").isin(pp.test_chroms), F.lit(TEST))
-        .when(F.col("chrom").isin(pp.valid_chroms), F.lit(VALID))
-        .otherwise(F.lit(TRAIN))
-    )
-    frame = segregated.withColumn("split", split)
-    eligible = frame.filter(~F.col("blacklisted") & (F.col("split") != TEST))
-    is_open = F.col("dnase") > 0
-    class_counts = eligible.groupBy("tf", "cell", "split").agg(
-        F.sum(F.when(F.col("label") == "B", 1).otherwise(0)).alias("n_bound"),
-        F.sum(F.when((F.col("label") == "U") & is_open, 1).otherwise(0)).alias("n_open"),
-        F.sum(F.when((F.col("label") == "U") & ~is_open, 1).otherwise(0)).alias("n_closed"),
-    )
-    # Draw probabilities so that U:B comes out at the ratio, with the
-    # configured share of the U bins taken from open chromatin: those are the
-    # negatives a model cannot reject on accessibility alone. If there are
-    # too few open ones, closed ones make up the rest.
-    wanted = F.col("n_bound") * pp.negatives_per_positive
-    wanted_open = F.least(F.col("n_open"), wanted * pp.hard_negative_fraction)
-    draw = class_counts.select(
-        "tf",
-        "cell",
-        "split",
-        F.least(F.lit(1.0), wanted_open / F.greatest(F.col("n_open"), F.lit(1))).alias("p_open"),
-        F.least(F.lit(1.0), (wanted - wanted_open) / F.greatest(F.col("n_closed"), F.lit(1))).alias("p_closed"),
-    )
-    uniform = (F.abs(F.xxhash64(F.lit(pp.seed), "tf", "cell", "chrom", "start")) % 1_000_000) / 1_000_000.0
-    frame = frame.join(F.broadcast(draw), ["tf", "cell", "split"], "left")
-    outcome = (
-        F.when(F.col("blacklisted"), F.lit("excluded_blacklist"))
-        .when(F.col("split") == TEST, F.lit("kept"))
-        .when(F.col("label") == "A", F.lit("excluded_ambiguous"))
-        .when(F.col("label") == "B", F.lit("kept"))
-        .when(uniform < F.when(is_open, F.col("p_open")).otherwise(F.col("p_closed")), F.lit("kept"))
-        .otherwise(F.lit("dropped_sampling"))
-    )
-    return frame.withColumn("outcome", outcome).drop("p_open", "p_closed")
+    return {
+        key: draw_probabilities(*total, pp.negatives_per_positive, pp.hard_negative_fraction)
+        for key, total in totals.items()
+        if key[2] != TEST
+    }
 
 
-def _windows_partition(rows, fasta_name: str, window: int, fasta_uri: str):
-    reader = WindowReader(SparkFiles.get(fasta_name), window)
-    known = reader.chromosomes()
-    for row in rows:
-        if row.chrom not in known:
-            raise BadInputError(fasta_uri, 0, f"chromosome {row.chrom} (label line {row.line}) not in the FASTA")
-        yield (*row, reader.read(row.chrom, row.start))
-
-
-def _attach_windows(kept: DataFrame, config: PipelineConfig, fasta_name: str) -> DataFrame:
-    schema = T.StructType([*kept.schema.fields, T.StructField("sequence", T.BinaryType(), True)])
-    window, fasta_uri = config.preprocess.window, config.data.genome_fasta
-    rows = kept.sortWithinPartitions("chrom", "start").rdd.mapPartitions(
-        lambda part: _windows_partition(part, fasta_name, window, fasta_uri)
-    )
-    return kept.sparkSession.createDataFrame(rows, schema)
-
-
-def _write_records(shards: DataFrame, split: str, out_uri: str, layout: RecordLayout, config: PipelineConfig):
-    """Write one split as shuffled fixed-length record files; returns their list."""
-    rows = shards.filter(F.col("split") == split)
-    n_rows = rows.count()
-    if n_rows == 0:
-        return []
-    n_files = max(1, math.ceil(n_rows / config.preprocess.rows_per_record_file))
-    order = F.xxhash64(F.lit(config.preprocess.seed + 1), "tf", "cell", "chrom", "start")
-    shuffled = rows.withColumn("order", order).repartition(n_files, "order").sortWithinPartitions("order")
-    columns = shuffled.select("sequence", "label_code", "tf_index", "cell_index", "dnase")
-
-    def write_partition(index: int, part):
-        path = f"{out_uri}/records/{split}/part-{index:05d}.rec"
-        count = write_record_file(((r[0], r[1], r[2], r[3], r[4]) for r in part), path, layout)
-        if count:
-            yield {"path": path, "rows": count}
-
-    return sorted(columns.rdd.mapPartitionsWithIndex(write_partition).collect(), key=lambda f: f["path"])
-
-
-def _stage_files(spark: SparkSession, uris: list[str]) -> dict[str, str]:
-    """Ship side inputs to every executor; returns ``{uri: SparkFiles name}``."""
-    staged = {}
+def _input_fingerprint(uris: list[str]) -> list[dict]:
+    """Size and modification time of each input: a changed file means a rerun."""
+    rows = []
     for uri in uris:
-        spark.sparkContext.addFile(uri)
-        staged[uri] = uri.rsplit("/", 1)[-1]
-    return staged
+        fs, path = storage.filesystem(uri)
+        info = fs.get_file_info(path)
+        rows.append({"uri": uri, "size": info.size, "mtime_ns": info.mtime_ns})
+    return rows
+
+
+def _assemble_manifest(
+    results: list[ChromResult], reports: dict, cells_by_tf: dict, n_draws: int, staging_uri: str, final_uri: str
+) -> dict:
+    """Fold the tasks' results into the manifest's counts, draws and file lists."""
+    counts = manifest_io.tally_outcomes(row for result in results for row in result.counts)
+    for tf, cells in cells_by_tf.items():
+        for cell in cells:
+            # Every TF/cell gets an entry, so the accounting check sees one
+            # whose rows all went missing.
+            entry = counts.setdefault(tf, {}).setdefault(cell, {})
+            if reports[tf].rejected:
+                entry[manifest_io.REJECTED] = len(reports[tf].rejected)
+    draws: dict = defaultdict(lambda: defaultdict(dict))
+    parquet: dict[str, list] = defaultdict(list)
+    records = {split: {"positives": [], "negatives": [[] for _ in range(n_draws)]} for split in (TRAIN, VALID)}
+
+    def final(entry: dict) -> dict:
+        return {**entry, "path": entry["path"].replace(staging_uri, final_uri, 1)}
+
+    for result in results:
+        parquet[result.split].extend(final(entry) for entry in result.parquet)
+        for kind, files in result.records.items():
+            split_records = records[result.split]
+            target = split_records["positives"] if kind == "positives" else split_records["negatives"][int(kind.removeprefix("negatives-"))]
+            target.extend(final(entry) for entry in files)
+        for cell, per_draw in result.draws.items():
+            current = draws[result.tf][cell].get(result.split, [0] * n_draws)
+            draws[result.tf][cell][result.split] = [a + b for a, b in zip(current, per_draw)]
+    by_path = itemgetter("path")
+    for files in parquet.values():
+        files.sort(key=by_path)
+    for split_records in records.values():
+        split_records["positives"].sort(key=by_path)
+        for files in split_records["negatives"]:
+            files.sort(key=by_path)
+    return {
+        "counts": counts,
+        "draws": {tf: {cell: dict(s) for cell, s in cells.items()} for tf, cells in draws.items()},
+        "parquet": dict(parquet),
+        "records": records,
+    }
 
 
 def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
@@ -215,7 +185,9 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
     Returns
     -------
     dict
-        The manifest written to ``<shards>/manifest.json``.
+        The manifest written to ``<shards>/manifest.json``. If the shards
+        there were built from the same configuration sections and inputs,
+        they are kept and their manifest returned.
 
     Raises
     ------
@@ -229,103 +201,90 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
     cells_by_tf = check_preprocess_inputs(data)
     tfs = list(data.tfs)
     all_cells = sorted({cell for cells in cells_by_tf.values() for cell in cells})
-    proteins = read_protein_fasta(data.proteins_fasta)
-    layout = RecordLayout(pp.window)
-    side_inputs = [data.genome_fasta, f"{data.genome_fasta}.fai"]
-    side_inputs += sorted({data.dnase_peaks_uri(cell) for cell in all_cells})
-    if data.blacklist:
-        side_inputs.append(data.blacklist)
-    staged = _stage_files(spark, side_inputs)
-
+    label_uris = {tf: data.labels_uri(tf) for tf in tfs}
+    fingerprint = {"config": config.digest(SHARD_SECTIONS), "inputs": _input_fingerprint(sorted(label_uris.values()))}
     final_uri = config.shards_uri
+    if storage.exists(f"{final_uri}/{manifest_io.MANIFEST_NAME}"):
+        existing = manifest_io.read_manifest(final_uri)
+        if existing.get("fingerprint") == fingerprint:
+            log.info("shards in %s are up to date (same configuration and inputs); not rebuilt", final_uri)
+            return existing
+    proteins = read_protein_fasta(data.proteins_fasta)
+    fai = read_fai(data.genome_fasta)
+    chroms = list(fai)
+    splits = {chrom: split_of(chrom, pp.test_chroms, pp.valid_chroms) for chrom in chroms}
+    layout = RecordLayout(pp.window)
+    sc = spark.sparkContext
+    intervals = sc.broadcast(_side_intervals(config, all_cells))
+
     staging_uri = f"{final_uri}._staging-{uuid.uuid4().hex[:8]}"
-    frames, input_rows, rejected_by_tf = [], {}, {}
+    context = ShardContext(
+        staging_uri, tfs, all_cells, pp.window, pp.seed, pp.rows_per_record_file, pp.rows_per_row_group, layout
+    )
+    task_config = {
+        "window": pp.window,
+        "max_n_fraction": pp.max_n_fraction,
+        "pad": pp.pad_windows,
+        "draws": pp.negative_draws,
+        "seed": pp.seed,
+        "context": context,
+    }
+    genome = {"uri": data.genome_fasta, "fai": fai}
+    keys = [(tf, chrom) for tf in tfs for chrom in chroms]
+    key_index = {key: i for i, key in enumerate(keys)}
+    bad_rows, block_bytes = pp.bad_rows, pp.read_block_mb << 20
+    jobs = [(tf, label_uris[tf], cells_by_tf[tf]) for tf in tfs]
     try:
-        for tf in tfs:
-            frame, n_lines, rejected = _segregate_tf(
-                spark, config, tf, read_label_cells(data.labels_uri(tf)), cells_by_tf[tf], staged
-            )
-            frames.append(frame)
-            input_rows[tf] = n_lines
-            rejected_by_tf[tf] = rejected
-            log.info("%s: %d label lines, %d set aside as bad", tf, n_lines, len(rejected))
-        segregated = frames[0]
-        for frame in frames[1:]:
-            segregated = segregated.unionByName(frame)
-        decided = _with_outcomes(segregated, config).persist()
-
-        tf_index = F.create_map(*[x for i, tf in enumerate(tfs) for x in (F.lit(tf), F.lit(i))])
-        cell_index = F.create_map(*[x for i, c in enumerate(all_cells) for x in (F.lit(c), F.lit(i))])
-        label_code = F.create_map(*[x for k, v in LABEL_CODES.items() for x in (F.lit(k), F.lit(v))])
-        kept = _attach_windows(decided.filter(F.col("outcome") == "kept"), config, staged[data.genome_fasta])
-        kept = kept.withColumn(
-            "outcome", F.when(F.col("sequence").isNull(), F.lit("dropped_window_out_of_bounds")).otherwise("kept")
-        ).persist()
-        shards = (
-            kept.filter(F.col("outcome") == "kept")
-            .withColumn("tf_index", tf_index[F.col("tf")].cast("int"))
-            .withColumn("cell_index", cell_index[F.col("cell")].cast("int"))
-            .withColumn("label_code", label_code[F.col("label")].cast("byte"))
-            .drop("outcome", "blacklisted", "line")
+        annotated = (
+            sc.parallelize(jobs, len(jobs))
+            .flatMap(lambda job: _read_labels(job, chroms, bad_rows, block_bytes))
+            .partitionBy(len(keys) + 1, lambda key: key_index.get(key, len(keys)))
+            .mapPartitions(lambda items: _annotate_partition(items, cells_by_tf, intervals.value, splits))
+            .persist(StorageLevel.MEMORY_AND_DISK)
         )
-        parquet_uri = f"{staging_uri}/parquet"
-        shards.write.partitionBy("split", "tf").parquet(parquet_uri)
-        log.info("parquet shards written to %s", parquet_uri)
-        records = {
-            split: _write_records(shards, split, staging_uri, layout, config) for split in (TRAIN, VALID)
-        }
-
-        outcome_rows = (
-            decided.filter(F.col("outcome") != "kept")
-            .unionByName(kept.select(*decided.columns))
-            .groupBy("tf", "cell", "outcome", "split", "label")
-            .count()
+        summary = annotated.map(
+            lambda kv: (kv[0], kv[1]) if isinstance(kv[1], ReadReport) else (kv[0], kv[1].split, class_counts(kv[1]))
+        ).collect()
+        reports = {item[0][0]: item[1] for item in summary if isinstance(item[1], ReadReport)}
+        stats = [item for item in summary if not isinstance(item[1], ReadReport)]
+        for tf in tfs:
+            log.info("%s: %d label lines, %d set aside as bad", tf, reports[tf].n_rows, len(reports[tf].rejected))
+        probabilities = _probabilities(stats, cells_by_tf, config)
+        results = (
+            annotated.filter(lambda kv: isinstance(kv[1], ChromBins))
+            .mapPartitions(lambda items: _write_partition(items, cells_by_tf, probabilities, genome, task_config))
             .collect()
         )
-        counts = manifest_io.tally_outcomes(
-            (r["tf"], r["cell"], r["outcome"], r["split"], r["label"], r["count"]) for r in outcome_rows
-        )
-        for tf, rejected in rejected_by_tf.items():
-            for cell in cells_by_tf[tf]:
-                if rejected:
-                    counts[tf][cell]["rejected_bad_line"] = len(rejected)
-        manifest_io.check_accounting(counts, input_rows)
-        for tf in tfs:
-            for cell, outcomes in sorted(counts[tf].items()):
-                kept_by_split = {split: sum(n.values()) for split, n in outcomes["kept"].items()}
-                others = {key: value for key, value in outcomes.items() if key != "kept"}
-                log.info("%s/%s: %d input rows = kept %s + %s", tf, cell, input_rows[tf], kept_by_split, others)
+        annotated.unpersist()
+        input_rows = {tf: reports[tf].n_rows for tf in tfs}
+        outputs = _assemble_manifest(results, reports, cells_by_tf, pp.negative_draws, staging_uri, final_uri)
+        manifest_io.check_accounting(outputs["counts"], input_rows)
+        _log_accounting(outputs["counts"], input_rows)
         manifest = {
             "schema_version": manifest_io.SCHEMA_VERSION,
             "config_digest": config.digest(),
+            "fingerprint": fingerprint,
             "created_unix": int(time.time()),
             "tfs": tfs,
             "cells": all_cells,
             "cells_by_tf": cells_by_tf,
             "splits": {"test_chroms": pp.test_chroms, "valid_chroms": pp.valid_chroms},
             "window": pp.window,
+            "negative_draws": pp.negative_draws,
             "record_layout": layout.to_dict(),
             "inputs": {
                 tf: {
-                    "uri": data.labels_uri(tf),
+                    "uri": label_uris[tf],
                     "input_rows": input_rows[tf],
-                    "rejected": [
-                        {"line": line, "reason": reason} for (line, reason) in sorted(rejected_by_tf[tf])
-                    ],
+                    "rejected": [{"line": line, "reason": reason} for line, reason in sorted(reports[tf].rejected)],
                 }
                 for tf in tfs
             },
-            "counts": counts,
-            "parquet": f"{final_uri}/parquet",
-            "records": {
-                split: [{**f, "path": f["path"].replace(staging_uri, final_uri, 1)} for f in files]
-                for split, files in records.items()
-            },
+            "draw_probabilities": {f"{tf}/{cell}/{split}": p for (tf, cell, split), p in sorted(probabilities.items())},
+            **outputs,
             "proteins": {tf: proteins[tf] for tf in tfs},
         }
         manifest_io.write_manifest(staging_uri, manifest)
-        decided.unpersist()
-        kept.unpersist()
     except Exception as err:
         storage.delete_dir(staging_uri)
         reason = _spark_error_reason(err)
@@ -333,5 +292,15 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
             raise BadInputError.from_message(reason) from None
         raise
     storage.replace_dir(staging_uri, final_uri)
-    log.info("shards committed to %s in %.1f s", final_uri, time.monotonic() - started)
+    total = sum(input_rows.values())
+    elapsed = time.monotonic() - started
+    log.info("shards committed to %s: %d label lines in %.1f s (%.0f lines/s)", final_uri, total, elapsed, total / elapsed)
     return manifest
+
+
+def _log_accounting(counts: dict, input_rows: dict[str, int]) -> None:
+    for tf, cells in counts.items():
+        for cell, outcomes in sorted(cells.items()):
+            kept = {split: sum(n.values()) for split, n in outcomes.get("kept", {}).items()}
+            others = {key: value for key, value in outcomes.items() if key != "kept"}
+            log.info("%s/%s: %d input rows = kept %s + %s", tf, cell, input_rows[tf], kept, others)

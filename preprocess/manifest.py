@@ -12,9 +12,16 @@ Outcomes of one (bin, cell) row:
 ``dropped_sampling``
     an unbound bin not drawn for the configured U:B ratio;
 ``dropped_window_out_of_bounds``
-    the sequence window runs off the chromosome;
+    the sequence window runs off the chromosome (``preprocess.pad_windows``
+    pads it with N instead);
+``dropped_window_n``
+    the window holds more N than ``preprocess.max_n_fraction``;
 ``rejected_bad_line``
-    the line was malformed and set aside (``preprocess.bad_rows=set_aside``).
+    the line was malformed and set aside (``preprocess.bad_rows=set_aside``);
+    the manifest lists each with its line and reason.
+
+An unbound row kept by several negative draws counts once; the manifest's
+``draws`` holds the negatives of each draw.
 """
 
 from __future__ import annotations
@@ -25,8 +32,19 @@ from collections.abc import Iterable
 
 from tfbs import uri as storage
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MANIFEST_NAME = "manifest.json"
+
+#: Outcomes decided per (bin, cell) inside the tasks, by code.
+OUTCOMES = (
+    "kept",
+    "excluded_blacklist",
+    "excluded_ambiguous",
+    "dropped_sampling",
+    "dropped_window_out_of_bounds",
+    "dropped_window_n",
+)
+REJECTED = "rejected_bad_line"
 
 
 class ManifestMismatchError(RuntimeError):

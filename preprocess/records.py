@@ -56,6 +56,41 @@ class RecordLayout:
         return {**asdict(self), "record_bytes": self.record_bytes}
 
 
+def pack_records(
+    windows: np.ndarray,
+    labels: np.ndarray,
+    tf_index: np.ndarray,
+    cell_index: np.ndarray,
+    dnase: np.ndarray,
+    layout: RecordLayout,
+) -> np.ndarray:
+    """Pack column arrays into records.
+
+    Parameters
+    ----------
+    windows
+        ``uint8`` (n, window) ASCII bases.
+    labels, tf_index, cell_index
+        Per row: 0 unbound / 1 bound, and the indices into the manifest.
+    dnase
+        Per row, in [0, 1].
+
+    Returns
+    -------
+    numpy.ndarray
+        ``uint8`` array (n, record_bytes).
+    """
+    if windows.shape[1:] != (layout.window,):
+        raise ValueError(f"windows of shape {windows.shape}, expected (n, {layout.window})")
+    packed = np.empty((len(windows), layout.record_bytes), dtype=np.uint8)
+    packed[:, : layout.window] = windows
+    packed[:, layout.label_offset] = labels
+    packed[:, layout.tf_offset] = tf_index
+    packed[:, layout.cell_offset] = cell_index
+    packed[:, layout.dnase_offset] = np.round(np.asarray(dnase, dtype=np.float64) * 255)
+    return packed
+
+
 def encode_records(
     rows: Iterable[tuple[bytes, int, int, int, float]], layout: RecordLayout
 ) -> np.ndarray:
@@ -67,16 +102,12 @@ def encode_records(
         ``uint8`` array (n_rows, record_bytes).
     """
     rows = list(rows)
-    packed = np.zeros((len(rows), layout.record_bytes), dtype=np.uint8)
-    for i, (sequence, label, tf_index, cell_index, dnase) in enumerate(rows):
+    for sequence, *_ in rows:
         if len(sequence) != layout.window:
             raise ValueError(f"sequence of {len(sequence)} bp, expected {layout.window}")
-        packed[i, : layout.window] = np.frombuffer(sequence, dtype=np.uint8)
-        packed[i, layout.label_offset] = label
-        packed[i, layout.tf_offset] = tf_index
-        packed[i, layout.cell_offset] = cell_index
-        packed[i, layout.dnase_offset] = round(dnase * 255)
-    return packed
+    windows = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.uint8).reshape(len(rows), layout.window)
+    columns = [np.asarray([r[i] for r in rows]) for i in range(1, 5)]
+    return pack_records(windows, *columns, layout)
 
 
 def write_record_file(

@@ -1,98 +1,141 @@
-"""A/B/U segregation of label bins with bedtools, inside one Spark task.
+"""A/B/U segregation and sampling of one chromosome's bins for one TF.
 
-Each task holds the bins of one or a few chromosomes. It writes them to a
-BED file, lets the bedtools binary count overlaps with the blacklist and with
-each cell's DNase peaks, and yields one record per (bin, cell) carrying the
-label, the DNase overlap and whether the bin is blacklisted.
+The label rows of a chromosome arrive as pieces; they are sorted, annotated
+by bedtools (blacklist, DNase overlap per cell), and every (bin, cell) gets
+an outcome from :data:`preprocess.manifest.OUTCOMES`:
+
+- test chromosomes keep every bin (A included: evaluation removes it the
+  official way), unless blacklisted or its window is unusable;
+- train/valid keep all B, never A, and U when a negative draw picks it;
+  several draws can pick different U, and positives are shared by all.
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterable, Iterator
-from typing import NamedTuple
+from dataclasses import dataclass
 
-from preprocess.bedtools import run_bedtools
+import numpy as np
+
+from preprocess import manifest as outcomes
+from preprocess.annotate import Intervals, overlap_flags
+from preprocess.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
+from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece
+from preprocess.sampling import uniform_draw
+from preprocess.splits import TEST
+
+BLACKLIST = "blacklist"
 
 
-class BinCell(NamedTuple):
-    """One bin in one cell type, after segregation."""
+def dnase_source(cell: str) -> str:
+    """The interval-source name of a cell's DNase peaks."""
+    return f"dnase:{cell}"
 
+
+@dataclass
+class ChromBins:
+    """One TF's label rows on one chromosome, annotated."""
+
+    tf: str
     chrom: str
-    start: int
-    stop: int
-    line: int
-    cell: str
-    label: str
-    dnase: float
-    blacklisted: bool
+    split: str
+    starts: np.ndarray  # int64, sorted
+    codes: np.ndarray  # uint8 (n, n_cells)
+    blacklisted: np.ndarray  # bool (n,)
+    open: np.ndarray  # bool (n, n_cells): overlaps the cell's DNase peaks
 
 
-def _write_bins(rows: Iterable[tuple[str, int, int, str, int]], path: str) -> int:
-    count = 0
-    with open(path, "w") as out:
-        for chrom, start, stop, labels, line in rows:
-            out.write(f"{chrom}\t{start}\t{stop}\t{labels}\t{line}\n")
-            count += 1
-    return count
+def annotate_bins(
+    tf: str, chrom: str, split: str, pieces: list[LabelPiece], cells: list[str], intervals: Intervals
+) -> ChromBins:
+    """Sort a chromosome's pieces and annotate them with bedtools."""
+    starts = np.concatenate([p.starts for p in pieces])
+    codes = np.concatenate([p.codes for p in pieces])
+    order = np.argsort(starts, kind="stable")
+    starts, codes = starts[order], codes[order]
+    # Each distinct bin goes to bedtools once, even if a file repeats it.
+    unique, inverse = np.unique(starts, return_inverse=True)
+    flags = overlap_flags(chrom, unique, intervals)
+    missing = np.zeros(len(unique), dtype=bool)
+    blacklisted = flags.get(BLACKLIST, missing)[inverse]
+    is_open = np.stack([flags.get(dnase_source(cell), missing)[inverse] for cell in cells], axis=1)
+    return ChromBins(tf, chrom, split, starts, codes, blacklisted, is_open.reshape(len(starts), len(cells)))
 
 
-def segregate_bins(
-    rows: Iterable[tuple[str, int, int, str, int]],
+def class_counts(bins: ChromBins) -> np.ndarray:
+    """Per cell: (bound, open unbound, closed unbound) bins outside the blacklist.
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 (n_cells, 3).
+    """
+    usable = ~bins.blacklisted[:, None]
+    unbound = (bins.codes == CODE_U) & usable
+    return np.stack(
+        [
+            ((bins.codes == CODE_B) & usable).sum(axis=0),
+            (unbound & bins.open).sum(axis=0),
+            (unbound & ~bins.open).sum(axis=0),
+        ],
+        axis=1,
+    ).astype(np.int64)
+
+
+@dataclass
+class Decision:
+    """The outcome of every (bin, cell), and which draws picked each U."""
+
+    outcome: np.ndarray  # int8 (n, n_cells), index into OUTCOMES
+    drawn: np.ndarray  # bool (n, n_cells, n_draws)
+
+
+def decide(
+    bins: ChromBins,
     cells: list[str],
-    dnase_peaks: list[str],
-    blacklist: str | None,
-    tmp_dir: str | None = None,
-) -> Iterator[BinCell]:
-    """Annotate bins with bedtools and split them into (bin, cell) records.
+    probabilities: dict[str, tuple[float, float]],
+    n_draws: int,
+    seed: int,
+    window_status: np.ndarray,
+) -> Decision:
+    """Give every (bin, cell) its outcome.
 
     Parameters
     ----------
-    rows
-        ``(chrom, start, stop, labels, line)`` tuples, ``labels`` holding one
-        character per cell in ``cells`` order.
+    bins
+        The annotated bins.
     cells
-        Cell names, in label-file order.
-    dnase_peaks
-        Local paths of each cell's DNase peak file (same order as ``cells``).
-    blacklist
-        Local path of the blacklist BED, or None.
-    tmp_dir
-        Where the task's scratch files go (default: the system temp dir).
-
-    Yields
-    ------
-    BinCell
-        One record per bin and cell.
+        Cell names, in the column order of ``bins.codes``.
+    probabilities
+        ``{cell: (p_open, p_closed)}`` for train/valid (unused for test).
+    n_draws
+        Number of negative draws.
+    seed
+        Sampling seed.
+    window_status
+        Per bin, from :func:`preprocess.genome.window_status`.
     """
-    with tempfile.TemporaryDirectory(prefix="tfbs-segregate-", dir=tmp_dir) as scratch:
-        current = os.path.join(scratch, "bins.bed")
-        if _write_bins(rows, current) == 0:
-            return
-        # Each intersect appends one count column: blacklist first, then one
-        # per cell. bedtools keeps the extra columns of -a untouched.
-        annotations = ([blacklist] if blacklist else []) + list(dnase_peaks)
-        for index, other in enumerate(annotations):
-            annotated = os.path.join(scratch, f"annotated.{index}.bed")
-            run_bedtools(["intersect", "-a", current, "-b", other, "-c"], stdout_path=annotated)
-            current = annotated
-        first_count = 5
-        with open(current) as handle:
-            for text in handle:
-                fields = text.rstrip("\n").split("\t")
-                counts = fields[first_count:]
-                blacklisted = bool(blacklist) and counts[0] != "0"
-                dnase_counts = counts[1:] if blacklist else counts
-                chrom, start, stop, labels, line = fields[:first_count]
-                for cell_index, cell in enumerate(cells):
-                    yield BinCell(
-                        chrom,
-                        int(start),
-                        int(stop),
-                        int(line),
-                        cell,
-                        labels[cell_index],
-                        1.0 if dnase_counts[cell_index] != "0" else 0.0,
-                        blacklisted,
-                    )
+    code = {name: i for i, name in enumerate(outcomes.OUTCOMES)}
+    n, n_cells = bins.codes.shape
+    outcome = np.full((n, n_cells), code["kept"], dtype=np.int8)
+    drawn = np.zeros((n, n_cells, n_draws), dtype=bool)
+    window_reason = np.where(
+        window_status == WINDOW_OUT_OF_BOUNDS, code["dropped_window_out_of_bounds"], code["dropped_window_n"]
+    )
+    if bins.split == TEST:
+        needs_window = np.ones((n, n_cells), dtype=bool)
+    else:
+        for c, cell in enumerate(cells):
+            unbound = bins.codes[:, c] == CODE_U
+            p_open, p_closed = probabilities[cell]
+            threshold = np.where(bins.open[unbound, c], p_open, p_closed)
+            for d in range(n_draws):
+                pick = uniform_draw(seed, d, bins.tf, cell, bins.chrom, bins.starts[unbound]) < threshold
+                drawn[unbound, c, d] = pick
+        outcome[(bins.codes == CODE_U) & ~drawn.any(axis=2)] = code["dropped_sampling"]
+        outcome[bins.codes == CODE_A] = code["excluded_ambiguous"]
+        needs_window = outcome == code["kept"]
+    bad_window = needs_window & (window_status != WINDOW_OK)[:, None]
+    outcome[bad_window] = np.broadcast_to(window_reason[:, None], outcome.shape)[bad_window]
+    outcome[bins.blacklisted] = code["excluded_blacklist"]
+    drawn &= (outcome == code["kept"])[:, :, None]
+    return Decision(outcome, drawn)

@@ -12,6 +12,9 @@ import pytest
 
 from tfbs.config import PipelineConfig, load_config
 
+# The GCS emulator's fixtures; importing it sets STORAGE_EMULATOR_HOST before any Spark JVM starts.
+pytest_plugins = ["gcs_emulator"]
+
 REPO = Path(__file__).resolve().parents[1]
 DEMO_CONFIG = REPO / "conf" / "demo.yaml"
 SHARED_DATA = REPO.parent / "shared" / "data" / "dream"

@@ -103,12 +103,22 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
 
     from tf_models.predict import predict_regions
 
+    from pyfaidx import Fasta
+
+    from preprocess.genome import window_starts
+
     config, manifest, _ = trained
-    shards = pq.read_table(local_path(f"{manifest['parquet']}/split=test/tf=CTCF")).to_pylist()
+    test_files = [local_path(f["path"]) for f in manifest["parquet"]["test"] if "/CTCF/" in f["path"]]
+    shards = pq.read_table(test_files).to_pylist()
     rows = [r for r in shards if r["cell"] == "K562" and r["chrom"] in ("chr8", "chr21")][:40]
+    genome = Fasta(local_path(config.data.genome_fasta), as_raw=True, sequence_always_upper=True)
+    window = manifest["window"]
+    for row in rows:
+        low = int(window_starts(np.array([row["start"]]), window)[0])
+        row["sequence"] = genome[row["chrom"]][low : low + window].encode()
     order = np.random.default_rng(1).permutation(len(rows))
     regions = tmp_path / "regions.bed"
-    regions.write_text("".join(f"{rows[i]['chrom']}\t{rows[i]['start']}\t{rows[i]['stop']}\n" for i in order))
+    regions.write_text("".join(f"{rows[i]['chrom']}\t{rows[i]['start']}\t{rows[i]['start'] + 200}\n" for i in order))
     out = f"file://{tmp_path}/F.CTCF.K562.tab.gz"
     assert predict_regions(spark, config, f"file://{regions}", "CTCF", "K562", out) == len(rows)
 

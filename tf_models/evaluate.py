@@ -16,19 +16,21 @@ from collections.abc import Iterator
 
 import numpy as np
 from pyspark.sql import SparkSession
-from pyspark.sql import functions as F
 
+from preprocess.genome import gather_windows, load_chromosome, read_fai
 from preprocess.splits import TEST
 from tfbs import uri as storage
 from tfbs.config import PipelineConfig
 
 log = logging.getLogger("tfbs.evaluate")
 
-_PREDICTION_COLUMNS = ["tf", "cell", "chrom", "start", "label_code", "sequence", "tf_index", "cell_index", "dnase"]
+_PREDICTION_COLUMNS = ["tf", "cell", "chrom", "start", "label_code", "tf_index", "cell_index", "dnase"]
 
 
-def predict_rows(rows: Iterator, export_dir: str, batch_size: int) -> Iterator[tuple]:
-    """Score rows of the shard schema with the exported model.
+def predict_rows(rows: Iterator, export_dir: str, batch_size: int, fasta_uri: str, window: int) -> Iterator[tuple]:
+    """Score test rows with the exported model, cutting windows from the genome.
+
+    Rows should come sorted by chromosome: one chromosome is held at a time.
 
     Yields
     ------
@@ -38,10 +40,17 @@ def predict_rows(rows: Iterator, export_dir: str, batch_size: int) -> Iterator[t
     import tensorflow as tf
 
     predict = tf.saved_model.load(export_dir).signatures["indexed"]
+    fai = read_fai(fasta_uri)
+    loaded: dict[str, np.ndarray] = {}
 
     def flush(batch: list) -> Iterator[tuple]:
+        chrom = batch[0].chrom
+        if chrom not in loaded:
+            loaded.clear()
+            loaded[chrom] = load_chromosome(fasta_uri, fai[chrom])
+        windows = gather_windows(loaded[chrom], np.array([r.start for r in batch]), window)
         outputs = predict(
-            dna=tf.constant([bytes(r.sequence) for r in batch]),
+            dna=tf.constant([w.tobytes() for w in windows]),
             tf_index=tf.constant([r.tf_index for r in batch], tf.int32),
             cell_index=tf.constant([r.cell_index for r in batch], tf.int32),
             dnase=tf.constant([r.dnase for r in batch], tf.float32),
@@ -51,10 +60,10 @@ def predict_rows(rows: Iterator, export_dir: str, batch_size: int) -> Iterator[t
 
     batch: list = []
     for row in rows:
-        batch.append(row)
-        if len(batch) == batch_size:
+        if batch and (len(batch) == batch_size or row.chrom != batch[0].chrom):
             yield from flush(batch)
             batch = []
+        batch.append(row)
     if batch:
         yield from flush(batch)
 
@@ -96,9 +105,10 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: dict) -> dic
 
     started = time.monotonic()
     export_dir = f"{config.model_uri}/export".removeprefix("file://")
-    test = spark.read.parquet(manifest["parquet"]).filter(F.col("split") == TEST).select(*_PREDICTION_COLUMNS)
-    batch_size = config.evaluate.batch_size
-    scored = test.rdd.mapPartitions(lambda rows: predict_rows(rows, export_dir, batch_size))
+    files = [entry["path"] for entry in manifest["parquet"][TEST]]
+    test = spark.read.parquet(*files).select(*_PREDICTION_COLUMNS).sortWithinPartitions("chrom", "start")
+    batch_size, fasta_uri, window = config.evaluate.batch_size, config.data.genome_fasta, manifest["window"]
+    scored = test.rdd.mapPartitions(lambda rows: predict_rows(rows, export_dir, batch_size, fasta_uri, window))
     predictions = spark.createDataFrame(scored, "tf string, cell string, chrom string, start long, label int, probability double")
     # Written once and read back, so the model runs once for both the saved
     # predictions and the metrics.

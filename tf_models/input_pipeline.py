@@ -44,6 +44,39 @@ def _augment(batch_index: tf.Tensor, features: dict[str, tf.Tensor], seed: int) 
     return features
 
 
+def _records(
+    paths: "list[str] | tf.Tensor", layout: RecordLayout, seed: int, shard: tuple, training: bool, by_file: bool
+) -> tf.data.Dataset:
+    """Records of ``paths``: this pipeline's share, file order shuffled when training."""
+    n_pipelines, pipeline_id = shard
+    names = tf.data.Dataset.from_tensor_slices(paths)
+    if by_file and n_pipelines > 1:
+        names = names.shard(n_pipelines, pipeline_id)
+    if training:
+        names = names.shuffle(1 << 16, seed=seed)
+    records = names.interleave(
+        lambda path: tf.data.FixedLengthRecordDataset(path, layout.record_bytes, buffer_size=1 << 20),
+        cycle_length=4 if training else 1,
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
+    if not by_file and n_pipelines > 1:
+        records = records.shard(n_pipelines, pipeline_id)
+    return records
+
+
+def _redrawn_negatives(
+    negatives: list[list[str]], layout: RecordLayout, seed: int, shard: tuple
+) -> tf.data.Dataset:
+    """Negatives forever, epoch ``e`` from draw ``e % n_draws``."""
+    by_draw = tf.ragged.constant([[f.removeprefix("file://") for f in files] for files in negatives])
+    by_file = min(len(files) for files in negatives) >= shard[0]
+    n_draws = len(negatives)
+    return tf.data.Dataset.range(1 << 62).flat_map(
+        lambda epoch: _records(by_draw[epoch % n_draws], layout, seed + epoch, shard, True, by_file)
+    )
+
+
 def make_dataset(
     files: list[str],
     layout: RecordLayout,
@@ -53,20 +86,23 @@ def make_dataset(
     input_context: tf.distribute.InputContext | None = None,
     training: bool = True,
     shard: tuple[int, "int | tf.Tensor"] | None = None,
+    negatives: list[list[str]] | None = None,
+    positive_fraction: float = 0.5,
 ) -> tf.data.Dataset:
     """Stream record files as batches of decoded features.
 
     Parameters
     ----------
     files
-        Record file URIs (local paths, ``hdfs://`` or ``gs://``).
+        Record file URIs (local paths, ``hdfs://`` or ``gs://``); the
+        positives when ``negatives`` is given.
     layout
         Record layout from the manifest.
     batch_size
         Examples per batch for this input pipeline.
     seed
-        Seeds file order, shuffling and augmentation: the same seed gives the
-        same batches in the same order.
+        Seeds file order, class mixing, shuffling and augmentation: the same
+        seed gives the same batches in the same order.
     shuffle_buffer
         Records held for shuffling.
     input_context
@@ -79,29 +115,29 @@ def make_dataset(
         ``input_context``: under ``ParameterServerStrategy`` the context
         always says one pipeline, and the worker's index is a tensor known
         only on the worker.
+    negatives
+        Record files of each negative draw (training only): epoch ``e``
+        reads draw ``e % len(negatives)``, so negatives are redrawn per epoch
+        while the positives repeat.
+    positive_fraction
+        With ``negatives``: the expected share of positives in a batch.
     """
-    if shard is not None:
-        n_pipelines, pipeline_id = shard
-    else:
-        n_pipelines = input_context.num_input_pipelines if input_context else 1
-        pipeline_id = input_context.input_pipeline_id if input_context else 0
+    if shard is None:
+        shard = (
+            input_context.num_input_pipelines if input_context else 1,
+            input_context.input_pipeline_id if input_context else 0,
+        )
     paths = [f.removeprefix("file://") for f in files]
-    by_file = len(paths) >= n_pipelines
-    names = tf.data.Dataset.from_tensor_slices(paths)
-    if by_file and n_pipelines > 1:
-        names = names.shard(n_pipelines, pipeline_id)
+    records = _records(paths, layout, seed, shard, training, by_file=len(paths) >= shard[0])
     if training:
-        names = names.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True).repeat()
-    records = names.interleave(
-        lambda path: tf.data.FixedLengthRecordDataset(path, layout.record_bytes, buffer_size=1 << 20),
-        cycle_length=4 if training else 1,
-        num_parallel_calls=tf.data.AUTOTUNE,
-        deterministic=True,
-    )
-    if not by_file and n_pipelines > 1:
-        records = records.shard(n_pipelines, pipeline_id)
-    if training:
-        records = records.shuffle(shuffle_buffer, seed=seed, reshuffle_each_iteration=True)
+        records = records.repeat()
+        if negatives:
+            records = tf.data.Dataset.sample_from_datasets(
+                [records, _redrawn_negatives(negatives, layout, seed, shard)],
+                weights=[positive_fraction, 1.0 - positive_fraction],
+                seed=seed,
+            )
+        records = records.shuffle(shuffle_buffer, seed=seed)
     batches = records.batch(batch_size, drop_remainder=training)
     batches = batches.map(lambda r: decode_batch(r, layout), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if training:

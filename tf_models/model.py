@@ -55,7 +55,10 @@ class TFBSNet(keras.Model):
         self.protein_reduce = reduce(name="protein_reduce")
         self.dense = keras.layers.Dense(config.dense_units, activation="relu", name="dense")
         self.dropout = keras.layers.Dropout(config.dropout, name="dropout")
-        self.logit = keras.layers.Dense(1, name="logit")
+        # float32 whatever the policy: under mixed_float16 a float16 logit
+        # would be rounded (and overflow past 65504) before the loss; keras'
+        # mixed precision guide keeps the output layer in float32.
+        self.logit = keras.layers.Dense(1, name="logit", dtype="float32")
 
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
         dna_maps = self.dna_tower(inputs["dna"], training=training)
@@ -73,13 +76,23 @@ class TFBSNet(keras.Model):
             parts.append(tf.one_hot(tf.cast(inputs["cell_index"], tf.int32), self.n_cells))
         if self.config.use_dnase:
             parts.append(tf.cast(inputs["dnase"], tf.float32)[:, None])
+        # One dtype for concat: under mixed_float16 the branches are float16
+        # while the cell one-hot and DNase are float32.
+        parts = [tf.cast(part, dna.dtype) for part in parts]
         hidden = self.dropout(self.dense(tf.concat(parts, axis=-1)), training=training)
         return tf.squeeze(self.logit(hidden), axis=-1)
 
 
-def build_model(config: ModelConfig, n_cells: int, window: int) -> TFBSNet:
-    """Create a model and its variables (called inside a strategy scope)."""
-    model = TFBSNet(config, n_cells)
+def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision: bool = False) -> TFBSNet:
+    """Create a model and its variables (called inside a strategy scope).
+
+    With ``mixed_precision`` the layers compute in float16 and keep float32
+    variables; the logit layer stays float32 (:func:`tf_models.gpus.mixed_precision_policy`).
+    """
+    from tf_models.gpus import mixed_precision_policy
+
+    with mixed_precision_policy(mixed_precision):
+        model = TFBSNet(config, n_cells)
     model(
         {
             "dna": tf.zeros([1, window, 4]),

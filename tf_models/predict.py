@@ -10,15 +10,16 @@ from __future__ import annotations
 import gzip
 import io
 import logging
+from collections import defaultdict
 from collections.abc import Iterator
 
-from pyspark import SparkFiles
+import numpy as np
 from pyspark.sql import SparkSession
 
+from preprocess.annotate import overlap_flags, read_bed_intervals
 from preprocess.dream_formats import BadInputError
+from preprocess.genome import gather_windows, load_chromosome, read_fai
 from preprocess.proteins import read_protein_fasta
-from preprocess.segregate import segregate_bins
-from preprocess.sequences import WindowReader
 from tfbs import uri as storage
 from tfbs.config import PipelineConfig
 
@@ -32,34 +33,36 @@ def _parse_regions(lines: Iterator[tuple[str, int]], uri: str) -> Iterator[tuple
             chrom, start, stop = fields[0], int(fields[1]), int(fields[2])
         except (IndexError, ValueError):
             raise BadInputError(uri, index + 1, "expected chr, start, stop") from None
-        yield chrom, start, stop, "U", index
+        yield chrom, (start, stop, index)
 
 
-def _score_partition(rows, names: dict, window: int, protein: str, cell_index: int, export_dir: str, batch: int):
+def _score_partition(items, fasta_uri: str, dnase: dict, window: int, protein: str, cell_index: int, export_dir: str, batch: int):
+    """Score one partition's regions, a chromosome at a time."""
     import tensorflow as tf
 
     serve = tf.saved_model.load(export_dir).signatures["serving_default"]
-    reader = WindowReader(SparkFiles.get(names["fasta"]), window, pad=True)
-    annotated = segregate_bins((value for _, value in rows), ["cell"], [SparkFiles.get(names["dnase"])], None)
-    pending: list = []
-
-    def flush() -> Iterator[tuple]:
-        out = serve(
-            dna=tf.constant([reader.read(r.chrom, r.start) for r in pending]),
-            protein=tf.constant([protein.encode()] * len(pending)),
-            cell_index=tf.constant([cell_index] * len(pending), tf.int32),
-            dnase=tf.constant([r.dnase for r in pending], tf.float32),
-        )["probability"].numpy()
-        for r, p in zip(pending, out):
-            yield r.line, (r.chrom, r.start, r.stop, float(p))
-
-    for record in annotated:
-        pending.append(record)
-        if len(pending) == batch:
-            yield from flush()
-            pending = []
-    if pending:
-        yield from flush()
+    fai = read_fai(fasta_uri)
+    by_chrom: dict[str, list] = defaultdict(list)
+    for chrom, region in items:
+        by_chrom[chrom].append(region)
+    for chrom, regions in by_chrom.items():
+        if chrom not in fai:
+            raise BadInputError(fasta_uri, 0, f"chromosome {chrom!r} of the regions is not in the genome FASTA")
+        starts = np.array([start for start, _, _ in regions], dtype=np.int64)
+        unique, inverse = np.unique(starts, return_inverse=True)
+        is_open = overlap_flags(chrom, unique, {"dnase": dnase.get(chrom, (np.empty(0), np.empty(0)))})["dnase"]
+        windows = gather_windows(load_chromosome(fasta_uri, fai[chrom]), starts, window)
+        for first in range(0, len(regions), batch):
+            chunk = slice(first, first + batch)
+            n = len(regions[chunk])
+            out = serve(
+                dna=tf.constant([w.tobytes() for w in windows[chunk]]),
+                protein=tf.constant([protein.encode()] * n),
+                cell_index=tf.constant([cell_index] * n, tf.int32),
+                dnase=tf.constant(is_open[inverse[chunk]].astype(np.float32)),
+            )["probability"].numpy()
+            for (start, stop, line), p in zip(regions[chunk], out):
+                yield line, (chrom, start, stop, float(p))
 
 
 def predict_regions(
@@ -83,17 +86,14 @@ def predict_regions(
     if tf_name not in proteins:
         raise BadInputError(config.data.proteins_fasta, 0, f"no protein sequence named {tf_name}")
     sc = spark.sparkContext
-    names = {"fasta": config.data.genome_fasta, "dnase": config.data.dnase_peaks_uri(cell)}
-    for uri in [*names.values(), f"{config.data.genome_fasta}.fai"]:
-        sc.addFile(uri)
-    names = {key: uri.rsplit("/", 1)[-1] for key, uri in names.items()}
+    fasta_uri, dnase = config.data.genome_fasta, sc.broadcast(read_bed_intervals(config.data.dnase_peaks_uri(cell)))
     window, cell_index = metadata["window"], metadata["cells"].index(cell)
     protein, batch = proteins[tf_name], config.evaluate.batch_size
     export_dir = storage.local_path(export_uri)
     rows = sc.textFile(regions_uri).zipWithIndex().mapPartitions(lambda part: _parse_regions(part, regions_uri))
-    by_chrom = rows.keyBy(lambda row: row[0]).partitionBy(max(1, sc.defaultParallelism))
+    by_chrom = rows.partitionBy(max(1, sc.defaultParallelism))
     scored = by_chrom.mapPartitions(
-        lambda part: _score_partition(part, names, window, protein, cell_index, export_dir, batch)
+        lambda part: _score_partition(part, fasta_uri, dnase.value, window, protein, cell_index, export_dir, batch)
     )
     ordered = scored.sortByKey().values().collect()
     text = "".join(f"{c}\t{s}\t{e}\t{p:.6f}\n" for c, s, e, p in ordered)

@@ -26,7 +26,7 @@ from preprocess.records import RecordLayout
 from tf_models.encoding import protein_one_hot
 from tf_models.input_pipeline import make_dataset
 from tf_models.model import TFBSNet, build_model
-from tfbs.config import PipelineConfig
+from tfbs.config import PipelineConfig, TrainConfig
 
 log = logging.getLogger("tfbs.train")
 
@@ -40,21 +40,42 @@ def tf_path(uri: str) -> str:
 class TrainingRun:
     """What the loop needs besides the configuration, taken from the manifest."""
 
-    train_files: list[str]
+    positive_files: list[str]
+    negative_files: list[list[str]]  # one list per negative draw
+    natural_positive_fraction: float
     layout: RecordLayout
     proteins: list[str]
     n_cells: int
 
     @classmethod
     def from_manifest(cls, manifest: dict) -> "TrainingRun":
-        files = [f["path"] for f in manifest["records"]["train"]]
-        if not files:
-            raise ValueError("the manifest lists no training record files")
+        records = manifest["records"]["train"]
+        positives = [f["path"] for f in records["positives"]]
+        negatives = [[f["path"] for f in files] for files in records["negatives"]]
+        if not positives or not all(negatives):
+            raise ValueError("the manifest lists no training positives, or a negative draw without files")
+        n_positive = sum(f["rows"] for f in records["positives"])
+        n_negative = sum(f["rows"] for files in records["negatives"] for f in files) / len(negatives)
         return cls(
-            train_files=files,
+            positive_files=positives,
+            negative_files=negatives,
+            natural_positive_fraction=n_positive / (n_positive + n_negative),
             layout=RecordLayout(**{k: v for k, v in manifest["record_layout"].items() if k == "window"}),
             proteins=[manifest["proteins"][tf] for tf in manifest["tfs"]],
             n_cells=len(manifest["cells"]),
+        )
+
+    def dataset(self, cfg: TrainConfig, batch_size: int, **sharding) -> tf.data.Dataset:
+        """The training stream: positives repeated, negatives redrawn per epoch."""
+        return make_dataset(
+            self.positive_files,
+            self.layout,
+            batch_size,
+            seed=cfg.seed,
+            shuffle_buffer=cfg.shuffle_buffer,
+            negatives=self.negative_files,
+            positive_fraction=cfg.positive_fraction or self.natural_positive_fraction,
+            **sharding,
         )
 
 
@@ -78,7 +99,10 @@ def _gradient_step(model: TFBSNet, optimizer, batch: dict[str, tf.Tensor], prote
     with tf.GradientTape() as tape:
         loss = _loss(model, batch, proteins, training=True)
         # Under mirrored replicas, gradients are summed across replicas.
-        scaled = loss / replicas
+        # scale_loss is a no-op except under mixed precision, where the
+        # LossScaleOptimizer scales up (and apply_gradients unscales) so small
+        # float16 gradients do not underflow.
+        scaled = optimizer.scale_loss(loss / replicas)
     grads = tape.gradient(scaled, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
@@ -135,11 +159,13 @@ def train(
     keras.utils.set_random_seed(cfg.seed)
 
     with strategy.scope():
-        model = build_model(cfg.model, run.n_cells, run.layout.window)
+        model = build_model(cfg.model, run.n_cells, run.layout.window, mixed_precision=cfg.mixed_precision)
         schedule = keras.optimizers.schedules.ExponentialDecay(
             cfg.learning_rate, cfg.decay_steps, cfg.decay_rate, staircase=True
         )
         optimizer = keras.optimizers.Adam(schedule)
+        if cfg.mixed_precision:
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         optimizer.build(model.trainable_variables)
     # Steps are counted here, by the process that schedules them: under
     # ParameterServerStrategy, workers update optimizer.iterations on the ps
@@ -154,15 +180,7 @@ def train(
             # Runs on the worker: its index picks its share of the files.
             worker_index = tf.distribute.coordinator.experimental_get_current_worker_index()
             shard = (cfg.num_workers, worker_index)
-        return make_dataset(
-            run.train_files,
-            run.layout,
-            per_replica_batch,
-            seed=cfg.seed,
-            shuffle_buffer=cfg.shuffle_buffer,
-            input_context=input_context,
-            shard=shard,
-        )
+        return run.dataset(cfg, per_replica_batch, input_context=input_context, shard=shard)
 
     def step_fn(batch: dict[str, tf.Tensor]) -> tf.Tensor:
         return _gradient_step(model, optimizer, batch, proteins, strategy.num_replicas_in_sync)

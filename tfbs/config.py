@@ -27,6 +27,12 @@ from tfbs.uri import to_uri
 DREAM_TEST_CHROMS = ("chr1", "chr8", "chr21")
 DREAM_VALID_CHROMS = ("chr11",)
 
+#: The GPU discovery script shipped in the repository (``scripts/``). Spark
+#: runs it on each executor, so this absolute path suits clusters where the
+#: repository sits at the same place on every node; on YARN ship the script
+#: with ``--files`` and use ``./get_gpus_resources.sh`` (conf/yarn_gpu.yaml).
+DEFAULT_GPU_DISCOVERY_SCRIPT = str(Path(__file__).resolve().parents[1] / "scripts" / "get_gpus_resources.sh")
+
 
 class ConfigError(ValueError):
     """A configuration that cannot be used; the message names file and key."""
@@ -109,11 +115,21 @@ class TFSpec(_Section):
 
 
 class GenerateConfig(_Section):
-    """The embedded ENCODE-DREAM-format data set (``tfbs generate``)."""
+    """The generated ENCODE-DREAM-format data set (``tfbs generate``).
 
+    ``mode: embedded`` simulates everything (genome, sites, ChIP and DNase
+    peaks, labels) on ``chromosomes``. ``mode: genome_scale`` writes only
+    what no real file here provides: a genome of exactly the sizes in
+    ``data.chrom_sizes`` with each TF's motif planted at the summits of the
+    real conservative peaks in ``data.peaks_dir``, DNase peaks and proteins;
+    labels then come from ``tfbs labels`` on those real peaks. The site and
+    peak simulation keys (``sites_per_mb`` ... ``slot_bp``) are embedded-only.
+    """
+
+    mode: Literal["embedded", "genome_scale"] = "embedded"
     seed: int = 7
     motif_db: str = Field(description="MEME motif file (HOCOMOCO v9 ships in shared/data)")
-    chromosomes: dict[str, int] = Field(min_length=1)
+    chromosomes: dict[str, int] = Field(default_factory=dict, description="embedded: simulated chromosome sizes")
     tfs: list[TFSpec] = Field(min_length=1)
     cells: list[str] = Field(min_length=1)
     sites_per_mb: float = Field(60.0, gt=0, description="planted motif instances per TF per Mb")
@@ -127,14 +143,29 @@ class GenerateConfig(_Section):
     family_share: float = Field(0.8, ge=0, le=1, description="share of a TF's sites taken from its family's lead")
     slot_bp: int = Field(600, gt=0, description="genome slot per feature; one site or open region per slot")
     motif_sharpen: float = Field(3.0, gt=0, description="PWM exponent for planted instances")
+    summit_merge_bp: int = Field(
+        50, ge=0, description="genome_scale: conservative summits this close (any cell) are one planted site"
+    )
+    dnase_peak_fraction: float = Field(
+        0.85, gt=0, le=1, description="genome_scale: share of a cell's relaxed ChIP peaks given a DNase peak"
+    )
 
     @field_validator("chromosomes")
     @classmethod
     def _needs_standard_splits(cls, chroms: dict[str, int]) -> dict[str, int]:
+        # Empty is left to _mode_inputs: genome_scale takes its sizes from data.chrom_sizes.
         missing = [c for c in (*DREAM_TEST_CHROMS, *DREAM_VALID_CHROMS) if c not in chroms]
-        if missing:
+        if chroms and missing:
             raise ValueError(f"must include {missing} so the standard splits apply")
         return chroms
+
+    @model_validator(mode="after")
+    def _mode_inputs(self) -> "GenerateConfig":
+        if self.mode == "embedded" and not self.chromosomes:
+            raise ValueError("chromosomes: required when mode is embedded")
+        if self.mode == "genome_scale" and self.chromosomes:
+            raise ValueError("chromosomes: unused when mode is genome_scale (sizes come from data.chrom_sizes)")
+        return self
 
 
 class PreprocessConfig(_Section):
@@ -148,7 +179,12 @@ class PreprocessConfig(_Section):
     )
     test_chroms: list[str] = Field(default_factory=lambda: list(DREAM_TEST_CHROMS))
     valid_chroms: list[str] = Field(default_factory=lambda: list(DREAM_VALID_CHROMS))
+    negative_draws: int = Field(1, gt=0, description="independent U draws written (a trainer redraws per epoch)")
+    pad_windows: bool = Field(False, description="pad windows that leave the chromosome with N instead of dropping")
+    max_n_fraction: float = Field(0.1, ge=0, le=1, description="drop windows with a larger share of N")
     rows_per_record_file: int = Field(4096, gt=0, description="rows per training record file")
+    rows_per_row_group: int = Field(1024, gt=0, description="Parquet row group size; small, so workers get many")
+    read_block_mb: int = Field(16, gt=0, description="decompressed MiB of a label file parsed at a time")
     bad_rows: Literal["fail", "set_aside"] = "fail"
 
     @model_validator(mode="after")
@@ -195,14 +231,34 @@ class TrainConfig(_Section):
     decay_steps: int = Field(2000, gt=0)
     checkpoint_every_steps: int = Field(200, gt=0)
     shuffle_buffer: int = Field(8192, gt=0)
+    positive_fraction: float | None = Field(
+        None, gt=0, lt=1, description="share of positives per batch (None: as drawn by preprocessing)"
+    )
     worker_wait_timeout_s: int = Field(3600, gt=0, description="how long ps/workers wait for the chief")
     timeout_s: int = Field(7200, gt=0, description="the whole distributed run, start-up included")
+    gpus_per_worker: int = Field(
+        0, ge=0, description="GPUs Spark gives each training executor; the chief and workers use them, ps none"
+    )
+    gpu_discovery_script: str = Field(
+        DEFAULT_GPU_DISCOVERY_SCRIPT, min_length=1, description="run by each executor to list its GPUs (Spark)"
+    )
+    # Allowed without GPUs: float16 runs (slowly) on CPU, which is how it is
+    # tested, and strategy local may train on the driver's own GPU. The
+    # training process logs a warning when it sees no GPU.
+    mixed_precision: bool = Field(False, description="keras mixed_float16 in training; logits stay float32")
+    spark_conf: dict[str, str] = Field(
+        default_factory=dict, description="Spark settings for the training session only, on top of spark.conf"
+    )
     model: ModelConfig = Field(default_factory=ModelConfig)
 
     @model_validator(mode="after")
     def _consistent(self) -> "TrainConfig":
         if self.strategy == "parameter_server" and self.num_ps < 1:
             raise ValueError("strategy parameter_server needs num_ps >= 1")
+        gpu_keys = sorted(k for k in self.spark_conf if ".resource.gpu." in k)
+        if gpu_keys:
+            # One source of truth: tf_models.gpus derives these from gpus_per_worker.
+            raise ValueError(f"spark_conf: set gpus_per_worker / gpu_discovery_script instead of {gpu_keys}")
         if self.checkpoint_every_steps % self.steps_per_execution:
             raise ValueError("checkpoint_every_steps must be a multiple of steps_per_execution")
         return self
@@ -235,9 +291,12 @@ class PipelineConfig(_Section):
         object.__setattr__(self, "shards_dir", to_uri(self.shards_dir) if self.shards_dir else f"{run_dir}/shards")
         return self
 
-    def digest(self) -> str:
-        """A short hash of the configuration, recorded in manifests."""
-        payload = json.dumps(self.model_dump(exclude={"source"}), sort_keys=True)
+    def digest(self, sections: set[str] | None = None) -> str:
+        """A short hash of the configuration (or of some sections), recorded in outputs."""
+        tree = self.model_dump(exclude={"source"})
+        if sections is not None:
+            tree = {key: value for key, value in tree.items() if key in sections}
+        payload = json.dumps(tree, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     @property

@@ -1,23 +1,51 @@
 """Storage addressed by URI: ``file://``, ``hdfs://`` and ``gs://``.
 
-Spark reads and writes through its own Hadoop file systems; this module
-serves the driver-side work around it (checking inputs, staging, manifests,
-reports) through pyarrow's file systems, so the same code path handles a
-laptop directory and a bucket.
+Every read and write of the pipeline outside Spark's own DataFrame I/O goes
+through pyarrow's file systems here, in the driver (listing, staging,
+manifests, reports) and in Spark tasks (label files, FASTA ranges, shards),
+so one code path serves a laptop directory, a cluster's HDFS and a bucket:
+
+- ``file://`` (and plain paths): ``pyarrow.fs.LocalFileSystem``.
+- ``hdfs://``: ``pyarrow.fs.HadoopFileSystem`` (needs a JVM, ``libhdfs.so``
+  and the Hadoop jars on ``CLASSPATH``; see :func:`filesystem`).
+- ``gs://`` (or ``gcs://``): ``pyarrow.fs.GcsFileSystem`` with Google's
+  default credentials, or, when ``STORAGE_EMULATOR_HOST`` is set (the
+  variable Google's storage clients honour), the same client pointed at
+  that emulator without credentials.
 """
 
 from __future__ import annotations
 
+import errno
+import functools
 import gzip
 import io
 import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
-from typing import IO
-from urllib.parse import urlparse
+from typing import IO, TypeVar
+from urllib.parse import ParseResult, urlparse
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 
 _REMOTE_SCHEMES = ("hdfs", "gs", "gcs", "s3", "s3a")
+_GCS_SCHEMES = ("gs", "gcs")
+_HDFS_SCHEMES = ("hdfs",)
+#: pyarrow file system type names that have no rename (objects, not files).
+_OBJECT_STORES = ("gcs", "s3")
+
+#: Google's storage clients send requests to this ``host:port`` (or URL)
+#: instead of storage.googleapis.com, without credentials.
+EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
+
+#: The file ``replace_dir`` writes last on object stores; readers trust a
+#: directory only once it exists.
+MANIFEST_NAME = "manifest.json"
+
+_T = TypeVar("_T")
 
 
 def to_uri(path_or_uri: str | os.PathLike[str]) -> str:
@@ -56,28 +84,215 @@ def local_path(uri: str) -> str:
     raise ValueError(f"{uri}: not a local path (stage it with tfbs.uri.stage_local first)")
 
 
+# --------------------------------------------------------------------------
+# File systems
+# --------------------------------------------------------------------------
+
+
 def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """The pyarrow file system serving ``uri`` and the path within it."""
-    if urlparse(uri).scheme in ("", "file"):
+    """The pyarrow file system serving ``uri`` and the path within it.
+
+    Parameters
+    ----------
+    uri
+        ``file://`` URI or local path, ``hdfs://``, ``gs://`` or ``gcs://``
+        URI (other schemes go to ``pyarrow.fs.FileSystem.from_uri``).
+
+    Returns
+    -------
+    tuple
+        The file system and the path to pass to its methods (``bucket/key``
+        on GCS, ``/path`` on HDFS and locally).
+
+    Raises
+    ------
+    OSError
+        For ``hdfs://`` when pyarrow cannot load the JVM or ``libhdfs``; the
+        message names the URI and the variables to set.
+    """
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
         return pafs.LocalFileSystem(), local_path(uri)
+    if parsed.scheme in _GCS_SCHEMES:
+        # Read on every call, not at import: Spark workers and tests set it
+        # after this module may already be loaded.
+        emulator = os.environ.get(EMULATOR_ENV) or None
+        return _gcs_filesystem(emulator, os.getpid()), _gcs_path(parsed)
+    if parsed.scheme in _HDFS_SCHEMES:
+        return _hdfs_filesystem(uri)
     return pafs.FileSystem.from_uri(uri)
 
 
+def _gcs_path(parsed: ParseResult) -> str:
+    """``bucket/key`` for ``gs://bucket/key`` (no trailing slash)."""
+    key = parsed.path.strip("/")
+    return f"{parsed.netloc}/{key}" if key else parsed.netloc
+
+
+@functools.lru_cache(maxsize=8)
+def _gcs_filesystem(emulator: str | None, pid: int) -> pafs.GcsFileSystem:
+    """One GCS client per endpoint and process.
+
+    Parameters
+    ----------
+    emulator
+        The value of ``STORAGE_EMULATOR_HOST`` (``host:port`` or
+        ``http://host:port``), or None for Google Cloud Storage itself.
+    pid
+        The calling process: part of the cache key so a forked child never
+        reuses its parent's HTTP connection pool.
+    """
+    del pid
+    if emulator is None:
+        # Google's default credentials: GOOGLE_APPLICATION_CREDENTIALS, gcloud
+        # user credentials, or the metadata server on GCE/Dataproc.
+        return pafs.GcsFileSystem()
+    scheme, _, endpoint = emulator.rpartition("://")
+    return pafs.GcsFileSystem(
+        anonymous=True,
+        scheme=scheme or "http",
+        endpoint_override=endpoint.rstrip("/"),
+        # The client's default is to retry for 15 minutes; a stopped emulator
+        # should fail a test run quickly instead.
+        retry_time_limit=timedelta(seconds=20),
+    )
+
+
+def _hdfs_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
+    """pyarrow's HadoopFileSystem for ``uri``, with an actionable error."""
+    try:
+        return pafs.FileSystem.from_uri(uri)
+    except OSError as err:
+        first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
+        if "libhdfs" in str(err) or "libjvm" in str(err):
+            raise OSError(
+                f"{uri}: pyarrow's HadoopFileSystem cannot start ({first_line}). hdfs:// needs "
+                "JAVA_HOME set to a JDK, libhdfs.so found through ARROW_LIBHDFS_DIR (or "
+                "HADOOP_HOME/lib/native), and the Hadoop jars on CLASSPATH "
+                "(export CLASSPATH=$(hadoop classpath --glob)), on the driver and every executor"
+            ) from None
+        raise OSError(f"{uri}: {first_line}") from None
+
+
+def _is_object_store(fs: pafs.FileSystem) -> bool:
+    """True for file systems without directories or rename (GCS, S3)."""
+    return fs.type_name in _OBJECT_STORES
+
+
+def _uri_of(uri: str, fs_path: str) -> str:
+    """The URI, in the scheme of ``uri``, of ``fs_path`` on its file system."""
+    parsed = urlparse(uri)
+    if parsed.scheme in ("", "file"):
+        return Path(fs_path).as_uri()
+    if parsed.scheme in _GCS_SCHEMES:
+        return f"{parsed.scheme}://{fs_path}"
+    return f"{parsed.scheme}://{parsed.netloc}/{fs_path.lstrip('/')}"
+
+
+def _naming_uri(uri: str, action: Callable[[], _T]) -> _T:
+    """Run ``action``; a missing file is re-raised naming ``uri``.
+
+    pyarrow's GCS errors name the client's status, not the object, which
+    leaves a user of a many-file job guessing which input is missing.
+    """
+    try:
+        return action()
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", uri) from None
+
+
+def _ensure_parent(fs: pafs.FileSystem, path: str) -> None:
+    """Create the parent directory of ``path`` where directories exist.
+
+    Object stores need none, and creating GCS marker objects would cost a
+    round trip per path level on every write.
+    """
+    parent = path.rsplit("/", 1)[0]
+    if parent and not _is_object_store(fs):
+        fs.create_dir(parent, recursive=True)
+
+
+# --------------------------------------------------------------------------
+# Directories
+# --------------------------------------------------------------------------
+
+
 def exists(uri: str) -> bool:
-    """True if a file or directory exists at ``uri``."""
+    """True if a file or directory exists at ``uri``.
+
+    On object stores a "directory" exists when an object lies under it.
+    """
     fs, path = filesystem(uri)
     return fs.get_file_info(path).type != pafs.FileType.NotFound
 
 
 def makedirs(uri: str) -> None:
-    """Create a directory and its parents (no-op on object stores)."""
+    """Create a directory and its parents.
+
+    On GCS pyarrow writes empty ``dir/`` marker objects (and creates the
+    bucket if missing, which needs a project id).
+    """
     fs, path = filesystem(uri)
     fs.create_dir(path, recursive=True)
 
 
-def delete_dir(uri: str) -> None:
-    """Remove a directory tree if it exists."""
+def list_files(uri: str, suffix: str | None = None) -> list[str]:
+    """URIs of the files under the directory ``uri``, recursively, sorted.
+
+    Parameters
+    ----------
+    uri
+        A directory.
+    suffix
+        Keep only names ending with it (e.g. ``".parquet"``).
+
+    Returns
+    -------
+    list of str
+        File URIs in the scheme of ``uri``; directories (and GCS directory
+        markers) are left out.
+
+    Raises
+    ------
+    FileNotFoundError
+        If nothing exists at ``uri``.
+    NotADirectoryError
+        If ``uri`` is a file.
+    """
     fs, path = filesystem(uri)
+    kind = fs.get_file_info(path).type
+    if kind == pafs.FileType.NotFound:
+        raise FileNotFoundError(errno.ENOENT, "no such directory", uri)
+    if kind == pafs.FileType.File:
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", uri)
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+    paths = [info.path for info in infos if info.type == pafs.FileType.File]
+    if suffix is not None:
+        paths = [p for p in paths if p.endswith(suffix)]
+    return sorted(_uri_of(uri, p) for p in paths)
+
+
+def delete_dir(uri: str) -> None:
+    """Remove a directory tree if it exists.
+
+    Raises
+    ------
+    ValueError
+        For a bucket itself (``gs://bucket``): pyarrow would delete the
+        bucket, never what a pipeline run means to do.
+    """
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+        return
+    if not _is_object_store(fs):
+        fs.delete_dir(path)
+        return
+    if "/" not in path:
+        raise ValueError(f"{uri}: refusing to delete a whole bucket")
+    fs.delete_dir_contents(path, missing_dir_ok=True)
+    # pyarrow's GCS delete_dir then deletes the "dir/" marker object and fails
+    # when there is none (objects written without makedirs), so only call it
+    # while a marker keeps the directory visible.
     if fs.get_file_info(path).type != pafs.FileType.NotFound:
         fs.delete_dir(path)
 
@@ -85,39 +300,153 @@ def delete_dir(uri: str) -> None:
 def replace_dir(staging_uri: str, final_uri: str) -> None:
     """Swap a fully written directory in under its final name.
 
-    The old directory is removed first; on local and HDFS file systems the
-    rename itself is atomic, so readers see either nothing or a whole run.
-    On object stores (no rename) the manifest, written last, is the commit
-    marker that readers check.
+    Readers must trust a shard directory only when its ``manifest.json``
+    exists: that file is the commit marker.
+
+    - Local and HDFS file systems: the old directory is removed and the
+      staging directory renamed, atomically, so readers see either no
+      directory or a whole one.
+    - Object stores (GCS, S3) have no rename. The old directory is deleted
+      first, then every staging object except the manifest(s) is copied,
+      then the top-level ``manifest.json`` last, then the staging objects
+      are deleted. A reader in between sees a directory without a manifest
+      (incomplete, to be ignored), never old and new objects mixed under a
+      manifest. A failure part-way leaves the staging copy whole for a retry.
+
+    Parameters
+    ----------
+    staging_uri
+        The fully written directory.
+    final_uri
+        Its final name, on the same file system.
     """
     fs, final_path = filesystem(final_uri)
     _, staging_path = filesystem(staging_uri)
-    if fs.get_file_info(final_path).type != pafs.FileType.NotFound:
-        fs.delete_dir(final_path)
-    fs.move(staging_path, final_path)
+    if not _is_object_store(fs):
+        if fs.get_file_info(final_path).type != pafs.FileType.NotFound:
+            fs.delete_dir(final_path)
+        fs.move(staging_path, final_path)
+        return
+    if fs.get_file_info(staging_path).type == pafs.FileType.NotFound:
+        raise FileNotFoundError(errno.ENOENT, "no such staging directory", staging_uri)
+    delete_dir(final_uri)
+    infos = fs.get_file_info(pafs.FileSelector(staging_path, recursive=True))
+    sources = [info.path for info in infos if info.type == pafs.FileType.File]
+    prefix = staging_path.rstrip("/") + "/"
+
+    def copy(source: str) -> None:
+        fs.copy_file(source, final_path + "/" + source[len(prefix):])
+
+    # Manifests go last, the top-level one very last: it commits the directory.
+    top_manifest = prefix + MANIFEST_NAME
+    body = [s for s in sources if s.rsplit("/", 1)[-1] != MANIFEST_NAME]
+    nested = sorted(s for s in sources if s.rsplit("/", 1)[-1] == MANIFEST_NAME and s != top_manifest)
+    # Server-side copies are independent round trips; a few in flight at once
+    # keep a shard directory of hundreds of files from taking minutes.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        list(pool.map(copy, body))
+    for source in nested:
+        copy(source)
+    if top_manifest in sources:
+        copy(top_manifest)
+    delete_dir(staging_uri)
+
+
+# --------------------------------------------------------------------------
+# Files
+# --------------------------------------------------------------------------
+
+
+def open_input(uri: str, compression: str | None = "detect") -> pa.NativeFile:
+    """Open a file as a binary input stream.
+
+    Parameters
+    ----------
+    uri
+        The file.
+    compression
+        ``"detect"`` decompresses by extension (``.gz``, ``.bz2``, ``.zst``,
+        ``.lz4``, through pyarrow's codecs); None reads the raw bytes; or a
+        codec name.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing; the message names ``uri``.
+    """
+    fs, path = filesystem(uri)
+    return _naming_uri(uri, lambda: fs.open_input_stream(path, compression=compression))
+
+
+def open_output(uri: str, compression: str | None = "detect") -> pa.NativeFile:
+    """Open a binary output stream, replacing any file at ``uri``.
+
+    Parent directories are created where the file system has them. On GCS
+    the object appears only when the stream is closed.
+
+    Parameters
+    ----------
+    uri
+        The file.
+    compression
+        ``"detect"`` compresses by extension (a ``.gz`` name gets gzip);
+        None writes the bytes as given; or a codec name.
+    """
+    fs, path = filesystem(uri)
+    _ensure_parent(fs, path)
+    return fs.open_output_stream(path, compression=compression)
+
+
+def read_range(uri: str, offset: int, length: int) -> bytes:
+    """Read ``length`` bytes at ``offset`` (random access, no decompression).
+
+    Meant for reading one sequence out of a FASTA at its ``.fai`` offsets:
+    on GCS only the requested range is fetched.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing; the message names ``uri``.
+    EOFError
+        If the file ends before ``offset + length``: a truncated input must
+        not pass as a shorter sequence.
+    ValueError
+        For a negative offset or length.
+    """
+    if offset < 0 or length < 0:
+        raise ValueError(f"{uri}: bad byte range offset={offset} length={length}")
+    fs, path = filesystem(uri)
+    with _naming_uri(uri, lambda: fs.open_input_file(path)) as handle:
+        data = handle.read_at(length, offset)  # pyarrow's order: nbytes, offset
+    if len(data) != length:
+        raise EOFError(f"{uri}: {length} bytes at offset {offset} requested, file ends after {len(data)}")
+    return data
 
 
 def open_text(uri: str) -> IO[str]:
-    """Open a (possibly gzipped) text file for reading."""
+    """Open a (possibly gzipped) UTF-8 text file for reading.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing; the message names ``uri``.
+    """
     fs, path = filesystem(uri)
-    raw = fs.open_input_stream(path, compression=None)
+    raw = _naming_uri(uri, lambda: fs.open_input_stream(path, compression=None))
     if uri.endswith(".gz"):
+        # Python's gzip reads multi-member (bgzip) files whole.
         return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8")
     return io.TextIOWrapper(raw, encoding="utf-8")
 
 
 def write_bytes(uri: str, data: bytes) -> None:
-    """Write ``data`` to ``uri``, creating parent directories."""
-    fs, path = filesystem(uri)
-    parent = path.rsplit("/", 1)[0]
-    if parent:
-        fs.create_dir(parent, recursive=True)
-    with fs.open_output_stream(path, compression=None) as out:
+    """Write ``data`` to ``uri`` as is, creating parent directories."""
+    with open_output(uri, compression=None) as out:
         out.write(data)
 
 
 def write_text(uri: str, text: str) -> None:
-    """Write UTF-8 ``text`` to ``uri``."""
+    """Write UTF-8 ``text`` to ``uri`` (not compressed, whatever its name)."""
     write_bytes(uri, text.encode("utf-8"))
 
 
@@ -125,3 +454,37 @@ def read_text(uri: str) -> str:
     """Read a whole (possibly gzipped) text file."""
     with open_text(uri) as handle:
         return handle.read()
+
+
+def stage_local(uri: str, directory: str | os.PathLike[str]) -> str:
+    """A local path holding the file at ``uri``, for tools that need one.
+
+    bedtools and pyfaidx open local paths only. A local URI is returned as
+    its path, without copying; a remote file is copied (bytes as stored,
+    compression kept) into ``directory`` under its own name.
+
+    Parameters
+    ----------
+    uri
+        The file.
+    directory
+        A local scratch directory (created if missing), e.g. the task's.
+
+    Raises
+    ------
+    FileNotFoundError
+        If the file is missing; the message names ``uri``.
+    """
+    if not is_remote(uri):
+        return local_path(uri)
+    target = Path(directory) / urlparse(uri).path.rsplit("/", 1)[-1]
+    # Write under a temporary name first: a task retried on the same
+    # executor must not take a half-copied file for a staged one.
+    partial = target.with_name(target.name + ".part")
+    with open_input(uri, compression=None) as source:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(partial, "wb") as out:
+            while chunk := source.read(1 << 22):
+                out.write(chunk)
+    partial.replace(target)
+    return str(target)

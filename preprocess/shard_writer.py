@@ -1,0 +1,163 @@
+"""Writing one chromosome's kept rows: Parquet shards and training records.
+
+Train and valid rows carry their sequence window; a row is a (bin, cell)
+pair, positives once (``draw = -1``) and negatives once per draw that picked
+them. Test rows carry no sequence: evaluation scores every test bin and
+reads its window from the genome, so the held-out chromosomes are not copied
+into the shards once per cell.
+
+The graph-native training mirror splits the same rows into
+``records/<split>/positives`` and ``records/<split>/negatives-<draw>``, so a
+trainer can redraw negatives per epoch without touching the positives.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from preprocess import manifest as outcomes
+from preprocess.dream_formats import LABEL_CODES
+from preprocess.genome import gather_windows
+from preprocess.label_reader import CODE_B, LABEL_LETTERS
+from preprocess.records import RecordLayout, pack_records
+from preprocess.sampling import uniform_draw
+from preprocess.segregate import ChromBins, Decision
+from preprocess.splits import TEST
+from tfbs import uri as storage
+
+_KEPT = outcomes.OUTCOMES.index("kept")
+#: Shard label codes (A = -1) by preprocessing code.
+_SHARD_CODES = np.array([LABEL_CODES[letter] for letter in LABEL_LETTERS], dtype=np.int8)
+
+
+@dataclass(frozen=True)
+class ShardContext:
+    """What every chromosome task needs to write its outputs."""
+
+    out_uri: str
+    tfs: list[str]
+    cells: list[str]
+    window: int
+    seed: int
+    rows_per_record_file: int
+    rows_per_row_group: int
+    layout: RecordLayout
+
+
+@dataclass
+class ChromResult:
+    """What one chromosome task wrote and counted."""
+
+    tf: str
+    split: str
+    counts: list[tuple[str, str, str, str, str, int]] = field(default_factory=list)
+    draws: dict[str, list[int]] = field(default_factory=dict)
+    parquet: list[dict] = field(default_factory=list)
+    records: dict[str, list[dict]] = field(default_factory=dict)
+
+
+def tally(bins: ChromBins, cells: list[str], decision: Decision) -> ChromResult:
+    """Count every (bin, cell) by outcome, and kept rows by label."""
+    result = ChromResult(bins.tf, bins.split)
+    for c, cell in enumerate(cells):
+        column = decision.outcome[:, c]
+        for code, n in zip(*np.unique(column, return_counts=True)):
+            if code != _KEPT:
+                result.counts.append((bins.tf, cell, outcomes.OUTCOMES[code], bins.split, "", int(n)))
+        kept_labels = bins.codes[column == _KEPT, c]
+        for label, n in zip(*np.unique(kept_labels, return_counts=True)):
+            result.counts.append((bins.tf, cell, "kept", bins.split, LABEL_LETTERS[label], int(n)))
+        result.draws[cell] = [int(n) for n in decision.drawn[:, c, :].sum(axis=0)]
+    return result
+
+
+def _kept_rows(bins: ChromBins, decision: Decision) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(bin, cell, draw)`` indices of the rows to write; draw -1 is 'every draw'."""
+    if bins.split == TEST:
+        rows, cols = np.nonzero(decision.outcome == _KEPT)
+        return rows, cols, np.full(len(rows), -1, dtype=np.int16)
+    pos_rows, pos_cols = np.nonzero((decision.outcome == _KEPT) & (bins.codes == CODE_B))
+    neg_rows, neg_cols, neg_draws = np.nonzero(decision.drawn)
+    return (
+        np.concatenate([pos_rows, neg_rows]),
+        np.concatenate([pos_cols, neg_cols]),
+        np.concatenate([np.full(len(pos_rows), -1), neg_draws]).astype(np.int16),
+    )
+
+
+def write_chromosome(
+    bins: ChromBins, cells: list[str], decision: Decision, chromosome: np.ndarray, context: ShardContext
+) -> ChromResult:
+    """Write a chromosome's kept rows and return what was written and counted.
+
+    Parameters
+    ----------
+    bins, cells, decision
+        The annotated bins, their cell names and outcomes.
+    chromosome
+        The chromosome's bases (:func:`preprocess.genome.load_chromosome`).
+    context
+        Output location and layout.
+    """
+    result = tally(bins, cells, decision)
+    rows, cols, draws = _kept_rows(bins, decision)
+    if len(rows) == 0:
+        return result
+    tf_index = context.tfs.index(bins.tf)
+    cell_index = np.array([context.cells.index(cell) for cell in cells], dtype=np.int32)[cols]
+    codes = bins.codes[rows, cols]
+    dnase = bins.open[rows, cols].astype(np.float32)
+    columns = {
+        "tf": pa.array(np.full(len(rows), bins.tf, dtype=object), pa.string()),
+        "chrom": pa.array(np.full(len(rows), bins.chrom, dtype=object), pa.string()),
+        "start": pa.array(bins.starts[rows], pa.int64()),
+        "cell": pa.array(np.asarray(cells, dtype=object)[cols], pa.string()),
+        "label": pa.array(np.asarray(LABEL_LETTERS, dtype=object)[codes], pa.string()),
+        "label_code": pa.array(_SHARD_CODES[codes], pa.int8()),
+        "tf_index": pa.array(np.full(len(rows), tf_index, dtype=np.int32)),
+        "cell_index": pa.array(cell_index),
+        "dnase": pa.array(dnase),
+    }
+    windows = None
+    if bins.split != TEST:
+        # Each bin's window is cut once, however many cells and draws keep it.
+        unique_rows, inverse = np.unique(rows, return_inverse=True)
+        windows = gather_windows(chromosome, bins.starts[unique_rows], context.window)[inverse]
+        columns["draw"] = pa.array(draws)
+        columns["sequence"] = pa.FixedSizeBinaryArray.from_buffers(
+            pa.binary(context.window), len(rows), [None, pa.py_buffer(windows.tobytes())]
+        )
+    path = f"{context.out_uri}/parquet/{bins.split}/{bins.tf}/{bins.chrom}.parquet"
+    _write_parquet(pa.table(columns), path, context.rows_per_row_group)
+    result.parquet.append({"path": path, "rows": len(rows)})
+    if windows is not None:
+        labels = (codes == CODE_B).astype(np.uint8)
+        for draw in np.unique(draws):
+            kind = "positives" if draw < 0 else f"negatives-{draw}"
+            chosen = np.nonzero(draws == draw)[0]
+            packed = pack_records(windows[chosen], labels[chosen], tf_index, cell_index[chosen], dnase[chosen], context.layout)
+            result.records[kind] = _write_record_files(packed, bins, kind, context)
+    return result
+
+
+def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int) -> None:
+    fs, path = storage.filesystem(uri)
+    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
+    pq.write_table(table, path, filesystem=fs, row_group_size=rows_per_row_group, compression="zstd")
+
+
+def _write_record_files(packed: np.ndarray, bins: ChromBins, kind: str, context: ShardContext) -> list[dict]:
+    """Shuffle the records (seeded) and write them in files of a fixed size."""
+    order = np.argsort(uniform_draw(context.seed, -1, bins.tf, kind, bins.chrom, np.arange(len(packed))))
+    packed = packed[order]
+    files = []
+    for number, first in enumerate(range(0, len(packed), context.rows_per_record_file)):
+        chunk = packed[first : first + context.rows_per_record_file]
+        path = f"{context.out_uri}/records/{bins.split}/{kind}/{bins.tf}.{bins.chrom}.{number:04d}.rec"
+        storage.write_bytes(path, chunk.tobytes())
+        files.append({"path": path, "rows": len(chunk)})
+    return files

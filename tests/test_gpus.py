@@ -1,0 +1,298 @@
+"""GPUs: Spark resource settings, CUDA_VISIBLE_DEVICES per TF role, mixed
+precision, the YARN GPU profile and the discovery script.
+
+No GPU exists here, so the mapping logic is tested with the addresses Spark
+would hand a task, and the discovery script with a fake ``nvidia-smi``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tfbs.config import DEFAULT_GPU_DISCOVERY_SCRIPT, ConfigError, load_config
+from tf_models.gpus import apply_visible_devices, gpu_spark_conf, visible_devices
+
+REPO = Path(__file__).resolve().parents[1]
+DEMO = REPO / "conf" / "demo.yaml"
+YARN_GPU = REPO / "conf" / "yarn_gpu.yaml"
+SCRIPT = REPO / "scripts" / "get_gpus_resources.sh"
+
+
+# --------------------------------------------------------------------------
+# CUDA_VISIBLE_DEVICES per role
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "role, addresses, expected",
+    [
+        ("worker", ["1"], "1"),
+        ("chief", ["0"], "0"),
+        ("chief", ["0", "3"], "0,3"),
+        ("worker", ["2", "5", "7"], "2,5,7"),
+        ("ps", ["1"], ""),
+        ("ps", [], ""),
+        ("worker", [], ""),
+    ],
+)
+def test_visible_devices_per_role(role, addresses, expected):
+    assert visible_devices(role, addresses) == expected
+
+
+def test_visible_devices_rejects_unknown_role():
+    with pytest.raises(ValueError, match="evaluator"):
+        visible_devices("evaluator", ["0"])
+
+
+def test_apply_sets_env_to_the_task_addresses(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1,2,3")  # what a careless launcher left
+    assert apply_visible_devices("worker", 1, ["2"]) == "2"
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "2"
+    assert apply_visible_devices("ps", 1, ["3"]) == ""
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == ""
+
+
+def test_apply_fails_when_spark_gave_a_worker_too_few_gpus(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "untouched")
+    with pytest.raises(RuntimeError, match="gpus_per_worker=2"):
+        apply_visible_devices("chief", 2, ["0"])
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "untouched"
+
+
+def test_apply_outside_a_spark_task_reads_no_gpus(monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    # No TaskContext in the test process: a CPU node hides every GPU ...
+    assert apply_visible_devices("worker", 0) == ""
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == ""
+    # ... and a node that needs one fails instead of training on the CPU.
+    with pytest.raises(RuntimeError, match="Spark assigned none"):
+        apply_visible_devices("worker", 1)
+
+
+def _node_info(job_name: str):
+    from tf_models.tfos_cluster import NodeInfo
+
+    return NodeInfo(job_name=job_name, task_index=0, executor_id=0, spark_executor_id="1",
+                    cluster_spec={"chief": ["h:1"], "ps": ["h:2"], "worker": ["h:3"]},
+                    hostname="h", pid=1)
+
+
+def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
+    """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
+    import tf_models.tfos_cluster as tfos
+    from tf_models.distributed import node_main
+
+    started = []
+    monkeypatch.setattr(tfos, "start_server", lambda info: started.append(info.job_name))
+    monkeypatch.setattr(tfos, "wait_for_chief", lambda *a, **k: "ok")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
+    config = load_config(DEMO, [f"run_dir={tmp_path}", "train.gpus_per_worker=1"])
+    args = {"config": config, "manifest": {}, "run_id": "r"}
+
+    node_main(args, _node_info("ps"))
+    assert started == ["ps"]
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == ""
+
+    with pytest.raises(RuntimeError, match="needs train.gpus_per_worker=1"):
+        node_main(args, _node_info("worker"))
+    assert started == ["ps"]
+
+
+def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
+    """TFoS gets num_gpus, so it never picks GPUs from nvidia-smi itself."""
+    import tf_models.tfos_cluster as tfos
+    from tf_models.distributed import train_on_spark
+
+    seen = {}
+    monkeypatch.setattr(tfos, "run_cluster", lambda sc, main, node_args, **kw: seen.update(node_args))
+    spark = type("FakeSpark", (), {"sparkContext": None})()
+    for gpus in (0, 2):
+        config = load_config(DEMO, [f"run_dir={tmp_path}", f"train.gpus_per_worker={gpus}"])
+        train_on_spark(spark, config, {})
+        assert seen["num_gpus"] == gpus
+
+
+# --------------------------------------------------------------------------
+# Spark settings
+# --------------------------------------------------------------------------
+
+
+def test_spark_conf_for_one_gpu_per_worker():
+    train = load_config(DEMO, ["train.gpus_per_worker=1"]).train
+    assert gpu_spark_conf(train) == {
+        "spark.executor.resource.gpu.amount": "1",
+        "spark.executor.resource.gpu.discoveryScript": DEFAULT_GPU_DISCOVERY_SCRIPT,
+        "spark.task.resource.gpu.amount": "1",
+    }
+
+
+def test_spark_conf_task_takes_all_executor_gpus():
+    train = load_config(DEMO, ["train.gpus_per_worker=2", "train.gpu_discovery_script=./find.sh"]).train
+    conf = gpu_spark_conf(train)
+    assert conf["spark.executor.resource.gpu.amount"] == conf["spark.task.resource.gpu.amount"] == "2"
+    assert conf["spark.executor.resource.gpu.discoveryScript"] == "./find.sh"
+
+
+@pytest.mark.parametrize("overrides", [[], ["train.gpus_per_worker=1", "train.strategy=local"]])
+def test_spark_conf_empty_without_cluster_gpus(overrides):
+    assert gpu_spark_conf(load_config(DEMO, overrides).train) == {}
+
+
+# --------------------------------------------------------------------------
+# Configuration
+# --------------------------------------------------------------------------
+
+
+def test_gpu_defaults_and_shipped_script():
+    train = load_config(DEMO).train
+    assert (train.gpus_per_worker, train.mixed_precision, train.spark_conf) == (0, False, {})
+    assert train.gpu_discovery_script == str(SCRIPT)
+    assert SCRIPT.stat().st_mode & stat.S_IXUSR, "Spark runs the script directly: it must be executable"
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("train.gpus_per_worker=-1", "train.gpus_per_worker"),
+        ("train.gpu_discovery_script=''", "train.gpu_discovery_script"),
+        ("train.spark_conf={spark.executor.resource.gpu.amount: '1'}", "gpus_per_worker"),
+    ],
+)
+def test_gpu_config_errors(override, message):
+    with pytest.raises(ConfigError, match=message):
+        load_config(DEMO, [override])
+
+
+def test_mixed_precision_without_gpus_is_allowed():
+    train = load_config(DEMO, ["train.mixed_precision=true"]).train
+    assert train.mixed_precision and train.gpus_per_worker == 0
+
+
+def test_yarn_gpu_profile_loads():
+    config = load_config(YARN_GPU)
+    train = config.train
+    assert config.spark.master == train.master == "yarn"
+    assert config.run_dir.startswith("hdfs://") and config.data.root.startswith("hdfs://")
+    assert (train.gpus_per_worker, train.mixed_precision) == (1, True)
+    # Exactly one TF node task per executor, as tfos_cluster.run_cluster demands.
+    assert int(train.spark_conf["spark.executor.instances"]) == train.num_ps + train.num_workers + 1
+    assert train.spark_conf["spark.task.cpus"] == train.spark_conf["spark.executor.cores"]
+    assert gpu_spark_conf(train)["spark.executor.resource.gpu.discoveryScript"] == "./get_gpus_resources.sh"
+
+
+# --------------------------------------------------------------------------
+# Mixed precision
+# --------------------------------------------------------------------------
+
+
+def _tiny_model(mixed: bool):
+    from tf_models.model import build_model
+    from tfbs.config import ModelConfig
+
+    config = ModelConfig(dna_filters=[4, 4], aa_filters=[4, 4], aa_max_length=12, dense_units=8,
+                         pool="global_max")
+    return build_model(config, n_cells=2, window=24, mixed_precision=mixed), config
+
+
+def _batch(config, size: int = 4):
+    import tensorflow as tf
+
+    return {
+        "dna": tf.one_hot(tf.random.uniform([size, 24], 0, 4, tf.int32), 4),
+        "tf_index": tf.zeros([size], tf.int32),
+        "cell_index": tf.range(size) % 2,
+        "dnase": tf.ones([size]),
+        "label": tf.constant([0.0, 1.0, 0.0, 1.0][:size]),
+    }, tf.random.uniform([1, config.aa_max_length, 21])
+
+
+def test_mixed_precision_policy_float16_compute_float32_logits():
+    import keras
+
+    model, config = _tiny_model(mixed=True)
+    assert keras.mixed_precision.dtype_policy().name == "float32", "policy must not leak"
+    assert model.dense.compute_dtype == "float16"
+    assert model.dna_tower.layers[0].compute_dtype == "float16"
+    assert model.logit.compute_dtype == "float32"
+    assert {v.dtype for v in model.trainable_variables} == {"float32"}
+    batch, proteins = _batch(config)
+    assert model({**batch, "proteins": proteins}).dtype == "float32"
+
+    plain, _ = _tiny_model(mixed=False)
+    assert plain.dense.compute_dtype == "float32"
+
+
+def test_mixed_precision_training_step_scales_loss(tmp_path):
+    """One step with the LossScaleOptimizer that train() uses: finite loss, updated
+    float32 weights, and a checkpoint that saves."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from tf_models.train_loop import _gradient_step
+
+    model, config = _tiny_model(mixed=True)
+    optimizer = keras.optimizers.LossScaleOptimizer(keras.optimizers.Adam(1e-2))
+    optimizer.build(model.trainable_variables)
+    assert float(optimizer.scale_loss(tf.constant(1.0))) > 1.0  # the loss really is scaled
+    before = [np.array(v) for v in model.trainable_variables]
+    batch, proteins = _batch(config)
+    loss = _gradient_step(model, optimizer, batch, proteins, replicas=1)
+    assert np.isfinite(float(loss)) and float(loss) < 10  # unscaled loss, not loss * 2**15
+    changed = [not np.allclose(b, np.array(v)) for b, v in zip(before, model.trainable_variables)]
+    assert any(changed)
+    assert tf.train.Checkpoint(model=model, optimizer=optimizer).save(str(tmp_path / "ckpt"))
+
+
+# --------------------------------------------------------------------------
+# Discovery script
+# --------------------------------------------------------------------------
+
+
+def _fake_nvidia_smi(folder: Path, body: str) -> None:
+    """An ``nvidia-smi`` that answers only the query the script must ask."""
+    fake = folder / "nvidia-smi"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$*" != "--query-gpu=index --format=csv,noheader" ]; then echo "bad args: $*" >&2; exit 9; fi\n'
+        f"{body}\n"
+    )
+    fake.chmod(0o755)
+
+
+def _discover(path_dir: Path) -> subprocess.CompletedProcess:
+    # Only the fake on PATH: the script must manage with shell builtins.
+    return subprocess.run([shutil.which("bash"), str(SCRIPT)], env={"PATH": str(path_dir)},
+                          capture_output=True, text=True, timeout=30)
+
+
+@pytest.mark.parametrize(
+    "output, addresses",
+    [("printf '0\\n1\\n'", ["0", "1"]), ("printf '3\\n'", ["3"]), ("true", [])],
+)
+def test_discovery_script_prints_resource_json(tmp_path, output, addresses):
+    _fake_nvidia_smi(tmp_path, output)
+    result = _discover(tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == {"name": "gpu", "addresses": addresses}
+
+
+def test_discovery_script_fails_without_nvidia_smi(tmp_path):
+    result = _discover(tmp_path)
+    assert result.returncode != 0
+    assert "nvidia-smi not found" in result.stderr
+
+
+@pytest.mark.parametrize("output", ["printf 'No devices were found\\n'", "exit 6"])
+def test_discovery_script_fails_on_bad_nvidia_smi_output(tmp_path, output):
+    _fake_nvidia_smi(tmp_path, output)
+    result = _discover(tmp_path)
+    assert result.returncode != 0
+    assert result.stdout == ""
