@@ -26,7 +26,7 @@ _TSV = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="n
 
 def _write_bed(path: str, chrom: str, starts: np.ndarray, ends: np.ndarray, names: np.ndarray | None = None) -> None:
     columns = {
-        "chrom": pa.array(np.full(len(starts), chrom, dtype=object), pa.string()),
+        "chrom": pa.repeat(chrom, len(starts)),
         "start": pa.array(starts, pa.int64()),
         "end": pa.array(ends, pa.int64()),
     }
@@ -96,9 +96,8 @@ def read_bed_intervals(uri: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     from preprocess.dream_formats import BadInputError
     from tfbs import uri as storage
 
-    fs, path = storage.filesystem(uri)
     try:
-        with fs.open_input_stream(path, compression="detect") as stream:
+        with storage.open_input(uri) as stream:
             table = pacsv.read_csv(
                 stream,
                 read_options=pacsv.ReadOptions(autogenerate_column_names=True),

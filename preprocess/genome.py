@@ -47,9 +47,7 @@ def load_chromosome(fasta_uri: str, entry: FaiEntry) -> np.ndarray:
     """The bases of one chromosome, upper-cased, as a ``uint8`` array."""
     n_full, rest = divmod(entry.length, entry.line_bases)
     n_bytes = n_full * entry.line_width + rest
-    fs, path = storage.filesystem(fasta_uri)
-    with fs.open_input_file(path) as handle:
-        raw = np.frombuffer(handle.read_at(n_bytes, entry.offset), dtype=np.uint8)
+    raw = np.frombuffer(storage.read_range(fasta_uri, entry.offset, n_bytes), dtype=np.uint8)
     full = raw[: n_full * entry.line_width].reshape(n_full, entry.line_width)[:, : entry.line_bases]
     bases = np.concatenate([full.reshape(-1), raw[n_full * entry.line_width :][:rest]])
     return _UPPER[bases]
@@ -89,9 +87,11 @@ def window_status(
     low = window_starts(bin_starts, window)
     high = low + window
     inside_low, inside_high = np.clip(low, 0, len(chromosome)), np.clip(high, 0, len(chromosome))
-    # N counts by prefix sums: one pass over the chromosome for every window.
-    n_prefix = np.concatenate([[0], np.cumsum(chromosome == _N, dtype=np.int64)])
-    n_count = n_prefix[inside_high] - n_prefix[inside_low] + (inside_low - low) + (high - inside_high)
+    # N counts by binary search over the N positions: one pass over the
+    # chromosome for every window, memory in proportion to its Ns.
+    n_positions = np.flatnonzero(chromosome == _N)
+    inside_n = np.searchsorted(n_positions, inside_high) - np.searchsorted(n_positions, inside_low)
+    n_count = inside_n + (inside_low - low) + (high - inside_high)
     status = np.full(len(low), WINDOW_OK, dtype=np.int8)
     status[n_count > max_n_fraction * window] = WINDOW_TOO_MANY_N
     if not pad:

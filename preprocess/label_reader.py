@@ -66,9 +66,8 @@ def _line_blocks(uri: str, block_bytes: int) -> Iterator[tuple[int, bytes]]:
         If the stream cannot be decompressed (truncated or corrupt gzip),
         after the blocks read so far, naming the first line not read.
     """
-    fs, path = storage.filesystem(uri)
     next_line, carry = 1, b""
-    with fs.open_input_stream(path, compression="detect") as stream, ThreadPoolExecutor(1) as reader:
+    with storage.open_input(uri) as stream, ThreadPoolExecutor(1) as reader:
         # Small reads, one ahead in a thread: decompression overlaps parsing,
         # and a broken stream is located to within a few hundred lines.
         pending = reader.submit(stream.read, _READ_BYTES)

@@ -112,11 +112,11 @@ def write_chromosome(
     codes = bins.codes[rows, cols]
     dnase = bins.open[rows, cols].astype(np.float32)
     columns = {
-        "tf": pa.array(np.full(len(rows), bins.tf, dtype=object), pa.string()),
-        "chrom": pa.array(np.full(len(rows), bins.chrom, dtype=object), pa.string()),
+        "tf": pa.repeat(bins.tf, len(rows)),
+        "chrom": pa.repeat(bins.chrom, len(rows)),
         "start": pa.array(bins.starts[rows], pa.int64()),
-        "cell": pa.array(np.asarray(cells, dtype=object)[cols], pa.string()),
-        "label": pa.array(np.asarray(LABEL_LETTERS, dtype=object)[codes], pa.string()),
+        "cell": _strings(cells, cols),
+        "label": _strings(LABEL_LETTERS, codes),
         "label_code": pa.array(_SHARD_CODES[codes], pa.int8()),
         "tf_index": pa.array(np.full(len(rows), tf_index, dtype=np.int32)),
         "cell_index": pa.array(cell_index),
@@ -144,10 +144,14 @@ def write_chromosome(
     return result
 
 
+def _strings(values: "list[str] | tuple[str, ...]", index: np.ndarray) -> pa.Array:
+    """``values[index]`` as an Arrow string column, without Python objects per row."""
+    return pa.DictionaryArray.from_arrays(pa.array(index.astype(np.int32)), pa.array(list(values))).cast(pa.string())
+
+
 def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int) -> None:
-    fs, path = storage.filesystem(uri)
-    fs.create_dir(path.rsplit("/", 1)[0], recursive=True)
-    pq.write_table(table, path, filesystem=fs, row_group_size=rows_per_row_group, compression="zstd")
+    with storage.open_output(uri, compression=None) as sink:
+        pq.write_table(table, sink, row_group_size=rows_per_row_group, compression="zstd")
 
 
 def _write_record_files(packed: np.ndarray, bins: ChromBins, kind: str, context: ShardContext) -> list[dict]:

@@ -1,0 +1,109 @@
+"""Benchmark: full-size preprocessing against the zcat and bedtools floors.
+
+Builds the label file with ``tfbs labels`` (unless it exists and
+``--reuse-labels`` is given), then in the same run times:
+
+- ``zcat``: one decompression pass over the label file, output discarded;
+- ``bedtools``: ``zcat | bedtools intersect -wa -wb`` of every bin against
+  the blacklist and every cell's DNase peaks, the interval work of
+  preprocessing done by bedtools alone in one pass;
+- ``tfbs preprocess`` into a fresh shard directory.
+
+Prints wall time, input rows per second and peak memory (RSS summed over the
+process tree, sampled) for each, and the ratios of preprocessing to the
+floors. Run from the repository root::
+
+    .venv/bin/python bench/preprocess.py --config conf/encode_dream_ctcf.yaml --reuse-labels
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+from tfbs.config import load_config
+from tfbs.uri import local_path
+
+
+def _measure(command: str) -> dict:
+    """Run a shell command; wall time and peak RSS of its process tree."""
+    started = time.monotonic()
+    process = subprocess.Popen(["bash", "-o", "pipefail", "-c", command])
+    peak, done = 0, threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        root = psutil.Process(process.pid)
+        while not done.is_set():
+            try:
+                tree = [root, *root.children(recursive=True)]
+                peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
+            except psutil.Error:
+                pass
+            done.wait(0.5)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    code = process.wait()
+    done.set()
+    sampler.join()
+    if code != 0:
+        raise SystemExit(f"benchmark step failed (exit {code}): {command}")
+    return {"wall_s": round(time.monotonic() - started, 1), "peak_rss_gb": round(peak / 2**30, 2)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="conf/encode_dream_ctcf.yaml")
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
+    parser.add_argument("--reuse-labels", action="store_true", help="keep an existing label file")
+    parser.add_argument("--out", default="build/bench/preprocess.json")
+    args = parser.parse_args()
+    config = load_config(args.config, args.overrides)
+    tfbs = shlex.quote(str(Path(sys.executable).with_name("tfbs")))
+    settings = f"--config {shlex.quote(args.config)} " + " ".join(f"--set {shlex.quote(o)}" for o in args.overrides)
+    (tf,) = config.data.tfs  # one TF: the floors are per label file
+    labels = local_path(config.data.labels_uri(tf))
+    results = {}
+    if not (args.reuse_labels and Path(labels).exists()):
+        results["labels"] = _measure(f"{tfbs} labels {settings}")
+    n_rows = int(subprocess.check_output(f"zcat {shlex.quote(labels)} | wc -l", shell=True)) - 1
+
+    annotations = [local_path(config.data.dnase_peaks_uri(cell)) for cell in config.data.cells or []]
+    if config.data.blacklist:
+        annotations.append(local_path(config.data.blacklist))
+    results["floor_zcat"] = _measure(f"zcat {shlex.quote(labels)} > /dev/null")
+    results["floor_bedtools"] = _measure(
+        f"zcat {shlex.quote(labels)} | tail -n +2 | cut -f 1-3 | "
+        f"bedtools intersect -a stdin -b {' '.join(map(shlex.quote, annotations))} -wa -wb > /dev/null"
+    )
+    shards = f"{local_path(config.run_dir)}/bench-shards"
+    subprocess.run(["rm", "-rf", shards], check=True)
+    results["preprocess"] = _measure(f"{tfbs} preprocess {settings} --set shards_dir={shlex.quote(shards)}")
+    manifest = json.loads(Path(shards, "manifest.json").read_text())
+    assert manifest["inputs"][tf]["input_rows"] == n_rows, "the manifest does not account for every input row"
+
+    for step in results.values():
+        step["rows_per_s"] = round(n_rows / step["wall_s"])
+    summary = {
+        "label_rows": n_rows,
+        "cells": manifest["cells_by_tf"][tf],
+        "steps": results,
+        "ratio_to_zcat": round(results["preprocess"]["wall_s"] / results["floor_zcat"]["wall_s"], 2),
+        "ratio_to_bedtools": round(results["preprocess"]["wall_s"] / results["floor_bedtools"]["wall_s"], 2),
+    }
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(summary, indent=2))
+    print(json.dumps(summary, indent=2))
+
+
+if __name__ == "__main__":
+    main()
