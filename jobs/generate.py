@@ -1,4 +1,10 @@
-"""Write the embedded ENCODE-DREAM-format data set (``tfbs generate``)."""
+"""Write the generated ENCODE-DREAM-format data set (``tfbs generate``).
+
+``generate.mode: embedded`` (the default) writes the whole embedded data set;
+``genome_scale`` writes a genome of ``data.chrom_sizes``' sizes with motifs at
+the real peaks of ``data.peaks_dir``, DNase peaks and proteins (labels then
+come from ``tfbs labels``).
+"""
 
 from __future__ import annotations
 
@@ -15,6 +21,12 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
 
     if config.generate is None:
         raise ConfigError(f"{config.source}: generate: section missing (needed by `tfbs generate`)")
+    if config.generate.mode == "genome_scale":
+        from preprocess.synthetic.genome_scale import generate_genome_scale
+
+        summary = generate_genome_scale(config.generate, config.data)
+        print(json.dumps(summary["counts"], indent=2, sort_keys=True))
+        return summary
     summary = generate_dataset(config.generate, config.data)
     print(json.dumps(summary.get("baseline", {}), indent=2))
     return summary
