@@ -18,8 +18,6 @@ from tfbs import uri as storage
 #: Status of a bin's window, as counted in the manifest.
 WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N = 0, 1, 2
 
-_UPPER = np.arange(256, dtype=np.uint8)
-_UPPER[ord("a") : ord("z") + 1] -= 32
 _N = ord("N")
 
 
@@ -48,9 +46,13 @@ def load_chromosome(fasta_uri: str, entry: FaiEntry) -> np.ndarray:
     n_full, rest = divmod(entry.length, entry.line_bases)
     n_bytes = n_full * entry.line_width + rest
     raw = np.frombuffer(storage.read_range(fasta_uri, entry.offset, n_bytes), dtype=np.uint8)
-    full = raw[: n_full * entry.line_width].reshape(n_full, entry.line_width)[:, : entry.line_bases]
-    bases = np.concatenate([full.reshape(-1), raw[n_full * entry.line_width :][:rest]])
-    return _UPPER[bases]
+    bases = np.empty(entry.length, dtype=np.uint8)
+    full_lines = bases[: n_full * entry.line_bases].reshape(n_full, entry.line_bases)
+    full_lines[:] = raw[: n_full * entry.line_width].reshape(n_full, entry.line_width)[:, : entry.line_bases]
+    bases[n_full * entry.line_bases :] = raw[n_full * entry.line_width :][:rest]
+    # FASTA holds letters only: clearing bit 5 upper-cases them in place.
+    np.bitwise_and(bases, 0xDF, out=bases)
+    return bases
 
 
 def window_starts(bin_starts: np.ndarray, window: int) -> np.ndarray:
@@ -99,9 +101,7 @@ def window_status(
     return status
 
 
-def gather_windows(
-    chromosome: np.ndarray, bin_starts: np.ndarray, window: int, chunk_rows: int = 4096
-) -> np.ndarray:
+def gather_windows(chromosome: np.ndarray, bin_starts: np.ndarray, window: int) -> np.ndarray:
     """Window bytes for each bin, N where a window leaves the chromosome.
 
     Returns
@@ -110,12 +110,13 @@ def gather_windows(
         ``uint8`` array (n_bins, window) of ASCII bases.
     """
     starts = window_starts(bin_starts, window)
-    windows = np.empty((len(starts), window), dtype=np.uint8)
-    # In chunks: the index array is 8 bytes per base.
-    for first in range(0, len(starts), chunk_rows):
-        index = starts[first : first + chunk_rows, None] + np.arange(window)[None, :]
-        outside = (index < 0) | (index >= len(chromosome))
-        chunk = chromosome[np.clip(index, 0, max(len(chromosome) - 1, 0))]
-        chunk[outside] = _N
-        windows[first : first + chunk_rows] = chunk
+    inside = (starts >= 0) & (starts + window <= len(chromosome))
+    windows = np.full((len(starts), window), _N, dtype=np.uint8)
+    if len(chromosome) >= window:
+        # Rows of a strided view: one contiguous copy per window, no index arrays.
+        windows[inside] = np.lib.stride_tricks.sliding_window_view(chromosome, window)[starts[inside]]
+    for row in np.flatnonzero(~inside):  # windows that leave the chromosome: rare
+        low, high = max(starts[row], 0), min(starts[row] + window, len(chromosome))
+        if high > low:
+            windows[row, low - starts[row] : high - starts[row]] = chromosome[low:high]
     return windows
