@@ -22,7 +22,7 @@ system-deps:
 $(STAMP): setup.py | system-deps
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,airflow]'
 	@touch $(STAMP)
 
 clean:

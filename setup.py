@@ -7,7 +7,7 @@ setup(
     version="0.1.0",
     description="ENCODE-DREAM TF binding-site training pipeline on Spark and TensorFlowOnSpark",
     python_requires=">=3.11,<3.12",
-    packages=find_packages(include=["tfbs", "preprocess", "preprocess.*", "tf_models", "jobs", "airflow_dags"]),
+    packages=find_packages(include=["tfbs", "preprocess", "preprocess.*", "tf_models", "jobs"]),
     package_data={"": ["*.yaml"]},
     install_requires=[
         # TensorFlowOnSpark imports pkg_resources, removed in setuptools 82.
