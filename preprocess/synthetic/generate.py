@@ -140,11 +140,9 @@ def _local(uri: str, what: str) -> Path:
         raise ValueError(f"generate writes local files only; data.{what} is {uri}") from None
 
 
-def _check(gen: GenerateConfig, data: DataConfig) -> None:
-    """Refuse configurations the generator cannot honour, naming the key."""
+def check_generated_names(gen: GenerateConfig, data: DataConfig) -> None:
+    """Refuse duplicate TF/cell names, and data TFs/cells the generator does not write."""
     names = [tf.name for tf in gen.tfs]
-    if len(gen.cells) < 3:
-        raise ValueError(f"generate.cells: need at least 3 cell types for cross-cell splits, got {gen.cells}")
     if len(set(names)) != len(names) or len(set(gen.cells)) != len(gen.cells):
         raise ValueError("generate.tfs / generate.cells: names must be unique")
     missing_tfs = [tf for tf in data.tfs if tf not in names]
@@ -153,6 +151,13 @@ def _check(gen: GenerateConfig, data: DataConfig) -> None:
     missing_cells = [c for c in data.cells or [] if c not in gen.cells]
     if missing_cells:
         raise ValueError(f"data.cells: {missing_cells} are not generated (generate.cells has {gen.cells})")
+
+
+def _check(gen: GenerateConfig, data: DataConfig) -> None:
+    """Refuse configurations the generator cannot honour, naming the key."""
+    if len(gen.cells) < 3:
+        raise ValueError(f"generate.cells: need at least 3 cell types for cross-cell splits, got {gen.cells}")
+    check_generated_names(gen, data)
     if gen.weak_motif_fraction + gen.motifless_bound_fraction >= 0.9:
         raise ValueError("generate.weak_motif_fraction + motifless_bound_fraction must stay below 0.9")
     small = [c for c, n in gen.chromosomes.items() if n < 20_000]

@@ -37,6 +37,7 @@ from preprocess.inputs import require
 from preprocess.labels import read_chrom_sizes
 from preprocess.motifs import N_CODE, read_meme
 from preprocess.synthetic.formats import concat_peaks, write_narrowpeak_gz
+from preprocess.synthetic.generate import check_generated_names
 from preprocess.synthetic.peaks import peaks_around
 from preprocess.synthetic.proteins import write_protein_fasta
 from preprocess.synthetic.sites import plant_motifs
@@ -292,12 +293,4 @@ def _check(gen: GenerateConfig, data: DataConfig) -> None:
     """Refuse configurations this mode cannot honour, naming the key."""
     if gen.mode != "genome_scale":
         raise ValueError(f"generate.mode: {gen.mode!r}; this writer is for genome_scale")
-    names = [tf.name for tf in gen.tfs]
-    if len(set(names)) != len(names) or len(set(gen.cells)) != len(gen.cells):
-        raise ValueError("generate.tfs / generate.cells: names must be unique")
-    missing_tfs = [tf for tf in data.tfs if tf not in names]
-    if missing_tfs:
-        raise ValueError(f"data.tfs: {missing_tfs} have no motif (generate.tfs has {names})")
-    missing_cells = [c for c in data.cells or [] if c not in gen.cells]
-    if missing_cells:
-        raise ValueError(f"data.cells: {missing_cells} get no DNase peaks (generate.cells has {gen.cells})")
+    check_generated_names(gen, data)
