@@ -66,3 +66,31 @@ def test_same_seed_same_batches_different_seed_differs(tmp_path):
     a, b, c = first_batches(3), first_batches(3), first_batches(4)
     assert all(np.array_equal(x, y) for x, y in zip(a, b))
     assert not all(np.array_equal(x, y) for x, y in zip(a, c))
+
+
+def test_skipped_batches_continue_the_same_stream(tmp_path):
+    files = _write(tmp_path)
+
+    def batches(skip, n):
+        dataset = make_dataset(files, LAYOUT, batch_size=4, seed=5, shuffle_buffer=16, skip_batches=skip)
+        return [np.concatenate([b["label"].numpy(), b["dna"].numpy().ravel()]) for b in dataset.take(n)]
+
+    whole, resumed = batches(0, 9), batches(6, 3)
+    # Same records and the same reverse-complement flips as an uninterrupted run.
+    assert all(np.array_equal(a, b) for a, b in zip(whole[6:], resumed))
+
+
+def test_negatives_are_redrawn_per_epoch_at_the_given_share(tmp_path):
+    positives = _write(tmp_path / "p", n_files=1)  # tf_index 0
+    draws = []
+    for draw in (1, 2):
+        path = str(tmp_path / f"n{draw}.rec")
+        write_record_file([(b"ACGTACGT", 0, draw, 0, 0.0)] * 20, path, LAYOUT)
+        draws.append([path])
+    dataset = make_dataset(positives, LAYOUT, batch_size=10, seed=2, shuffle_buffer=1, negatives=draws, positive_fraction=0.25)
+    seen = np.concatenate([b["tf_index"].numpy() for b in dataset.take(40)])
+    negatives = seen[seen > 0]
+    assert 0.15 < np.mean(seen == 0) < 0.35
+    # Epoch 0 draws from the first negative set, epoch 1 from the second, ...
+    first_switch = np.argmax(negatives == 2)
+    assert set(negatives[:first_switch]) == {1} and first_switch == 20

@@ -88,6 +88,7 @@ def make_dataset(
     shard: tuple[int, "int | tf.Tensor"] | None = None,
     negatives: list[list[str]] | None = None,
     positive_fraction: float = 0.5,
+    skip_batches: int = 0,
 ) -> tf.data.Dataset:
     """Stream record files as batches of decoded features.
 
@@ -121,6 +122,10 @@ def make_dataset(
         while the positives repeat.
     positive_fraction
         With ``negatives``: the expected share of positives in a batch.
+    skip_batches
+        Batches this pipeline already trained on (a resumed run): skipped
+        before decoding, so the stream continues where it stopped, with the
+        same augmentation.
     """
     if shard is None:
         shard = (
@@ -138,10 +143,10 @@ def make_dataset(
                 seed=seed,
             )
         records = records.shuffle(shuffle_buffer, seed=seed)
-    batches = records.batch(batch_size, drop_remainder=training)
+    batches = records.batch(batch_size, drop_remainder=training).skip(skip_batches)
     batches = batches.map(lambda r: decode_batch(r, layout), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
     if training:
-        batches = batches.enumerate().map(
+        batches = batches.enumerate(start=skip_batches).map(
             lambda i, feats: _augment(i, feats, seed), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
         )
     return batches.prefetch(tf.data.AUTOTUNE)

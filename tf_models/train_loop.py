@@ -19,6 +19,7 @@ import time
 from dataclasses import dataclass, field
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from preprocess.proteins import protein_table
@@ -42,6 +43,7 @@ class TrainingRun:
 
     positive_files: list[str]
     negative_files: list[list[str]]  # one list per negative draw
+    valid_files: list[str]  # validation positives and the first negative draw
     natural_positive_fraction: float
     layout: RecordLayout
     proteins: list[str]
@@ -56,16 +58,18 @@ class TrainingRun:
             raise ValueError("the manifest lists no training positives, or a negative draw without files")
         n_positive = sum(f["rows"] for f in records["positives"])
         n_negative = sum(f["rows"] for files in records["negatives"] for f in files) / len(negatives)
+        valid = manifest["records"]["valid"]
         return cls(
             positive_files=positives,
             negative_files=negatives,
+            valid_files=[f["path"] for f in valid["positives"] + (valid["negatives"] or [[]])[0]],
             natural_positive_fraction=n_positive / (n_positive + n_negative),
             layout=RecordLayout(**{k: v for k, v in manifest["record_layout"].items() if k == "window"}),
             proteins=[manifest["proteins"][tf] for tf in manifest["tfs"]],
             n_cells=len(manifest["cells"]),
         )
 
-    def dataset(self, cfg: TrainConfig, batch_size: int, **sharding) -> tf.data.Dataset:
+    def dataset(self, cfg: TrainConfig, batch_size: int, skip_batches: int = 0, **sharding) -> tf.data.Dataset:
         """The training stream: positives repeated, negatives redrawn per epoch."""
         return make_dataset(
             self.positive_files,
@@ -75,6 +79,7 @@ class TrainingRun:
             shuffle_buffer=cfg.shuffle_buffer,
             negatives=self.negative_files,
             positive_fraction=cfg.positive_fraction or self.natural_positive_fraction,
+            skip_batches=skip_batches,
             **sharding,
         )
 
@@ -180,7 +185,11 @@ def train(
             # Runs on the worker: its index picks its share of the files.
             worker_index = tf.distribute.coordinator.experimental_get_current_worker_index()
             shard = (cfg.num_workers, worker_index)
-        return run.dataset(cfg, per_replica_batch, input_context=input_context, shard=shard)
+        # A resumed run continues each stream where it stopped. Under ps,
+        # closures go to whichever worker is free, so each worker is taken
+        # to have done an equal share.
+        done = resumed_step // cfg.num_workers if uses_coordinator else resumed_step
+        return run.dataset(cfg, per_replica_batch, done, input_context=input_context, shard=shard)
 
     def step_fn(batch: dict[str, tf.Tensor]) -> tf.Tensor:
         return _gradient_step(model, optimizer, batch, proteins, strategy.num_replicas_in_sync)
@@ -193,25 +202,28 @@ def train(
             loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
         return loss
 
+    manager = tf.train.CheckpointManager(checkpoint, f"{model_dir}/checkpoints", max_to_keep=3)
+    best = tf.train.CheckpointManager(checkpoint, f"{model_dir}/best", max_to_keep=1)
+    if manager.latest_checkpoint:
+        checkpoint.restore(manager.latest_checkpoint)
+        log.info("resumed from %s at step %d", manager.latest_checkpoint, int(step_counter))
+    resumed_step = int(step_counter.numpy())
     if uses_coordinator:
         coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
         iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
     else:
         coordinator = None
         iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-
-    manager = tf.train.CheckpointManager(checkpoint, f"{model_dir}/checkpoints", max_to_keep=3)
-    if manager.latest_checkpoint:
-        checkpoint.restore(manager.latest_checkpoint)
-        log.info("resumed from %s at step %d", manager.latest_checkpoint, int(step_counter))
+    validate = _validation(model, run, proteins, cfg)
     writer = tf.summary.create_file_writer(f"{model_dir}/tensorboard") if is_chief else None
     if is_chief:
         tf.io.gfile.makedirs(model_dir)
 
-    step = int(step_counter.numpy())
+    step = resumed_step
     history = _earlier_history(f"{model_dir}/history.json", step) if step else []
+    stopping = _EarlyStopping(cfg.early_stopping_patience, history)
     window_start, window_step = time.monotonic(), step
-    while step < cfg.steps:
+    while step < cfg.steps and not stopping.stopped:
         pending = []
         target = min(cfg.steps, step + cfg.checkpoint_every_steps)
         while step < target:
@@ -229,23 +241,88 @@ def train(
         elapsed = time.monotonic() - window_start
         rate = (step - window_step) * per_replica_batch * max(1, _num_workers(strategy)) / max(elapsed, 1e-9)
         entry = {"step": step, "loss": sum(losses) / len(losses), "examples_per_s": rate}
+        if validate is not None:
+            entry["valid_auprc"] = validate()
+            entry.update(stopping.update(step, entry["valid_auprc"]))
         history.append(entry)
-        log.info("step %d/%d loss %.4f %.0f examples/s", step, cfg.steps, entry["loss"], rate)
-        # Every worker of a mirrored strategy must take part in the save.
-        save_path = manager.save(checkpoint_number=step) if is_chief else None
+        log.info(
+            "step %d/%d loss %.4f %.0f examples/s%s", step, cfg.steps, entry["loss"], rate,
+            f" valid auPRC {entry['valid_auprc']:.4f}" if validate is not None else "",
+        )
         if is_chief:
             with writer.as_default(step=step):
                 tf.summary.scalar("loss", entry["loss"])
+                if validate is not None:
+                    tf.summary.scalar("valid_auprc", entry["valid_auprc"])
                 tf.summary.scalar("examples_per_second", rate)
                 tf.summary.scalar("learning_rate", schedule(step))
             writer.flush()
             # Rewritten at every checkpoint: the driver follows it to show
-            # progress while the chief runs on an executor.
+            # progress while the chief runs on an executor. Written before
+            # the checkpoint: a chief killed in between leaves an entry past
+            # the checkpoint, which a resumed run drops (_earlier_history),
+            # rather than a checkpoint whose entry is missing for good.
             with tf.io.gfile.GFile(f"{model_dir}/history.json", "w") as out:
                 out.write(json.dumps(history, indent=2))
+        # Every worker of a mirrored strategy must take part in the save.
+        save_path = manager.save(checkpoint_number=step) if is_chief else None
+        if is_chief:
             log.info("checkpoint %s", save_path)
+        if entry.get("best") and is_chief:
+            best.save(checkpoint_number=step)
         window_start, window_step = time.monotonic(), step
+    if stopping.enabled and best.latest_checkpoint:
+        # Export the weights of the best validation auPRC, not the last ones.
+        checkpoint.restore(best.latest_checkpoint)
+        log.info("stopped at step %d; keeping step %d (valid auPRC %.4f)", step, stopping.best_step, stopping.best)
     return TrainingResult(steps=step, history=history, model=model)
+
+
+class _EarlyStopping:
+    """Tracks validation auPRC across checkpoints, a resumed run's included."""
+
+    def __init__(self, patience: int | None, history: list[dict]) -> None:
+        self.enabled = patience is not None
+        self.patience = patience
+        self.best, self.best_step, self.waited, self.stopped = -1.0, 0, 0, False
+        for entry in history:
+            if "valid_auprc" in entry:
+                self.update(entry["step"], entry["valid_auprc"])
+
+    def update(self, step: int, auprc: float) -> dict:
+        """Record one checkpoint's auPRC; returns the history fields to add."""
+        if auprc > self.best:
+            self.best, self.best_step, self.waited = auprc, step, 0
+            return {"best": True}
+        self.waited += 1
+        self.stopped = self.enabled and self.waited >= self.patience
+        return {"stopped_early": True} if self.stopped else {}
+
+
+def _validation(model: TFBSNet, run: TrainingRun, proteins: tf.Tensor, cfg: TrainConfig):
+    """A function scoring the validation records (pooled auPRC), or None without any.
+
+    It runs in the process that drives the loop (the chief under ps, every
+    worker under all-reduce, where each computes the same number from the
+    same weights and so takes the same stopping decision).
+    """
+    if not run.valid_files:
+        return None
+    from tf_models.metrics import score_predictions
+
+    batch_size = 512
+    dataset = make_dataset(run.valid_files, run.layout, batch_size, seed=cfg.seed, training=False)
+    dataset = dataset.take(-(-cfg.validation_examples // batch_size))
+    logits_of = tf.function(lambda batch: model({**batch, "proteins": proteins}, training=False))
+
+    def validate() -> float:
+        labels, scores = [], []
+        for batch in dataset:
+            labels.append(batch["label"].numpy().astype(int))
+            scores.append(tf.cast(logits_of(batch), tf.float32).numpy())
+        return float(score_predictions(np.concatenate(labels), np.concatenate(scores))["auprc"])
+
+    return validate
 
 
 def _earlier_history(history_path: str, step: int) -> list[dict]:

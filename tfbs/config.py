@@ -195,9 +195,38 @@ class PreprocessConfig(_Section):
         return self
 
 
-class ModelConfig(_Section):
-    """The TFBS CNN with the amino-acid branch (EasyFlow's design, fixed)."""
+class FactorNetConfig(_Section):
+    """The DNA branch of the ``factornet`` architecture (Quang & Xie's FactorNet).
 
+    One convolution of wide (motif-sized) filters, max-pooled, then a
+    sequence layer over the pooled positions; the same weights read both
+    strands. The protein branch, cell, DNase, dense and dropout keys are
+    shared with the EasyFlow model (:class:`ModelConfig`).
+    """
+
+    filters: int = Field(64, gt=0, description="motif detectors in the first convolution")
+    kernel: int = Field(26, gt=0, description="first-layer filter width, bp (FactorNet: 26)")
+    pool_size: int = Field(13, gt=0, description="max-pool width and stride after the convolution (FactorNet: 13)")
+    sequence_layer: Literal["bilstm", "attention"] = Field(
+        "bilstm", description="over the pooled positions: a bidirectional LSTM or one self-attention block"
+    )
+    units: int = Field(32, gt=0, description="LSTM units per direction, or attention key size per head")
+    attention_heads: int = Field(4, gt=0)
+    cell_embedding_dim: int = Field(8, gt=0, description="size of the learned cell-type embedding")
+
+
+class ModelConfig(_Section):
+    """The TFBS model with the amino-acid branch, picked by ``architecture``.
+
+    ``easyflow`` is EasyFlow's TFBS CNN with its bugs fixed
+    (:class:`tf_models.model.TFBSNet`); ``factornet`` is a strand-shared
+    wide-filter CNN with a pooled BiLSTM or attention layer
+    (:class:`tf_models.factornet.FactorNet`). The ``dna_filters``,
+    ``dna_kernel`` and ``dna_pool_size`` keys are EasyFlow's only; the
+    ``factornet`` section is FactorNet's only; everything else is shared.
+    """
+
+    architecture: Literal["easyflow", "factornet"] = "easyflow"
     dna_filters: list[int] = Field(default_factory=lambda: [32, 32, 32], min_length=1)
     dna_kernel: int = Field(3, gt=0)
     dna_pool_size: int = Field(2, gt=0, description="max-pool before the last DNA convolution")
@@ -213,6 +242,7 @@ class ModelConfig(_Section):
     dropout: float = Field(0.25, ge=0, lt=1)
     use_dnase: bool = True
     use_cell_type: bool = True
+    factornet: FactorNetConfig = Field(default_factory=FactorNetConfig)
 
 
 class TrainConfig(_Section):
@@ -231,6 +261,10 @@ class TrainConfig(_Section):
     decay_steps: int = Field(2000, gt=0)
     checkpoint_every_steps: int = Field(200, gt=0)
     shuffle_buffer: int = Field(8192, gt=0)
+    early_stopping_patience: int | None = Field(
+        None, gt=0, description="stop after this many checkpoints without a better validation auPRC (None: off)"
+    )
+    validation_examples: int = Field(20000, gt=0, description="validation rows scored at each checkpoint")
     positive_fraction: float | None = Field(
         None, gt=0, lt=1, description="share of positives per batch (None: as drawn by preprocessing)"
     )
@@ -380,6 +414,7 @@ __all__ = [
     "ConfigError",
     "DataConfig",
     "EvaluateConfig",
+    "FactorNetConfig",
     "GenerateConfig",
     "ModelConfig",
     "PipelineConfig",
