@@ -26,6 +26,34 @@ def _conv_tower(filters: list[int], kernel: int, pool_size: int, name: str) -> k
     return keras.Sequential(layers, name=name)
 
 
+def protein_branch(config: ModelConfig) -> tuple[keras.Sequential, keras.layers.Layer]:
+    """The amino-acid convolutions and their reduction, shared by every architecture.
+
+    Returns
+    -------
+    tuple
+        The convolution tower over (n_proteins, length, 21) and the layer
+        reducing its maps to one vector per protein (``config.pool``).
+    """
+    reduce = keras.layers.GlobalMaxPooling1D if config.pool == "global_max" else keras.layers.Flatten
+    tower = _conv_tower(config.aa_filters, config.aa_kernel, config.aa_pool_size, "protein")
+    return tower, reduce(name="protein_reduce")
+
+
+def center_crop(maps: tf.Tensor, center_bp: int | None, window: int) -> tf.Tensor:
+    """Keep the positions of ``maps`` (batch, length, channels) covering the central ``center_bp`` of the window.
+
+    Flanking bins see the same motif elsewhere in their window and are
+    labelled unbound, so features far from the bin mislead. The window is
+    fixed, so the shapes stay static (Flatten needs that).
+    """
+    if not center_bp:
+        return maps
+    length = maps.shape[1]
+    keep = max(1, length * center_bp // window)
+    return maps[:, (length - keep) // 2 : (length - keep) // 2 + keep]
+
+
 class TFBSNet(keras.Model):
     """Predicts the logit of "bound" for (DNA window, TF protein, cell, DNase).
 
@@ -48,11 +76,10 @@ class TFBSNet(keras.Model):
         self.config = config
         self.n_cells = n_cells
         self.dna_tower = _conv_tower(config.dna_filters, config.dna_kernel, config.dna_pool_size, "dna")
-        self.protein_tower = _conv_tower(config.aa_filters, config.aa_kernel, config.aa_pool_size, "protein")
+        self.protein_tower, self.protein_reduce = protein_branch(config)
         reduce = keras.layers.GlobalMaxPooling1D if config.pool == "global_max" else keras.layers.Flatten
         self.dna_reduce = reduce(name="dna_reduce")
         self.dna_center_bp = config.dna_center_bp
-        self.protein_reduce = reduce(name="protein_reduce")
         self.dense = keras.layers.Dense(config.dense_units, activation="relu", name="dense")
         self.dropout = keras.layers.Dropout(config.dropout, name="dropout")
         # float32 whatever the policy: under mixed_float16 a float16 logit
@@ -62,14 +89,7 @@ class TFBSNet(keras.Model):
 
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
         dna_maps = self.dna_tower(inputs["dna"], training=training)
-        if self.dna_center_bp:
-            # Keep only positions near the bin: flanking bins see the same
-            # motif elsewhere in their window and are labelled unbound.
-            # The window is fixed, so the shapes are static (Flatten needs that).
-            length = dna_maps.shape[1]
-            keep = max(1, length * self.dna_center_bp // inputs["dna"].shape[1])
-            dna_maps = dna_maps[:, (length - keep) // 2 : (length - keep) // 2 + keep]
-        dna = self.dna_reduce(dna_maps)
+        dna = self.dna_reduce(center_crop(dna_maps, self.dna_center_bp, inputs["dna"].shape[1]))
         per_protein = self.protein_reduce(self.protein_tower(inputs["proteins"], training=training))
         parts = [dna, tf.gather(per_protein, tf.cast(inputs["tf_index"], tf.int32))]
         if self.config.use_cell_type:
@@ -83,8 +103,12 @@ class TFBSNet(keras.Model):
         return tf.squeeze(self.logit(hidden), axis=-1)
 
 
-def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision: bool = False) -> TFBSNet:
-    """Create a model and its variables (called inside a strategy scope).
+def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision: bool = False) -> keras.Model:
+    """Create the model of ``config.architecture`` and its variables (called inside a strategy scope).
+
+    Every architecture takes the same input dict (see :class:`TFBSNet`) and
+    returns one float32 logit per example, so training, export and
+    evaluation do not depend on the choice.
 
     With ``mixed_precision`` the layers compute in float16 and keep float32
     variables; the logit layer stays float32 (:func:`tf_models.gpus.mixed_precision_policy`).
@@ -92,7 +116,13 @@ def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision:
     from tf_models.gpus import mixed_precision_policy
 
     with mixed_precision_policy(mixed_precision):
-        model = TFBSNet(config, n_cells)
+        if config.architecture == "factornet":
+            # Imported here: factornet imports this module's shared branches.
+            from tf_models.factornet import FactorNet
+
+            model = FactorNet(config, n_cells)
+        else:
+            model = TFBSNet(config, n_cells)
     model(
         {
             "dna": tf.zeros([1, window, 4]),

@@ -1,0 +1,329 @@
+"""The model architectures (``train.model.architecture``): both take the same
+inputs and give one logit per example; FactorNet is strand-invariant; both
+gather the right protein, honour the DNase / cell switches, learn, export,
+and (FactorNet) train under the cluster strategies.
+
+Models are tiny and windows short so each test takes seconds on 2 cores.
+Run as a script (``python tests/test_models.py STRATEGY ARCHITECTURE``) it
+trains a few steps under that strategy: the strategy tests start it in a
+subprocess, since a cluster strategy reconfigures TensorFlow's process-wide
+context.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from conftest import DEMO_CONFIG, REPO
+from tfbs.config import ConfigError, ModelConfig, load_config
+
+WINDOW = 200
+N_CELLS = 3
+TINY = [
+    "train.model.dna_filters=[8, 8]",
+    "train.model.dna_kernel=5",
+    "train.model.aa_filters=[8]",
+    "train.model.aa_kernel=5",
+    "train.model.aa_max_length=40",
+    "train.model.dense_units=16",
+    "train.model.dna_center_bp=100",
+    "train.model.factornet.filters=8",
+    "train.model.factornet.units=8",
+    "train.model.factornet.cell_embedding_dim=4",
+]
+ARCHITECTURES = {
+    "easyflow": ["train.model.architecture=easyflow"],
+    "factornet": ["train.model.architecture=factornet"],
+    "factornet-attention": ["train.model.architecture=factornet", "train.model.factornet.sequence_layer=attention"],
+}
+
+
+def _model_config(name: str, *extra: str) -> ModelConfig:
+    """The demo's model section, shrunk, for one architecture (through the YAML loader)."""
+    return load_config(DEMO_CONFIG, [*TINY, *ARCHITECTURES[name], *extra]).train.model
+
+
+def _build(name: str, *extra: str):
+    from tf_models.model import build_model
+
+    tf.random.set_seed(0)
+    config = _model_config(name, *extra)
+    return build_model(config, N_CELLS, WINDOW), config
+
+
+def _inputs(config: ModelConfig, batch: int = 6, seed: int = 0) -> dict[str, tf.Tensor]:
+    rng = np.random.default_rng(seed)
+    proteins = np.zeros([3, config.aa_max_length, 21], np.float32)
+    proteins[np.arange(3)[:, None], np.arange(config.aa_max_length), rng.integers(0, 21, [3, config.aa_max_length])] = 1
+    return {
+        "dna": tf.one_hot(rng.integers(0, 4, [batch, WINDOW]), 4),
+        "proteins": tf.constant(proteins),
+        "tf_index": tf.constant(np.arange(batch) % 3, tf.int32),
+        "cell_index": tf.constant(np.arange(batch) % N_CELLS, tf.int32),
+        "dnase": tf.constant(np.arange(batch) % 2, tf.float32),
+    }
+
+
+# --------------------------------------------------------------------------
+# Configuration and shapes
+# --------------------------------------------------------------------------
+
+
+def test_architecture_is_chosen_in_config_and_checked():
+    assert ModelConfig().architecture in ("easyflow", "factornet")
+    assert ModelConfig().factornet.kernel == 26  # FactorNet's motif width
+    with pytest.raises(ConfigError, match=r"train\.model\.architecture: "):
+        load_config(DEMO_CONFIG, ["train.model.architecture=deepbind"])
+    with pytest.raises(ConfigError, match=r"train\.model\.factornet\.sequence_layer: "):
+        load_config(DEMO_CONFIG, ["train.model.factornet.sequence_layer=gru"])
+
+
+@pytest.mark.parametrize("name", sorted(ARCHITECTURES))
+def test_each_architecture_builds_and_gives_one_float32_logit_per_example(name):
+    from tf_models.factornet import FactorNet
+    from tf_models.model import TFBSNet
+
+    model, config = _build(name)
+    assert isinstance(model, FactorNet if name.startswith("factornet") else TFBSNet)
+    logits = model(_inputs(config, batch=5))
+    assert logits.shape == (5,) and logits.dtype == tf.float32
+    assert np.isfinite(logits.numpy()).all()
+
+
+def test_factornet_is_reverse_complement_invariant_and_still_reads_the_dna():
+    from tf_models.encoding import reverse_complement
+
+    for name in ("factornet", "factornet-attention"):
+        model, config = _build(name)
+        inputs = _inputs(config)
+        forward = model(inputs).numpy()
+        flipped = model({**inputs, "dna": reverse_complement(inputs["dna"])}).numpy()
+        np.testing.assert_allclose(flipped, forward, rtol=1e-5, atol=1e-6, err_msg=name)
+        # Invariance is not constancy: other DNA gives other logits.
+        other = model({**inputs, "dna": _inputs(config, seed=1)["dna"]}).numpy()
+        assert np.abs(other - forward).max() > 1e-4, name
+
+
+def test_easyflow_is_not_strand_invariant():
+    """The contrast that makes the FactorNet test meaningful: reversing one
+    strand is a different input unless weights are shared across strands."""
+    from tf_models.encoding import reverse_complement
+
+    model, config = _build("easyflow")
+    inputs = _inputs(config)
+    flipped = model({**inputs, "dna": reverse_complement(inputs["dna"])}).numpy()
+    assert np.abs(flipped - model(inputs).numpy()).max() > 1e-4
+
+
+@pytest.mark.parametrize("name", ["easyflow", "factornet"])
+def test_tf_index_gathers_the_right_protein(name):
+    model, config = _build(name)
+    inputs = _inputs(config)
+    before = model(inputs).numpy()
+    proteins = inputs["proteins"].numpy()
+    proteins[1] = np.roll(proteins[1], 7, axis=-1)  # another sequence for TF 1 only
+    after = model({**inputs, "proteins": tf.constant(proteins)}).numpy()
+    is_tf1 = inputs["tf_index"].numpy() == 1
+    assert np.abs(after[is_tf1] - before[is_tf1]).min() > 1e-6
+    np.testing.assert_array_equal(after[~is_tf1], before[~is_tf1])
+
+
+@pytest.mark.parametrize("name", ["easyflow", "factornet"])
+@pytest.mark.parametrize("switch, key", [("use_dnase", "dnase"), ("use_cell_type", "cell_index")])
+def test_switches_decide_whether_the_input_is_read(name, switch, key):
+    changed = {"dnase": lambda x: 1.0 - x, "cell_index": lambda x: (x + 1) % N_CELLS}[key]
+    for enabled in (True, False):
+        model, config = _build(name, f"train.model.{switch}={str(enabled).lower()}")
+        inputs = _inputs(config)
+        before = model(inputs).numpy()
+        after = model({**inputs, key: changed(inputs[key])}).numpy()
+        if enabled:
+            assert np.abs(after - before).min() > 1e-6, (switch, enabled)
+        else:
+            np.testing.assert_array_equal(after, before)
+
+
+def test_factornet_mixed_precision_computes_float16_with_float32_logits():
+    import keras
+
+    from tf_models.model import build_model
+
+    config = _model_config("factornet")
+    model = build_model(config, N_CELLS, WINDOW, mixed_precision=True)
+    assert keras.mixed_precision.dtype_policy().name == "float32", "policy must not leak"
+    assert model.motif_conv.compute_dtype == "float16" and model.sequence.compute_dtype == "float16"
+    assert {v.dtype for v in model.trainable_variables} == {"float32"}
+    logits = model(_inputs(config))
+    assert logits.dtype == tf.float32 and np.isfinite(logits.numpy()).all()
+
+
+# --------------------------------------------------------------------------
+# Learning, export
+# --------------------------------------------------------------------------
+
+#: CTCF's core; planted in the positives of the synthetic task.
+MOTIF = "CCGCGAGGGGGCGC"
+
+
+def _motif_batches(config: ModelConfig, steps: int, size: int = 32, seed: int = 3):
+    """Batches where label 1 means the motif sits near the centre of the window."""
+    rng = np.random.default_rng(seed)
+    lookup = {base: i for i, base in enumerate("ACGT")}
+    for _ in range(steps):
+        bases = rng.integers(0, 4, [size, WINDOW])
+        labels = (np.arange(size) % 2).astype(np.float32)
+        for row in np.flatnonzero(labels):
+            at = rng.integers(WINDOW // 2 - 40, WINDOW // 2 + 40 - len(MOTIF))
+            bases[row, at : at + len(MOTIF)] = [lookup[b] for b in MOTIF]
+        inputs = _inputs(config, batch=size)
+        yield {**{k: v for k, v in inputs.items() if k != "proteins"}, "dna": tf.one_hot(bases, 4),
+               "label": tf.constant(labels)}, inputs["proteins"]
+
+
+@pytest.mark.parametrize("name", ["easyflow", "factornet"])
+def test_training_steps_reduce_the_loss(name):
+    """The training loop's own step (train_loop._gradient_step) learns a planted motif."""
+    import keras
+
+    from tf_models.train_loop import _gradient_step, _loss
+
+    model, config = _build(name)
+    optimizer = keras.optimizers.Adam(1e-2)
+    (held_out, proteins), = _motif_batches(config, 1, size=64, seed=99)
+    initial = float(_loss(model, held_out, proteins, training=False))
+    step = tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1))
+    for batch, _ in _motif_batches(config, 40):
+        step(batch)
+    final = float(_loss(model, held_out, proteins, training=False))
+    assert final < 0.6 * initial, (initial, final)
+
+
+def test_factornet_exports_and_both_signatures_agree(tmp_path):
+    from preprocess.proteins import AMINO_ACIDS, protein_table
+    from tf_models.encoding import dna_one_hot, protein_one_hot
+    from tf_models.export import export_model
+
+    model, config = _build("factornet")
+    rng = np.random.default_rng(4)
+    proteins = ["".join(rng.choice(list(AMINO_ACIDS), n)) for n in (30, 40, 25)]
+    export_dir = export_model(model, config, N_CELLS, WINDOW, proteins, {"tfs": ["A", "B", "C"]}, str(tmp_path / "x"))
+    served = tf.saved_model.load(export_dir)
+    dna = [bytes(rng.choice(list(b"ACGT"), WINDOW).astype(np.uint8)) for _ in range(4)]
+    tf_index, cells, dnase = [0, 1, 2, 1], [0, 1, 2, 0], [0.0, 1.0, 0.0, 1.0]
+    by_index = served.signatures["indexed"](
+        dna=tf.constant(dna), tf_index=tf.constant(tf_index), cell_index=tf.constant(cells), dnase=tf.constant(dnase)
+    )
+    by_sequence = served.signatures["serving_default"](
+        dna=tf.constant(dna),
+        protein=tf.constant([proteins[i].encode() for i in tf_index]),
+        cell_index=tf.constant(cells),
+        dnase=tf.constant(dnase),
+    )
+    np.testing.assert_allclose(by_index["probability"], by_sequence["probability"], rtol=1e-5, atol=1e-6)
+    direct = model(
+        {
+            "dna": dna_one_hot(np.frombuffer(b"".join(dna), np.uint8).reshape(4, -1)),
+            "proteins": protein_one_hot(protein_table(proteins, config.aa_max_length)),
+            "tf_index": tf.constant(tf_index),
+            "cell_index": tf.constant(cells),
+            "dnase": tf.constant(dnase),
+        }
+    ).numpy()
+    np.testing.assert_allclose(by_index["logit"], direct, rtol=1e-5, atol=1e-5)
+    assert json.load(open(f"{export_dir}/tfbs_metadata.json")) == {"tfs": ["A", "B", "C"]}
+
+
+# --------------------------------------------------------------------------
+# Cluster strategies (in a subprocess each)
+# --------------------------------------------------------------------------
+
+
+def _free_ports(count: int) -> list[int]:
+    import socket
+
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("localhost", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def _train_under_strategy(kind: str, name: str, steps: int = 4) -> dict:
+    """A few training steps of a tiny model under ``kind``, as train() runs them.
+
+    ``parameter_server``: an in-process cluster of one worker and one ps
+    server; the coordinator schedules the steps on the worker and the
+    variables live on the ps. ``multi_worker_mirrored``: one worker.
+    """
+    import keras
+
+    from tf_models.model import build_model
+    from tf_models.train_loop import _gradient_step
+
+    if kind == "parameter_server":
+        worker_port, ps_port = _free_ports(2)
+        spec = tf.train.ClusterSpec({"worker": [f"localhost:{worker_port}"], "ps": [f"localhost:{ps_port}"]})
+        for job in ("worker", "ps"):
+            tf.distribute.Server(spec, job_name=job, task_index=0, protocol="grpc", start=True)
+        resolver = tf.distribute.cluster_resolver.SimpleClusterResolver(spec, rpc_layer="grpc")
+        strategy = tf.distribute.ParameterServerStrategy(resolver)
+    else:
+        strategy = tf.distribute.MultiWorkerMirroredStrategy()
+    config = _model_config(name)
+    batches = list(_motif_batches(config, 1, size=8))
+    (batch, proteins), = batches
+    with strategy.scope():
+        model = build_model(config, N_CELLS, WINDOW)
+        optimizer = keras.optimizers.Adam(1e-2)
+        optimizer.build(model.trainable_variables)
+    before = [v.numpy() for v in model.trainable_variables]
+
+    def dataset_fn(_context=None) -> tf.data.Dataset:
+        return tf.data.Dataset.from_tensors(batch).repeat()
+
+    @tf.function
+    def train_step(iterator) -> tf.Tensor:
+        step = lambda b: _gradient_step(model, optimizer, b, proteins, strategy.num_replicas_in_sync)  # noqa: E731
+        return strategy.reduce(tf.distribute.ReduceOp.MEAN, strategy.run(step, args=(next(iterator),)), axis=None)
+
+    if kind == "parameter_server":
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+        pending = [coordinator.schedule(train_step, args=(iterator,)) for _ in range(steps)]
+        coordinator.join()
+        losses = [float(p.fetch()) for p in pending]
+    else:
+        iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+        losses = [float(train_step(iterator)) for _ in range(steps)]
+    return {
+        "losses": losses,
+        "variables": len(before),
+        "updated": sum(not np.allclose(b, v.numpy()) for b, v in zip(before, model.trainable_variables)),
+        "devices": sorted({v.value.device for v in model.trainable_variables}),
+    }
+
+
+@pytest.mark.parametrize("kind", ["parameter_server", "multi_worker_mirrored"])
+def test_factornet_trains_under_cluster_strategies(kind):
+    run = subprocess.run(
+        [sys.executable, __file__, kind, "factornet"], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert run.returncode == 0, run.stderr[-4000:]
+    result = json.loads(run.stdout.strip().splitlines()[-1])
+    assert len(result["losses"]) == 4 and np.isfinite(result["losses"]).all()
+    assert result["updated"] == result["variables"] > 0  # every weight got a gradient
+    if kind == "parameter_server":
+        # Every variable on the parameter server, none copied to the worker.
+        assert result["devices"] == ["/job:ps/replica:0/task:0/device:CPU:0"]
+
+
+if __name__ == "__main__":
+    print(json.dumps(_train_under_strategy(sys.argv[1], sys.argv[2])))
