@@ -27,6 +27,8 @@ from tfbs.config import PipelineConfig
 log = logging.getLogger("tfbs.train")
 
 DONE_MARKER = "_TRAINING_DONE"
+#: Under the model directory: one file per node with the pid of its TF process.
+NODE_DIR = "_nodes"
 
 
 def _export(config: PipelineConfig, manifest: dict, result) -> str:
@@ -66,15 +68,21 @@ def node_main(args: dict, info) -> None:
     Parameters
     ----------
     args
-        ``{"config": PipelineConfig, "manifest": dict, "run_id": str}``.
+        ``{"config": PipelineConfig, "manifest": dict, "num_gpus": int, "run_id": str}``.
     info
         :class:`tf_models.tfos_cluster.NodeInfo` of this node.
     """
+    from tf_models.gpus import apply_visible_devices
+
+    config: PipelineConfig = args["config"]
+    # First, before any TF server or strategy initialises devices: this
+    # process sees only the GPUs Spark gave its task (a ps none).
+    apply_visible_devices(info.job_name, config.train.gpus_per_worker)
+
     import tensorflow as tf
 
     from tf_models.tfos_cluster import mark_chief_done, start_server, wait_for_chief
 
-    config: PipelineConfig = args["config"]
     manifest: dict = args["manifest"]
     marker = f"{config.model_uri}/{DONE_MARKER}"
     timeout = config.train.worker_wait_timeout_s
@@ -142,6 +150,39 @@ class _ProgressFollower(threading.Thread):
         self.poll()
 
 
+def _checkpoint_step(config: PipelineConfig) -> int | None:
+    """The step of the newest checkpoint under the model directory, or ``None``.
+
+    Read from the checkpoint's own ``step`` variable (the coordinator-counted
+    step that :func:`tf_models.train_loop.train` restores), not its file name.
+    """
+    import tensorflow as tf
+
+    from tf_models.train_loop import tf_path
+
+    latest = tf.train.latest_checkpoint(tf_path(f"{config.model_uri}/checkpoints"))
+    if latest is None:
+        return None
+    try:
+        return int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE"))
+    except (tf.errors.OpError, ValueError) as exc:
+        # Diagnostics only: it must not hide the error being reported.
+        log.warning("cannot read the step of %s: %s", latest, exc)
+        return None
+
+
+def _log_resume_point(config: PipelineConfig) -> None:
+    """Say in the driver's log whether this run resumes, and from which step.
+
+    The chief restores the checkpoint on an executor, whose log the driver's
+    console does not show.
+    """
+    step = _checkpoint_step(config)
+    if step:
+        log.info("resuming from the checkpoint at step %d of %d (%s/checkpoints)",
+                 step, config.train.steps, config.model_uri)
+
+
 def _write_history_plot(config: PipelineConfig) -> None:
     """Plot the loss and throughput history next to ``history.json``."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -189,20 +230,32 @@ def train_on_spark(spark, config: PipelineConfig, manifest: dict) -> dict:
 
         _train_and_export(config, manifest, tf.distribute.get_strategy(), is_chief=True)
     else:
-        from tf_models.tfos_cluster import run_cluster
+        from tf_models.tfos_cluster import ClusterFailed, run_cluster
 
         num_ps = cfg.num_ps if cfg.strategy == "parameter_server" else 0
+        _log_resume_point(config)
         follower = _ProgressFollower(f"{config.model_uri}/history.json", cfg.steps)
         follower.start()
         try:
             run_cluster(
                 spark.sparkContext,
                 node_main,
-                {"config": config, "manifest": manifest},
+                # num_gpus: TFoS then takes GPUs only from Spark's task
+                # resources, never from its own nvidia-smi probe (tf_models.gpus).
+                {"config": config, "manifest": manifest, "num_gpus": cfg.gpus_per_worker},
                 num_ps=num_ps,
                 num_workers=cfg.num_workers,
                 shutdown_timeout=cfg.timeout_s,
+                # Each node records the pid of its TF process here, and the
+                # driver logs it: which OS process is worker:1.
+                node_dir=f"{config.model_uri}/{NODE_DIR}",
             )
+        except ClusterFailed as err:
+            step = _checkpoint_step(config)
+            log.error("training stopped: %s. %s", err,
+                      f"Run the same command again to resume from the checkpoint at step {step}."
+                      if step else "No checkpoint was written yet.")
+            raise
         finally:
             follower.stop()
     _write_history_plot(config)

@@ -31,6 +31,18 @@ and how it shaped this module:
   application then failed ("Collective ops must be configured at program
   startup"). Chief and worker nodes therefore run in a forked child process
   that exits when the node ends (:func:`_run_isolated`).
+* A dead node stalled the run instead of failing it (SIGKILL of the TF
+  process, measured). The PSS coordinator treats a lost worker as preempted
+  and waits for it to come back; TFoS's ps task only polls TFoS's queues
+  and never notices its ps process is gone. So every node's TF code, the ps
+  included, runs in a forked child whose parent watches it: a death fails
+  the node's Spark task at once, naming the node. With
+  ``spark.task.maxFailures=1`` Spark aborts the node job and kills the other
+  node tasks, whose TF processes die with them (parent-death signal), and
+  :func:`run_cluster` raises :class:`ClusterFailed` ("TF node worker:1
+  (Spark executor 3, host h, pid 42) died: its process was killed by
+  SIGKILL"). Measured on 2 loaded cores: 7 s from killing a worker and
+  13 s from killing the ps to the exit of ``tfbs train``.
 * TFoS's shutdown waits until every non-ps task has returned. PSS workers
   therefore poll for a marker that the chief writes
   (:func:`mark_chief_done` / :func:`wait_for_chief`). ps nodes should wait
@@ -69,6 +81,7 @@ import json
 import logging
 import multiprocessing
 import os
+import re
 import signal
 import socket
 import sys
@@ -88,6 +101,9 @@ logger = logging.getLogger(__name__)
 
 #: Job names as they appear in the TF cluster spec and ``TF_CONFIG``.
 CHIEF, PS, WORKER = "chief", "ps", "worker"
+
+#: Key of ``node_args`` under which :func:`run_cluster` passes ``node_dir``.
+NODE_DIR_ARG = "node_dir"
 
 NodeMain = Callable[[dict, "NodeInfo"], None]
 
@@ -119,7 +135,7 @@ class NodeInfo:
         Host name of the executor.
     pid : int
         Process id of the PySpark worker hosting the node (for ps, TFoS's
-        forked ps process). Chief and worker code runs in a forked child; its
+        forked ps process). The node's TF code runs in a forked child; its
         pid is logged on a separate "tfbs node process" line.
     default_fs : str
         Spark's ``fs.defaultFS`` (``file://``, ``hdfs://namenode:8020`` ...).
@@ -311,9 +327,13 @@ def _set_parent_death_signal() -> None:
         pass
 
 
-def _child_main(node_main: NodeMain, args: dict, info: NodeInfo, conn: Any) -> None:
+def _child_main(node_main: NodeMain, args: dict, info: NodeInfo, conn: Any, parent_pid: int) -> None:
     """Body of the forked node process: run the node, report, then ``os._exit``."""
     _set_parent_death_signal()
+    if os.getppid() != parent_pid:
+        # The parent died between fork() and prctl(): the death signal was
+        # armed too late to fire, so leave now rather than run unwatched.
+        os._exit(1)
     code = 0
     try:
         node_main(args, info)
@@ -332,37 +352,116 @@ def _child_main(node_main: NodeMain, args: dict, info: NodeInfo, conn: Any) -> N
         os._exit(code)
 
 
-def _run_isolated(node_main: NodeMain, args: dict, info: NodeInfo) -> None:
-    """Run ``node_main`` in a forked child process and re-raise its failure here.
+def _exit_reason(wait_status: int) -> str:
+    """``"was killed by SIGKILL"`` or ``"exited with code 3"``, from an ``os.waitpid`` status."""
+    code = os.waitstatus_to_exitcode(wait_status)
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        return f"was killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"was killed by signal {-code}"
 
-    TFoS runs chief and worker nodes inside the PySpark worker, which PySpark
-    reuses for later tasks. A child process takes every piece of TF state
-    with it when it exits: the gRPC server, coordinator threads, the
-    collective-ops configuration and the memory. Measured without it: MWMS
-    after PSS in the same application failed in the reused worker, and the
-    old coordinator kept logging gRPC errors. ``fork`` rather than ``spawn``,
-    because ``node_main`` may live in a driver script's ``__main__``. TFoS
-    already imported TensorFlow into the parent but has not started its
-    runtime, and TFoS forks its ps nodes the same way.
+
+def _node_file(node_dir: str, job_name: str, task_index: int) -> str:
+    """Where a node records its process and how it ended (see :func:`_write_node_file`)."""
+    return f"{node_dir.rstrip('/')}/{job_name}-{task_index}.json"
+
+
+def _node_label(job_name: str, task_index: int, spark_executor: str | None, host: str, pid: int) -> str:
+    """``TF node worker:1 (Spark executor 3, host h, pid 42)``: how errors name a node."""
+    return f"TF node {job_name}:{task_index} (Spark executor {spark_executor}, host {host}, pid {pid})"
+
+
+def _write_node_file(node_dir: str, info: NodeInfo, pid: int, run_id: str,
+                     state: str = "running", reason: str = "") -> None:
+    """Record which OS process runs this node's TensorFlow, and how it ended.
+
+    The driver logs the pid as a "tfbs node process" line, and after a
+    failure names the node that died first (``state == "died"``), even when
+    a peer's failure reached Spark before the dead node's own task did.
+    Best effort: a node that cannot write the file still trains.
+
+    Parameters
+    ----------
+    state : str
+        ``"running"``, ``"done"``, ``"failed"`` (an exception) or ``"died"``
+        (the process ended without reporting: killed, crashed).
+    reason : str
+        Why it failed or died, e.g. ``"its process was killed by SIGKILL"``.
     """
-    mp = multiprocessing.get_context("fork")
-    recv_end, send_end = mp.Pipe(duplex=False)
-    proc = mp.Process(target=_child_main, args=(node_main, args, info, send_end),
-                      name=f"tfbs-{info.job_name}-{info.task_index}")
-    proc.start()
+    import tensorflow as tf
+
+    record = {"run_id": run_id, "job_name": info.job_name, "task_index": info.task_index,
+              "spark_executor": info.spark_executor_id, "host": info.hostname, "pid": pid,
+              "state": state, "reason": reason, "time": time.time()}
+    try:
+        tf.io.gfile.makedirs(node_dir)
+        with tf.io.gfile.GFile(_node_file(node_dir, info.job_name, info.task_index), "w") as f:
+            f.write(json.dumps(record))
+    except Exception as exc:  # noqa: BLE001 - diagnostics only
+        print(f"tfbs node: cannot write its process file under {node_dir}: {exc}",
+              file=sys.stderr, flush=True)
+
+
+def _run_isolated(node_main: NodeMain, args: dict, info: NodeInfo, node_dir: str | None = None) -> None:
+    """Run ``node_main`` in a forked child process, watch it, and fail here when it fails or dies.
+
+    Why a child process: TFoS runs chief and worker nodes inside the PySpark
+    worker, which PySpark reuses for later tasks. A child process takes every
+    piece of TF state with it when it exits: the gRPC server, coordinator
+    threads, the collective-ops configuration and the memory. Measured
+    without it: MWMS after PSS in the same application failed in the reused
+    worker, and the old coordinator kept logging gRPC errors.
+
+    Why the parent waits: it is the watchdog that makes a dead node fail
+    fast. A ParameterServerStrategy coordinator treats a lost worker as
+    preempted and waits for it to come back, and nothing in TFoS notices a
+    lost ps, so a killed TF process alone stalls the run until TFoS's
+    3-day shutdown timeout. The parent sees the death at once (end of file
+    on the pipe) and raises a :class:`RuntimeError` naming the node; that
+    fails the node's Spark task, and with ``spark.task.maxFailures=1`` Spark
+    aborts the node job, which :func:`run_cluster` reports.
+
+    ``os.fork`` rather than ``multiprocessing``: TFoS runs ps nodes in a
+    daemonic ``multiprocessing`` process, which may not start
+    ``multiprocessing`` children. ``fork`` rather than ``spawn``, because
+    ``node_main`` may live in a driver script's ``__main__``. TFoS already
+    imported TensorFlow into the parent but has not started its runtime.
+    """
+    recv_end, send_end = multiprocessing.Pipe(duplex=False)
+    sys.stdout.flush()  # or the child would print the parent's buffered output again
+    sys.stderr.flush()
+    parent_pid = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        recv_end.close()
+        _child_main(node_main, args, info, send_end, parent_pid)  # never returns
     send_end.close()
-    print(f"tfbs node process: job={info.job_name} task={info.task_index} pid={proc.pid}",
+    print(f"tfbs node process: job={info.job_name} task={info.task_index} pid={pid}",
           file=sys.stderr, flush=True)
+    if node_dir:
+        _write_node_file(node_dir, info, pid, str(args.get("run_id")))
     try:
         error = recv_end.recv()
     except EOFError:  # the child died without reporting (killed, crashed)
         error = None
-    proc.join()
+    _, status = os.waitpid(pid, 0)
+    label = _node_label(info.job_name, info.task_index, info.spark_executor_id, info.hostname, pid)
     if error is not None:
-        raise RuntimeError(f"TF node {info.job_name}:{info.task_index} failed:\n{error}")
-    if proc.exitcode != 0:
-        raise RuntimeError(
-            f"TF node {info.job_name}:{info.task_index} exited with code {proc.exitcode}")
+        state, reason = "failed", _exception_line(error)
+    elif status != 0:
+        state, reason = "died", f"its process {_exit_reason(status)}"
+    else:
+        state, reason = "done", ""
+    if node_dir:
+        # Before raising: Spark may kill this task at once when a peer's
+        # failure reaches it first, and the driver must still learn who died.
+        _write_node_file(node_dir, info, pid, str(args.get("run_id")), state, reason)
+    if state == "failed":
+        raise RuntimeError(f"{label} failed:\n{error}")
+    if state == "died":
+        raise RuntimeError(f"{label} died: {reason}")
 
 
 class _NodeEntry:
@@ -407,13 +506,13 @@ class _NodeEntry:
         # whatever the worker's logging setup (see the module docstring).
         print(info.describe(), file=sys.stderr, flush=True)
         if info.job_name == PS:
-            # TFoS already runs ps nodes in a forked daemon process, and
-            # daemonic processes may not fork, so run inline. The death signal
-            # stops the ps outliving a killed task.
+            # TFoS runs ps nodes in a forked daemon process, and its task only
+            # polls TFoS's queues: a dead ps process would go unnoticed. So
+            # this daemon forks once more and watches the ps like the other
+            # nodes; TFoS passes the watcher's error on and fails the task.
+            # The death signal stops the watcher outliving a killed task.
             _set_parent_death_signal()
-            self.node_main(args, info)
-        else:
-            _run_isolated(self.node_main, args, info)
+        _run_isolated(self.node_main, args, info, node_dir=args.get(NODE_DIR_ARG))
         print(f"tfbs node done: job={info.job_name} task={info.task_index} "
               f"executor={info.spark_executor_id}", file=sys.stderr, flush=True)
 
@@ -482,8 +581,152 @@ def _tfos_error() -> str | None:
     return TFCluster.tf_status.get("error")
 
 
-def _await_nodes(sc: SparkContext, cluster: Any, stage_id: int | None,
-                 num_done: int, deadline: float) -> None:
+#: How :func:`_run_isolated` names a failed node: ``TF node worker:1 (Spark
+#: executor 3, host h, pid 42) died: its process was killed by SIGKILL``, or
+#: ``... failed:`` followed by the node's traceback.
+_NODE_FAILURE = re.compile(r"TF node (?P<node>\w+:\d+) \((?P<where>[^)]*)\) (?P<what>died: [^\n]*|failed:)")
+#: Spark's line for the task attempt that made it abort the job.
+_LOST_TASK = re.compile(
+    r"Lost task (?P<index>\d+)\.\d+ in stage \S+ \(TID \d+\) \([^)]*\): (?P<reason>[^\n]*)")
+
+
+#: A Python exception line: ``ValueError: ...``, ``tensorflow...UnavailableError: ...``.
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")
+
+
+def _exception_line(traceback_text: str) -> str:
+    """The ``ValueError: ...`` line of the first Python traceback in ``traceback_text``.
+
+    Spark appends the Java stack (``\tat org.apache...``) to the Python
+    traceback of a failed task, so the traceback ends where that starts. Of
+    chained exceptions the last one is taken. TF error messages run over
+    several lines; only the first is kept.
+    """
+    found = ""
+    for line in traceback_text.splitlines():
+        if line.startswith("\tat ") or line.startswith("\t..."):
+            break
+        if _EXCEPTION_LINE.match(line.strip()):
+            found = line.strip()
+    return found[:300] or "see the node's executor log"
+
+
+def _describe_failure(error: str, nodes: list[dict[str, Any]]) -> str:
+    """One line naming the TF node that failed the node job, and why.
+
+    Parameters
+    ----------
+    error : str
+        The error TFoS's launcher thread recorded: Spark's job-abort message
+        with the failed task's Python traceback and the Java stack.
+    nodes : list of dict
+        The placement records of :func:`run_cluster`, to name a node that
+        Spark reports only by task index (e.g. its executor was lost).
+    """
+    match = _NODE_FAILURE.search(error)
+    if match is not None:
+        if match["what"].startswith("died"):
+            return f"TF node {match['node']} ({match['where']}) {match['what']}"
+        return (f"TF node {match['node']} ({match['where']}) failed: "
+                f"{_exception_line(error[match.end():])}")
+    lost = _LOST_TASK.search(error)
+    if lost is not None:
+        for node in nodes:
+            if node["tfos_index"] == int(lost["index"]):
+                return (f"TF node {node['job_name']}:{node['task_index']} (Spark executor "
+                        f"{node['spark_executor']}, host {node['host']}) failed: {lost['reason']}")
+    first = error.strip().splitlines()[0] if error.strip() else "no error recorded"
+    return f"the TF node job failed: {first}"
+
+
+def _read_node_files(node_dir: str | None, run_id: str, nodes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The node files (see :func:`_write_node_file`) this run's nodes have written so far.
+
+    Files left by an earlier run (another ``run_id``) and files being
+    written are skipped.
+    """
+    if not node_dir:
+        return []
+    import tensorflow as tf
+
+    records = []
+    for node in nodes:
+        path = _node_file(node_dir, node["job_name"], node["task_index"])
+        try:
+            with tf.io.gfile.GFile(path) as f:
+                record = json.loads(f.read())
+        except (ValueError, tf.errors.OpError):
+            continue  # not there yet, or being written
+        if record.get("run_id") == run_id:
+            records.append(record)
+    return records
+
+
+def _log_node_processes(node_dir: str | None, run_id: str, nodes: list[dict[str, Any]],
+                        logged: set[str]) -> None:
+    """Log a "tfbs node process" line for each node whose process file has appeared.
+
+    Nodes write the file once their TF process is forked (after the
+    reservation the placement lines come from), so the driver picks them up
+    while it waits. ``logged`` holds the nodes already logged.
+    """
+    if not node_dir or len(logged) == len(nodes):
+        return
+    for record in _read_node_files(node_dir, run_id, nodes):
+        name = f"{record['job_name']}:{record['task_index']}"
+        if name not in logged:
+            logged.add(name)
+            logger.info("tfbs node process: job=%s task=%s spark_executor=%s host=%s pid=%s",
+                        record["job_name"], record["task_index"], record.get("spark_executor"),
+                        record.get("host"), record.get("pid"))
+
+
+def _failure_message(error: str, nodes: list[dict[str, Any]], node_dir: str | None,
+                     run_id: str) -> str:
+    """Name the node that caused a failed node job: the first that died, else Spark's failed task.
+
+    When a ps dies, the chief's coordinator fails at the same moment, and
+    whichever task reaches Spark first aborts the job. So a node that died
+    (from its node file) is named first, and the task Spark stopped on is
+    added when it is another node.
+    """
+    # The watcher of a node that died at the same moment writes within
+    # milliseconds; give it a moment before reading.
+    time.sleep(1)
+    spark_side = _describe_failure(error, nodes)
+    dead = sorted((r for r in _read_node_files(node_dir, run_id, nodes) if r.get("state") == "died"),
+                  key=lambda r: r.get("time", 0.0))
+    if not dead:
+        return spark_side
+    first = dead[0]
+    label = _node_label(first["job_name"], first["task_index"], first.get("spark_executor"),
+                        first.get("host"), first.get("pid"))
+    message = f"{label} died: {first.get('reason')}"
+    if not spark_side.startswith(f"TF node {first['job_name']}:{first['task_index']} "):
+        message += f" (then {spark_side.removeprefix('TF node ')})"
+    return message
+
+
+def _fail(sc: SparkContext, cluster: Any, message: str) -> ClusterFailed:
+    """Cancel the node job, stop the reservation server and build the error to raise.
+
+    After a node failure Spark has already aborted the node job and killed
+    its tasks; cancelling again costs nothing and also covers jobs TFoS
+    started around it. TFoS submits the node job from its own thread and
+    exposes no job id, so every running job of the application is
+    cancelled. Killed tasks take their TF processes with them (see
+    :func:`_set_parent_death_signal`), so no node is left waiting on TFoS's
+    shutdown timeout.
+    """
+    sc.cancelAllJobs()
+    cluster.server.stop()
+    logger.error("tfbs cluster: %s", message)
+    return ClusterFailed(message)
+
+
+def _await_nodes(sc: SparkContext, cluster: Any, stage_id: int | None, num_done: int,
+                 deadline: float, nodes: list[dict[str, Any]], run_id: str,
+                 node_dir: str | None = None) -> None:
     """Block until ``num_done`` node tasks (all but the ps) have succeeded.
 
     ps tasks run until TFoS's shutdown stops them, so "done" means that the
@@ -492,28 +735,30 @@ def _await_nodes(sc: SparkContext, cluster: Any, stage_id: int | None,
     tasks, TFoS's shutdown started, met the failure and stopped the
     SparkContext.
 
+    A node that fails or dies fails its Spark task at once (the watching
+    parent of :func:`_run_isolated`), Spark aborts the node job, and TFoS's
+    launcher thread records the error; this loop polls for it every second.
+
     Raises
     ------
     ClusterFailed
-        If the node job failed or ``deadline`` (on the ``time.monotonic()``
-        clock) passed. The reservation server is stopped. On timeout, the
-        running jobs are cancelled.
+        If the node job failed (the message names the node, its Spark
+        executor and the cause) or ``deadline`` (on the ``time.monotonic()``
+        clock) passed. Running jobs are cancelled and the reservation server
+        is stopped.
     """
     tracker = sc.statusTracker()
     if stage_id is None:
         logger.warning("tfbs cluster: node stage not found; relying on TFoS's shutdown")
         return
+    logged: set[str] = set()
     while True:
+        _log_node_processes(node_dir, run_id, nodes, logged)
         error = _tfos_error()
         if error is not None:
-            cluster.server.stop()
-            raise ClusterFailed(f"a TF node failed: {error}")
+            raise _fail(sc, cluster, _failure_message(error, nodes, node_dir, run_id))
         if time.monotonic() > deadline:
-            # TFoS submits the node job from its own thread and exposes no job
-            # id, so every running job of the application is cancelled.
-            sc.cancelAllJobs()
-            cluster.server.stop()
-            raise ClusterFailed("TF cluster did not finish within shutdown_timeout")
+            raise _fail(sc, cluster, "TF cluster did not finish within shutdown_timeout")
         stage = tracker.getStageInfo(stage_id)
         if stage is None or stage.numCompletedTasks >= num_done:
             return
@@ -521,8 +766,8 @@ def _await_nodes(sc: SparkContext, cluster: Any, stage_id: int | None,
             # The stage ended early, so it failed. TFoS's launcher thread
             # records the error a moment later.
             time.sleep(2)
-            cluster.server.stop()
-            raise ClusterFailed(f"a TF node failed: {_tfos_error() or 'node stage failed'}")
+            error = _tfos_error() or "node stage failed"
+            raise _fail(sc, cluster, _failure_message(error, nodes, node_dir, run_id))
         time.sleep(1)
 
 
@@ -535,6 +780,7 @@ def run_cluster(
     log_dir: str | None = None,
     reservation_timeout: int = 120,
     shutdown_timeout: int = 300,
+    node_dir: str | None = None,
 ) -> list[dict[str, Any]]:
     """Run ``node_main`` on a TF cluster of one chief, ``num_ps`` ps and ``num_workers`` workers.
 
@@ -549,8 +795,8 @@ def run_cluster(
     node_main : callable
         ``node_main(args, info)``, run on every node and branching on
         ``info.job_name``. cloudpickle must be able to pickle it. Import
-        TensorFlow inside it or in an importable module. Chief and worker
-        nodes run it in a forked child of the PySpark worker. Every node must
+        TensorFlow inside it or in an importable module. Every node runs
+        it in a forked child that its Spark task watches. Every node must
         return when training is over; PSS ps and workers use
         :func:`wait_for_chief` for that.
     node_args : dict
@@ -570,6 +816,12 @@ def run_cluster(
         When it runs out, running jobs are cancelled and
         :class:`ClusterFailed` is raised. Works from any driver thread
         (no ``SIGALRM``).
+    node_dir : str or None
+        A directory every node and the driver can reach (any
+        ``tf.io.gfile`` path or URI). Each node writes
+        ``<job>-<index>.json`` there with the pid of the OS process that runs
+        its TensorFlow, and the driver logs it as a "tfbs node process"
+        line. ``None`` writes nothing.
 
     Returns
     -------
@@ -581,8 +833,11 @@ def run_cluster(
     Raises
     ------
     ClusterFailed
-        If the executor layout is wrong, a node failed, or the run timed out.
-        The SparkContext remains usable, except when a node fails before all
+        If the executor layout is wrong, a node failed or died, or the run
+        timed out. A dead node is reported within seconds, by name
+        (``TF node worker:1 (Spark executor 3, ...) died: its process was
+        killed by SIGKILL``), and the node job is cancelled. The
+        SparkContext remains usable, except when a node fails before all
         nodes have registered: TFoS then stops the SparkContext itself.
     """
     # Imported here: importing it configures root logging and loads TF.
@@ -603,6 +858,8 @@ def run_cluster(
 
     args = dict(node_args)
     args.setdefault("run_id", uuid.uuid4().hex)
+    if node_dir:
+        args[NODE_DIR_ARG] = node_dir
     # A Namespace, not a dict: TFoS checks `'num_gpus' in tf_args` and then
     # reads `tf_args.num_gpus` as an attribute.
     tf_args = argparse.Namespace(**args)
@@ -642,7 +899,8 @@ def run_cluster(
                     "host=%(host)s port=%(port)s", record)
 
     _await_nodes(sc, cluster, stage_id, num_done=num_nodes - num_ps,
-                 deadline=t0 + shutdown_timeout)
+                 deadline=t0 + shutdown_timeout, nodes=nodes, run_id=args["run_id"],
+                 node_dir=node_dir)
     try:
         # Only ps tasks are left now. TFoS stops the worker-side managers and
         # tells the ps tasks to end. Its fixed polling (5 s sleeps, three

@@ -264,12 +264,12 @@ def train(
             # rather than a checkpoint whose entry is missing for good.
             with tf.io.gfile.GFile(f"{model_dir}/history.json", "w") as out:
                 out.write(json.dumps(history, indent=2))
-        # Every worker of a mirrored strategy must take part in the save.
-        save_path = manager.save(checkpoint_number=step) if is_chief else None
+        # Only the chief writes: under all-reduce every worker holds the same
+        # values, and under ps the chief is the only process here.
         if is_chief:
-            log.info("checkpoint %s", save_path)
-        if entry.get("best") and is_chief:
-            best.save(checkpoint_number=step)
+            log.info("checkpoint %s", manager.save(checkpoint_number=step))
+            if entry.get("best"):
+                best.save(checkpoint_number=step)
         window_start, window_step = time.monotonic(), step
     if stopping.enabled and best.latest_checkpoint:
         # Export the weights of the best validation auPRC, not the last ones.

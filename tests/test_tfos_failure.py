@@ -1,0 +1,276 @@
+"""A TF node that dies mid-training stops ``tfbs train`` fast, naming the node.
+
+A real ``SIGKILL`` of the OS process that runs a node's TensorFlow (its pid
+comes from the driver's "tfbs node process" line), on a real
+``local-cluster`` with one JVM per executor, through the command line users
+run. Without a watchdog the ParameterServerStrategy coordinator waits for a
+lost worker to come back, nothing in TensorFlowOnSpark notices a lost ps, and
+the run would hang until TFoS's 3-day shutdown timeout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import tensorflow as tf
+
+from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+from tf_models.tfos_cluster import NodeInfo, _describe_failure, _failure_message, _write_node_file
+from tfbs.uri import local_path
+
+#: Long enough that the kill lands mid-training (~60 steps/s on 2 idle
+#: cores), short enough that the resumed run finishes quickly.
+STEPS = 1200
+CHECKPOINT_EVERY = 100
+#: The issue's bound, from the kill to the command's exit.
+FAIL_WITHIN_S = 120
+#: Cluster start-up on 2 shared cores took 30-70 s.
+START_TIMEOUT_S = 420
+
+NODE_PROCESS = r"tfbs node process: job={job} task={task} spark_executor=(\S+) host=\S+ pid=(\d+)"
+PLACEMENT = r"tfbs placement: job={job} task={task} spark_executor=(\S+)"
+
+
+def _command(small_shards, run_dir: Path) -> list[str]:
+    """``tfbs train`` (as ``python -m jobs.train``) on the shared shards, writing under ``run_dir``."""
+    config, _ = small_shards
+    overrides = [
+        *SMALL_OVERRIDES,
+        f"run_dir={run_dir}",
+        f"data.root={local_path(config.data.root)}",
+        f"shards_dir={config.shards_uri}",
+        "train.strategy=parameter_server",
+        "train.master=local-cluster[4,1,1024]",
+        f"train.steps={STEPS}",
+        f"train.checkpoint_every_steps={CHECKPOINT_EVERY}",
+        "train.steps_per_execution=10",
+    ]
+    command = [sys.executable, "-m", "jobs.train", "--config", str(DEMO_CONFIG)]
+    for override in overrides:
+        command += ["--set", override]
+    return command
+
+
+class _Training:
+    """A running ``tfbs train`` whose merged stdout/stderr is collected as it arrives."""
+
+    def __init__(self, command: list[str]) -> None:
+        self.proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait(self, timeout: float) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self.reader.join(timeout=10)
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _run_processes(run_dir: Path) -> dict[int, str]:
+    """Live processes started for this run: pid -> command line.
+
+    The driver exports ``SPARK_HOME=<run_dir>/spark-home`` before its JVM
+    starts, so every executor JVM, PySpark daemon and worker, and the TF
+    processes forked from them, inherit an environment naming ``run_dir``.
+    """
+    marker = str(run_dir).encode()
+    found = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            if marker in (entry / "environ").read_bytes():
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+                found[int(entry.name)] = cmdline.decode(errors="replace")[:160]
+        except OSError:
+            continue  # gone meanwhile, or not ours to read
+    return found
+
+
+def _checkpoint_step(model_dir: Path) -> int:
+    """The coordinator-counted step stored in the newest checkpoint."""
+    latest = tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
+    assert latest is not None, f"no checkpoint under {model_dir}"
+    return int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE"))
+
+
+def _kill_mid_training(training: _Training, run_dir: Path, job: str, task: int) -> tuple[int, str, float]:
+    """Wait for a checkpoint and the chief's progress, then SIGKILL ``job:task``'s TF process.
+
+    Returns
+    -------
+    tuple
+        The killed pid, the Spark executor the driver placed the node on,
+        and the ``time.monotonic()`` of the kill.
+    """
+    checkpoint_state = run_dir / "model" / "checkpoints" / "checkpoint"
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        assert training.proc.poll() is None, f"training ended before the kill:\n{training.output[-4000:]}"
+        output = training.output
+        node = re.search(NODE_PROCESS.format(job=job, task=task), output)
+        if node and re.search(r"chief: step \d+/", output) and checkpoint_state.exists():
+            placed = re.search(PLACEMENT.format(job=job, task=task), output)
+            assert placed is not None and placed.group(1) == node.group(1)
+            assert not re.search(rf"chief: step {STEPS}/", output), "the kill would come too late"
+            pid = int(node.group(2))
+            assert pid in _run_processes(run_dir), "the logged pid is not a process of this run"
+            os.kill(pid, signal.SIGKILL)
+            return pid, node.group(1), time.monotonic()
+        time.sleep(0.2)
+    training.kill()
+    pytest.fail(f"no checkpoint and progress within {START_TIMEOUT_S} s:\n{training.output[-4000:]}")
+
+
+def _assert_no_processes_left(run_dir: Path, grace_s: float = 30.0) -> None:
+    """Every process of the run ends soon after the command exits (no orphaned TF node)."""
+    deadline = time.monotonic() + grace_s
+    left = _run_processes(run_dir)
+    while left and time.monotonic() < deadline:
+        time.sleep(1)
+        left = _run_processes(run_dir)
+    assert not left, f"processes left {grace_s:.0f} s after the command exited: {left}"
+
+
+def _fail_fast(small_shards, run_dir: Path, job: str, task: int) -> tuple[str, float]:
+    """Kill ``job:task`` mid-training; check the exit, the error and the clean-up.
+
+    Returns the command's output and the seconds from the kill to its exit.
+    """
+    training = _Training(_command(small_shards, run_dir))
+    try:
+        pid, executor, killed_at = _kill_mid_training(training, run_dir, job, task)
+        code = training.wait(timeout=FAIL_WITHIN_S + 60)
+        seconds = time.monotonic() - killed_at
+    finally:
+        training.kill()
+    output = training.output
+    assert code != 0, output[-4000:]
+    assert seconds < FAIL_WITHIN_S, f"exit {seconds:.0f} s after the kill"
+    # The driver's own error, as the command's last word: node, executor, pid, cause.
+    named = (rf"ClusterFailed: TF node {job}:{task} \(Spark executor {executor}, host \S+, "
+             rf"pid {pid}\) died: its process was killed by SIGKILL")
+    assert re.search(named, output), output[-4000:]
+    _assert_no_processes_left(run_dir)
+    return output, seconds
+
+
+# The driver's naming of the failed node, on the error texts Spark produced
+# in the runs below (no cluster needed).
+
+NODES = [
+    {"job_name": "ps", "task_index": 0, "tfos_index": 0, "spark_executor": "2", "host": "10.0.0.5", "port": 1},
+    {"job_name": "chief", "task_index": 0, "tfos_index": 1, "spark_executor": "0", "host": "10.0.0.5", "port": 2},
+    {"job_name": "worker", "task_index": 0, "tfos_index": 2, "spark_executor": "1", "host": "10.0.0.5", "port": 3},
+]
+
+CHIEF_FAILED = """Job aborted due to stage failure: Task 1 in stage 0.0 failed 1 times, most recent failure: \
+Lost task 1.0 in stage 0.0 (TID 1) (10.0.0.5 executor 0): org.apache.spark.api.python.PythonException: \
+[PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):
+  File "/work/main/tf_models/tfos_cluster.py", line 449, in _run_isolated
+    raise RuntimeError(f"{label} failed:\\n{error}")
+RuntimeError: TF node chief:0 (Spark executor 0, host vm, pid 3225) failed:
+Traceback (most recent call last):
+  File "/venv/tensorflow/python/distribute/coordinator/cluster_coordinator.py", line 443, in _raise_if_error
+    raise self._error  # pylint: disable=raising-bad-type
+tensorflow.python.framework.errors_impl.UnavailableError: failed to connect to all addresses
+Additional GRPC error information from remote target /job:ps/replica:0/task:0:
+:UNKNOWN:Error received from peer  {grpc_status:14}
+
+\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException(PythonRunner.scala:600)
+"""
+
+
+def _node_info(job_name: str, task_index: int, executor: str) -> NodeInfo:
+    return NodeInfo(job_name=job_name, task_index=task_index, executor_id=0, spark_executor_id=executor,
+                    cluster_spec={}, hostname="vm", pid=1)
+
+
+def test_the_node_that_died_is_named_before_the_peer_spark_stopped_on(tmp_path):
+    node_dir = str(tmp_path / "_nodes")
+    # The ps died first; the chief's coordinator failed on it, and its task
+    # reached Spark first. A node file from an earlier run must not count.
+    _write_node_file(node_dir, _node_info("ps", 0, "2"), 7, "run-b", "died", "its process was killed by SIGKILL")
+    _write_node_file(node_dir, _node_info("chief", 0, "0"), 3225, "run-b", "failed", "UnavailableError: ...")
+    _write_node_file(node_dir, _node_info("worker", 0, "1"), 9, "run-a", "died", "its process was killed by SIGKILL")
+    message = _failure_message(CHIEF_FAILED, NODES, node_dir, "run-b")
+    assert message == (
+        "TF node ps:0 (Spark executor 2, host vm, pid 7) died: its process was killed by SIGKILL "
+        "(then chief:0 (Spark executor 0, host vm, pid 3225) failed: "
+        "tensorflow.python.framework.errors_impl.UnavailableError: failed to connect to all addresses)")
+
+
+def test_without_node_files_the_failed_task_is_named_from_spark():
+    assert _describe_failure(CHIEF_FAILED, NODES) == (
+        "TF node chief:0 (Spark executor 0, host vm, pid 3225) failed: "
+        "tensorflow.python.framework.errors_impl.UnavailableError: failed to connect to all addresses")
+    # A lost executor leaves no Python traceback: the task index names the node.
+    lost = ("Job aborted due to stage failure: Task 2 in stage 0.0 failed 1 times, most recent failure: "
+            "Lost task 2.0 in stage 0.0 (TID 2) (10.0.0.5 executor 1): ExecutorLostFailure (executor 1 "
+            "exited caused by one of the running tasks) Reason: Command exited with code 137\n")
+    assert _describe_failure(lost, NODES) == (
+        "TF node worker:0 (Spark executor 1, host 10.0.0.5) failed: ExecutorLostFailure (executor 1 "
+        "exited caused by one of the running tasks) Reason: Command exited with code 137")
+
+
+def test_killed_worker_fails_fast_then_the_rerun_resumes(small_shards, tmp_path):
+    run_dir = tmp_path / "run"
+    model_dir = run_dir / "model"
+    output, seconds = _fail_fast(small_shards, run_dir, "worker", 1)
+    print(f"worker:1 killed: the command exited {seconds:.1f} s later")
+
+    # Read once every process of the run is gone: the chief may still have
+    # checkpointed while Spark was killing it, after the driver's hint.
+    stopped_at = _checkpoint_step(model_dir)
+    assert 0 < stopped_at < STEPS
+    hint = re.search(r"Run the same command again to resume from the checkpoint at step (\d+)", output)
+    assert hint is not None and 0 < int(hint.group(1)) <= stopped_at, output[-4000:]
+    history_before = json.loads((model_dir / "history.json").read_text())
+
+    started = time.monotonic()
+    rerun = subprocess.run(_command(small_shards, run_dir), cwd=REPO, capture_output=True,
+                           text=True, timeout=900)
+    print(f"resumed run: {time.monotonic() - started:.1f} s")
+    assert rerun.returncode == 0, rerun.stderr[-4000:]
+    assert f"resuming from the checkpoint at step {stopped_at} of {STEPS}" in rerun.stderr
+    # The chief itself restored the step counter (its executor log, not the driver's).
+    chief_logs = "".join(p.read_text(errors="replace")
+                         for p in (run_dir / "spark-home" / "work").glob("app-*/*/stderr"))
+    assert re.search(rf"resumed from \S+ckpt-{stopped_at} at step {stopped_at}\b", chief_logs)
+    assert _checkpoint_step(model_dir) == STEPS
+    history = json.loads((model_dir / "history.json").read_text())
+    assert [h["step"] for h in history] == list(range(CHECKPOINT_EVERY, STEPS + 1, CHECKPOINT_EVERY))
+    # Entries up to the checkpoint are carried over unchanged, not retrained:
+    # a restart from step 0 would have measured new losses and rates.
+    kept = [h for h in history_before if h["step"] <= stopped_at]
+    assert history[: len(kept)] == kept
+    assert (model_dir / "export" / "saved_model.pb").exists()
+    _assert_no_processes_left(run_dir)
+
+
+def test_killed_ps_fails_fast(small_shards, tmp_path):
+    _, seconds = _fail_fast(small_shards, tmp_path / "run", "ps", 0)
+    print(f"ps:0 killed: the command exited {seconds:.1f} s later")
