@@ -23,6 +23,22 @@ def _byte_lookup(alphabet: str, other: int, lower: bool = True) -> tf.Tensor:
     return tf.constant(table)
 
 
+def dna_indices(sequence_bytes: tf.Tensor) -> tf.Tensor:
+    """Map DNA bytes to ``uint8`` channel indices: A, C, G, T -> 0..3, else 4."""
+    table = tf.cast(_byte_lookup("ACGT", other=DNA_CHANNELS), tf.uint8)
+    return tf.gather(table, tf.cast(sequence_bytes, tf.int32))
+
+
+def reverse_complement_indices(indices: tf.Tensor) -> tf.Tensor:
+    """Reverse-complement channel indices (batch, length); N stays N.
+
+    A byte per base instead of four floats: augmenting before the one-hot
+    moves a quarter of the data.
+    """
+    complement = tf.where(indices < DNA_CHANNELS, DNA_CHANNELS - 1 - indices, indices)
+    return tf.reverse(complement, axis=[1])
+
+
 def dna_one_hot(sequence_bytes: tf.Tensor) -> tf.Tensor:
     """One-hot encode DNA bytes.
 
@@ -38,8 +54,7 @@ def dna_one_hot(sequence_bytes: tf.Tensor) -> tf.Tensor:
         byte give an all-zero row.
     """
     # Index 4 is out of range for depth 4, which tf.one_hot maps to zeros.
-    indices = tf.gather(_byte_lookup("ACGT", other=DNA_CHANNELS), tf.cast(sequence_bytes, tf.int32))
-    return tf.one_hot(indices, DNA_CHANNELS, dtype=tf.float32)
+    return tf.one_hot(dna_indices(sequence_bytes), DNA_CHANNELS, dtype=tf.float32)
 
 
 def reverse_complement(one_hot: tf.Tensor) -> tf.Tensor:

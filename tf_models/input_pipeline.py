@@ -11,11 +11,22 @@ from __future__ import annotations
 import tensorflow as tf
 
 from preprocess.records import RecordLayout
-from tf_models.encoding import dna_one_hot, reverse_complement
+from tf_models.encoding import DNA_CHANNELS, dna_indices, reverse_complement_indices
 
 
-def decode_batch(records: tf.Tensor, layout: RecordLayout) -> dict[str, tf.Tensor]:
+def decode_batch(
+    records: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | None = None
+) -> dict[str, tf.Tensor]:
     """Decode a batch of fixed-length records into model features.
+
+    Parameters
+    ----------
+    records
+        A batch of raw records.
+    layout
+        The record layout.
+    flip
+        Optional bool per record: reverse-complement its DNA.
 
     Returns
     -------
@@ -26,8 +37,11 @@ def decode_batch(records: tf.Tensor, layout: RecordLayout) -> dict[str, tf.Tenso
     # The reshape gives the record length a static size, which the model's
     # centre crop and Flatten need.
     raw = tf.reshape(tf.io.decode_raw(records, tf.uint8), [-1, layout.record_bytes])
+    dna = dna_indices(raw[:, : layout.window])
+    if flip is not None:
+        dna = tf.where(flip[:, None], reverse_complement_indices(dna), dna)
     return {
-        "dna": dna_one_hot(raw[:, : layout.window]),
+        "dna": tf.one_hot(dna, DNA_CHANNELS, dtype=tf.float32),
         "label": tf.cast(raw[:, layout.label_offset], tf.float32),
         "tf_index": tf.cast(raw[:, layout.tf_offset], tf.int32),
         "cell_index": tf.cast(raw[:, layout.cell_offset], tf.int32),
@@ -35,13 +49,10 @@ def decode_batch(records: tf.Tensor, layout: RecordLayout) -> dict[str, tf.Tenso
     }
 
 
-def _augment(batch_index: tf.Tensor, features: dict[str, tf.Tensor], seed: int) -> dict[str, tf.Tensor]:
-    """Reverse-complement a random half of the batch, reproducibly by batch index."""
-    size = tf.shape(features["dna"])[0]
-    flip = tf.random.stateless_uniform([size], seed=tf.stack([tf.constant(seed, tf.int64), batch_index])) < 0.5
-    features = dict(features)
-    features["dna"] = tf.where(flip[:, None, None], reverse_complement(features["dna"]), features["dna"])
-    return features
+def _augmented(batch_index: tf.Tensor, records: tf.Tensor, layout: RecordLayout, seed: int) -> dict[str, tf.Tensor]:
+    """Decode, reverse-complementing a random half of the batch, reproducibly by batch index."""
+    flip = tf.random.stateless_uniform(tf.shape(records), seed=tf.stack([tf.constant(seed, tf.int64), batch_index])) < 0.5
+    return decode_batch(records, layout, flip)
 
 
 def _records(
@@ -121,7 +132,7 @@ def make_dataset(
         reads draw ``e % len(negatives)``, so negatives are redrawn per epoch
         while the positives repeat.
     positive_fraction
-        With ``negatives``: the expected share of positives in a batch.
+        With ``negatives``: the share of positives in every batch.
     skip_batches
         Batches this pipeline already trained on (a resumed run): skipped
         before decoding, so the stream continues where it stopped, with the
@@ -134,19 +145,23 @@ def make_dataset(
         )
     paths = [f.removeprefix("file://") for f in files]
     records = _records(paths, layout, seed, shard, training, by_file=len(paths) >= shard[0])
-    if training:
-        records = records.repeat()
-        if negatives:
-            records = tf.data.Dataset.sample_from_datasets(
-                [records, _redrawn_negatives(negatives, layout, seed, shard)],
-                weights=[positive_fraction, 1.0 - positive_fraction],
-                seed=seed,
-            )
-        records = records.shuffle(shuffle_buffer, seed=seed)
-    batches = records.batch(batch_size, drop_remainder=training).skip(skip_batches)
-    batches = batches.map(lambda r: decode_batch(r, layout), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
-    if training:
-        batches = batches.enumerate(start=skip_batches).map(
-            lambda i, feats: _augment(i, feats, seed), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    if not training:
+        batches = records.batch(batch_size)
+    elif negatives:
+        # Classes are mixed per batch, not per record: every batch holds the
+        # same number of positives, and batch-level ops keep the pipeline fast.
+        n_positive = min(max(1, round(positive_fraction * batch_size)), batch_size - 1)
+        positives = records.repeat().shuffle(shuffle_buffer, seed=seed).batch(n_positive)
+        drawn = _redrawn_negatives(negatives, layout, seed, shard).shuffle(shuffle_buffer, seed=seed + 1)
+        batches = tf.data.Dataset.zip(positives, drawn.batch(batch_size - n_positive)).map(
+            lambda pos, neg: tf.concat([pos, neg], axis=0)
         )
+    else:
+        batches = records.repeat().shuffle(shuffle_buffer, seed=seed).batch(batch_size, drop_remainder=True)
+    parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": True}
+    if training:
+        batches = batches.skip(skip_batches).enumerate(start=skip_batches)
+        batches = batches.map(lambda i, records: _augmented(i, records, layout, seed), **parallel)
+    else:
+        batches = batches.map(lambda records: decode_batch(records, layout), **parallel)
     return batches.prefetch(tf.data.AUTOTUNE)
