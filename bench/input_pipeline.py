@@ -14,16 +14,27 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import tensorflow as tf
+
+# The repository root before bench/: bench/preprocess.py would otherwise
+# shadow the preprocess package when this file is run as a script.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from preprocess.manifest import read_manifest
 from tf_models.train_loop import TrainingRun, build_training_step
 from tfbs.config import load_config
 
 
-def _rate(dataset: tf.data.Dataset, batches: int, batch_size: int, step=None) -> float:
+def rate(dataset: tf.data.Dataset, batches: int, batch_size: int, step=None) -> float:
+    """Examples/s over ``batches`` batches of a fresh iterator, after 5 warm-up batches.
+
+    With ``step``, each batch also goes through that training step (the
+    model's demand); without, the pipeline alone.
+    """
     iterator = iter(dataset)
     for _ in range(5):  # warm-up: tracing, file opening, prefetch fill
         batch = next(iterator)
@@ -50,8 +61,8 @@ def main() -> None:
     dataset = run.dataset(cfg, cfg.batch_size)
 
     step = build_training_step(config, run)
-    pipeline = [_rate(dataset, args.batches, cfg.batch_size) for _ in range(args.repeats)]
-    model = [_rate(dataset, max(20, args.batches // 10), cfg.batch_size, step) for _ in range(args.repeats)]
+    pipeline = [rate(dataset, args.batches, cfg.batch_size) for _ in range(args.repeats)]
+    model = [rate(dataset, max(20, args.batches // 10), cfg.batch_size, step) for _ in range(args.repeats)]
     result = {
         "pipeline_examples_per_s": statistics.median(pipeline),
         "model_examples_per_s": statistics.median(model),

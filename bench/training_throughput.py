@@ -1,0 +1,157 @@
+"""Benchmark: steady-state training throughput, single process against TFoS.
+
+Same shards, same model (the config's), same batch size and steps, each run
+a fresh ``tfbs train`` CLI subprocess with its own run directory:
+
+- ``local``: the training loop in one process (``train.strategy=local``);
+- ``ps_2_workers``: TensorFlowOnSpark, ParameterServerStrategy, 1 ps + 2
+  workers + the chief on ``local-cluster[4,1,1024]`` (the default);
+- ``ps_1_worker``: the same with one worker, ``local-cluster[3,1,1024]``.
+
+Steady state excludes start-up (JVMs, TensorFlow servers, tracing, input
+pipeline warm-up): the chief's ``history.json`` has one entry per checkpoint
+window with that window's examples/s, timed by the chief from the first
+closure scheduled to the last one joined (checkpoint writing excluded). The
+first window carries the start-up and is dropped; the rate of the others is
+their examples over their summed time. Configurations run interleaved
+(round 1: a, b, c; round 2: ...), medians over the rounds.
+
+    .venv/bin/python bench/training_throughput.py --config conf/demo.yaml \
+        --set shards_dir=/work/h7/run/shards --work-dir /work/h7/bench_runs --repeats 3
+
+Prints ps_2_workers/local (issue 4's target: >= 0.9, PS at most 10% slower
+than one process on the same cores) and ps_2_workers/ps_1_worker (target
+>= 1.7). JSON printed and written to ``build/bench/training_throughput.json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TFBS = ROOT / ".venv" / "bin" / "tfbs"
+
+#: Passed to every run: the chief's validation at each checkpoint is outside
+#: the timed windows, so scoring fewer examples only shortens the wall time.
+COMMON = ["train.validation_examples=1024"]
+
+#: name -> the ``--set`` overrides that make that configuration.
+CONFIGURATIONS: dict[str, list[str]] = {
+    "local": ["train.strategy=local"],
+    "ps_2_workers": ["train.strategy=parameter_server", "train.num_ps=1", "train.num_workers=2",
+                     "train.master=local-cluster[4,1,1024]"],
+    "ps_1_worker": ["train.strategy=parameter_server", "train.num_ps=1", "train.num_workers=1",
+                    "train.master=local-cluster[3,1,1024]"],
+}
+
+
+def steady_rate(history: list[dict], batch_size: int, skip: int = 1) -> float:
+    """Examples/s over the history windows after the first ``skip``.
+
+    Each entry's ``examples_per_s`` covers the steps since the previous
+    entry; a window's time is its examples over that rate.
+    """
+    examples = seconds = 0.0
+    previous_step = history[skip - 1]["step"] if skip else 0
+    for entry in history[skip:]:
+        window_examples = (entry["step"] - previous_step) * batch_size
+        examples += window_examples
+        seconds += window_examples / entry["examples_per_s"]
+        previous_step = entry["step"]
+    if not examples:
+        raise ValueError(f"history has {len(history)} windows: nothing after the first {skip}")
+    return examples / seconds
+
+
+def train_once(name: str, args: argparse.Namespace, run_dir: Path) -> dict:
+    """One ``tfbs train`` subprocess; its history, steady rate and wall time."""
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    command = [str(TFBS), "train", "--config", args.config, *[f"--set={o}" for o in args.overrides]]
+    command += [f"--set={o}" for o in COMMON + CONFIGURATIONS[name]]
+    command += [f"--set=run_dir={run_dir}", f"--set=train.steps={args.steps}",
+                f"--set=train.steps_per_execution={args.steps_per_execution}",
+                f"--set=train.checkpoint_every_steps={args.window_steps}"]
+    run_dir.mkdir(parents=True)
+    started = time.monotonic()
+    with open(run_dir / "train.log", "w") as log:
+        subprocess.run(command, check=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+    wall = time.monotonic() - started
+    history = json.loads((run_dir / "model" / "history.json").read_text())
+    return {
+        "steady_examples_per_s": steady_rate(history, args.batch_size),
+        "wall_seconds": wall,
+        "history": history,
+        "load_average_1min_after": os.getloadavg()[0],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", default="conf/demo.yaml")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="passed to every run")
+    parser.add_argument("--steps", type=int, default=600)
+    parser.add_argument("--steps-per-execution", type=int, default=20)
+    parser.add_argument("--window-steps", type=int, default=200, help="checkpoint (history) window")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--only", action="append", choices=sorted(CONFIGURATIONS), help="default: all")
+    parser.add_argument("--work-dir", default="build/bench/training_runs", help="run directories (replaced)")
+    parser.add_argument("--keep-runs", action="store_true")
+    parser.add_argument("--out", default="build/bench/training_throughput.json")
+    args = parser.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from tfbs.config import load_config
+
+    config = load_config(args.config, args.overrides)
+    args.batch_size = config.train.batch_size
+    names = args.only or list(CONFIGURATIONS)
+    work = Path(args.work_dir).resolve()
+
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    for round_index in range(args.repeats):
+        for name in names:
+            run_dir = work / f"{name}-{round_index}"
+            result = train_once(name, args, run_dir)
+            runs[name].append(result)
+            print(f"round {round_index + 1}/{args.repeats} {name}: {result['steady_examples_per_s']:.0f} "
+                  f"examples/s steady, {result['wall_seconds']:.0f} s wall", file=sys.stderr)
+            if not args.keep_runs:
+                shutil.rmtree(run_dir)
+
+    medians = {name: statistics.median(r["steady_examples_per_s"] for r in results) for name, results in runs.items()}
+    summary: dict = {"steady_examples_per_s": medians}
+    if {"ps_2_workers", "local"} <= medians.keys():
+        summary["ratio_ps_2_workers_to_local"] = medians["ps_2_workers"] / medians["local"]
+    if {"ps_2_workers", "ps_1_worker"} <= medians.keys():
+        summary["ratio_ps_2_workers_to_ps_1_worker"] = medians["ps_2_workers"] / medians["ps_1_worker"]
+    summary["median_wall_seconds"] = {
+        name: statistics.median(r["wall_seconds"] for r in results) for name, results in runs.items()
+    }
+    summary.update({
+        "batch_size": args.batch_size,
+        "steps": args.steps,
+        "steps_per_execution": args.steps_per_execution,
+        "window_steps": args.window_steps,
+        "steady_steps": args.steps - args.window_steps,
+        "repeats": args.repeats,
+        "cores": os.cpu_count(),
+        "shards": config.shards_uri,
+        "overrides": {name: COMMON + CONFIGURATIONS[name] for name in names},
+        "runs": runs,
+    })
+    text = json.dumps(summary, indent=2)
+    print(text)
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    Path(args.out).write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()
