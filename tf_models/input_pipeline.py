@@ -83,9 +83,15 @@ def _redrawn_negatives(
     by_draw = tf.ragged.constant([[f.removeprefix("file://") for f in files] for files in negatives])
     by_file = min(len(files) for files in negatives) >= shard[0]
     n_draws = len(negatives)
-    return tf.data.Dataset.range(1 << 62).flat_map(
-        lambda epoch: _records(by_draw[epoch % n_draws], layout, seed + epoch, shard, True, by_file)
-    )
+
+    def epoch_records(epoch: tf.Tensor) -> tf.data.Dataset:
+        # A stateless shuffle takes the epoch as a tensor seed; shuffle() would not.
+        files = tf.random.experimental.stateless_shuffle(
+            by_draw[epoch % n_draws], seed=tf.stack([tf.constant(seed, tf.int64), epoch])
+        )
+        return _records(files, layout, seed, shard, True, by_file)
+
+    return tf.data.Dataset.range(1 << 62).flat_map(epoch_records)
 
 
 def make_dataset(
