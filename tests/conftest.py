@@ -48,6 +48,23 @@ def small_config(root: Path, *extra: str) -> PipelineConfig:
     )
 
 
+def model_inputs(dna: list[bytes], proteins: list[str], aa_max_length: int, tf_index, cells, dnase) -> dict:
+    """The dict a model takes, built from raw sequences as the export does."""
+    import numpy as np
+    import tensorflow as tf
+
+    from preprocess.proteins import protein_table
+    from tf_models.encoding import dna_one_hot, protein_one_hot
+
+    return {
+        "dna": dna_one_hot(np.frombuffer(b"".join(dna), np.uint8).reshape(len(dna), -1)),
+        "proteins": protein_one_hot(protein_table(proteins, aa_max_length)),
+        "tf_index": tf.constant(tf_index),
+        "cell_index": tf.constant(cells),
+        "dnase": tf.constant(dnase),
+    }
+
+
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session for the whole test run."""

@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import DEMO_CONFIG, REPO
+from conftest import DEMO_CONFIG, REPO, model_inputs
 from tfbs.config import ConfigError, ModelConfig, load_config
 
 WINDOW = 200
@@ -205,8 +205,7 @@ def test_training_steps_reduce_the_loss(name):
 
 
 def test_factornet_exports_and_both_signatures_agree(tmp_path):
-    from preprocess.proteins import AMINO_ACIDS, protein_table
-    from tf_models.encoding import dna_one_hot, protein_one_hot
+    from preprocess.proteins import AMINO_ACIDS
     from tf_models.export import export_model
 
     model, config = _build("factornet")
@@ -226,15 +225,7 @@ def test_factornet_exports_and_both_signatures_agree(tmp_path):
         dnase=tf.constant(dnase),
     )
     np.testing.assert_allclose(by_index["probability"], by_sequence["probability"], rtol=1e-5, atol=1e-6)
-    direct = model(
-        {
-            "dna": dna_one_hot(np.frombuffer(b"".join(dna), np.uint8).reshape(4, -1)),
-            "proteins": protein_one_hot(protein_table(proteins, config.aa_max_length)),
-            "tf_index": tf.constant(tf_index),
-            "cell_index": tf.constant(cells),
-            "dnase": tf.constant(dnase),
-        }
-    ).numpy()
+    direct = model(model_inputs(dna, proteins, config.aa_max_length, tf_index, cells, dnase)).numpy()
     np.testing.assert_allclose(by_index["logit"], direct, rtol=1e-5, atol=1e-5)
     assert json.load(open(f"{export_dir}/tfbs_metadata.json")) == {"tfs": ["A", "B", "C"]}
 

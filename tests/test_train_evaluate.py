@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import small_config
+from conftest import model_inputs, small_config
 from tf_models.distributed import train_on_spark
 from tf_models.evaluate import evaluate
 from tfbs.uri import local_path
@@ -154,8 +154,6 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
 
 
 def test_export_equals_the_last_checkpoint(trained):
-    from preprocess.proteins import protein_table
-    from tf_models.encoding import dna_one_hot, protein_one_hot
     from tf_models.model import build_model
 
     config, manifest, _ = trained
@@ -167,15 +165,7 @@ def test_export_equals_the_last_checkpoint(trained):
     dna = [bytes(rng.choice(list(b"ACGT"), manifest["window"]).astype(np.uint8)) for _ in range(6)]
     tf_index, cells, dnase = [0, 1, 0, 1, 0, 1], [0, 1, 2, 0, 1, 2], [0.0, 1.0, 1.0, 0.0, 1.0, 0.0]
     proteins = [manifest["proteins"][name] for name in manifest["tfs"]]
-    logits = restored(
-        {
-            "dna": dna_one_hot(np.frombuffer(b"".join(dna), np.uint8).reshape(6, -1)),
-            "proteins": protein_one_hot(protein_table(proteins, model_config.aa_max_length)),
-            "tf_index": tf.constant(tf_index),
-            "cell_index": tf.constant(cells),
-            "dnase": tf.constant(dnase),
-        }
-    ).numpy()
+    logits = restored(model_inputs(dna, proteins, model_config.aa_max_length, tf_index, cells, dnase)).numpy()
     exported = tf.saved_model.load(local_path(f"{config.model_uri}/export")).signatures["indexed"](
         dna=tf.constant(dna), tf_index=tf.constant(tf_index), cell_index=tf.constant(cells), dnase=tf.constant(dnase)
     )["logit"].numpy()
