@@ -41,6 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.input_pipeline import rate  # noqa: E402
+from bench.report import write_summary  # noqa: E402
 from preprocess.manifest import read_manifest  # noqa: E402
 from tf_models.train_loop import TrainingRun, build_training_step  # noqa: E402
 from tfbs import uri as storage  # noqa: E402
@@ -119,10 +120,7 @@ def main() -> None:
         "petastorm_versions": result["versions"],
         "load_average_1min_at_end": os.getloadavg()[0],
     }
-    text = json.dumps(summary, indent=2)
-    print(text)
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    Path(args.out).write_text(text + "\n")
+    write_summary(summary, args.out)
 
 
 if __name__ == "__main__":

@@ -108,6 +108,7 @@ def main() -> None:
     parser.add_argument("--out", default="build/bench/training_throughput.json")
     args = parser.parse_args()
     sys.path.insert(0, str(ROOT))
+    from bench.report import write_summary
     from tfbs.config import load_config
 
     config = load_config(args.config, args.overrides)
@@ -147,10 +148,7 @@ def main() -> None:
         "overrides": {name: COMMON + CONFIGURATIONS[name] for name in names},
         "runs": runs,
     })
-    text = json.dumps(summary, indent=2)
-    print(text)
-    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-    Path(args.out).write_text(text + "\n")
+    write_summary(summary, args.out)
 
 
 if __name__ == "__main__":
