@@ -18,7 +18,6 @@ from typing import Literal
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from preprocess.dream_formats import BIN_SIZE, BIN_STEP, BadInputError, parse_label_header, parse_label_line

@@ -4,7 +4,6 @@ balance, bedtools annotations, windows, records, and bad input."""
 from __future__ import annotations
 
 import gzip
-import shutil
 
 import numpy as np
 import pyarrow as pa
