@@ -8,21 +8,51 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test bench system-deps clean
+.PHONY: demo test test-unit lint format bench dist minicluster system-deps clean
 
 demo: $(STAMP)
 	$(BIN)/tfbs demo --config conf/demo.yaml
 
-test: $(STAMP)
+# Lint and type checks first: they take seconds, the suite about 20 minutes.
+test: lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# No Spark, no cluster, nothing slow: about a minute.
+test-unit: $(STAMP)
+	$(BIN)/python -m pytest -m "not spark and not cluster and not slow" $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+# Held-out auPRC of every training strategy beside the baselines, on the
+# demo's shards (built by `make demo`); the other benchmarks are in the README.
+bench: $(STAMP)
+	$(BIN)/python bench/model_quality.py --config conf/demo.yaml
+
+# The packed environment YARN containers run in (build/dist/tfbs-env.tar.gz);
+# see "Running on a cluster" in the README.
+dist: $(STAMP)
+	@PYTHON=$(PYTHON) bash scripts/build_dist.sh
+
+# HDFS + YARN on this machine until Ctrl-C (Hadoop's mini cluster; it prints
+# the exports to use). See cluster/README.md.
+MINICLUSTER_DIR ?= build/minicluster
+minicluster:
+	$(PYTHON) cluster/minicluster.py start --workdir $(MINICLUSTER_DIR)
 
 system-deps:
 	@bash scripts/system_deps.sh
 
-$(STAMP): setup.py | system-deps
+$(STAMP): pyproject.toml | system-deps
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev,airflow]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,airflow,hdfs]'
 	@touch $(STAMP)
 
 clean:

@@ -60,7 +60,7 @@ def main() -> None:
     cfg = config.train
     dataset = run.dataset(cfg, cfg.batch_size)
 
-    step = build_training_step(config, run)
+    step = build_training_step(config.train, run)
     pipeline = [rate(dataset, args.batches, cfg.batch_size) for _ in range(args.repeats)]
     model = [rate(dataset, max(20, args.batches // 10), cfg.batch_size, step) for _ in range(args.repeats)]
     result = {

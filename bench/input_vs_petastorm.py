@@ -62,9 +62,22 @@ def petastorm_round(manifest_path: str, batch_size: int, batches: int, shuffle_b
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "petastorm.json"
         command = [
-            str(petastorm_python()), str(ROOT / "bench" / "petastorm_reader.py"),
-            "--manifest", manifest_path, "--batch-size", str(batch_size), "--batches", str(batches),
-            "--repeats", "1", "--shuffle-buffer", str(shuffle_buffer), "--seed", str(seed), "--out", str(out),
+            str(petastorm_python()),
+            str(ROOT / "bench" / "petastorm_reader.py"),
+            "--manifest",
+            manifest_path,
+            "--batch-size",
+            str(batch_size),
+            "--batches",
+            str(batches),
+            "--repeats",
+            "1",
+            "--shuffle-buffer",
+            str(shuffle_buffer),
+            "--seed",
+            str(seed),
+            "--out",
+            str(out),
         ]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         return json.loads(out.read_text())
@@ -84,17 +97,22 @@ def main() -> None:
     manifest_path = storage.local_path(f"{config.shards_uri}/manifest.json")
     run = TrainingRun.from_manifest(manifest)
     dataset = run.dataset(cfg, cfg.batch_size)
-    step = build_training_step(config, run)
+    step = build_training_step(config.train, run)
 
     ours, model, petastorm, petastorm_raw = [], [], [], []
     for round_index in range(args.repeats):
         ours.append(rate(dataset, args.batches, cfg.batch_size))
         model.append(rate(dataset, max(20, args.batches // 10), cfg.batch_size, step))
-        result = petastorm_round(manifest_path, cfg.batch_size, args.batches, cfg.shuffle_buffer, cfg.seed + round_index)
+        result = petastorm_round(
+            manifest_path, cfg.batch_size, args.batches, cfg.shuffle_buffer, cfg.seed + round_index
+        )
         petastorm.append(result["petastorm_examples_per_s"])
         petastorm_raw.append(result["petastorm_reader_rows_per_s"])
-        print(f"round {round_index + 1}/{args.repeats}: ours {ours[-1]:.0f}, model {model[-1]:.0f}, "
-              f"petastorm {petastorm[-1]:.0f} examples/s", file=sys.stderr)
+        print(
+            f"round {round_index + 1}/{args.repeats}: ours {ours[-1]:.0f}, model {model[-1]:.0f}, "
+            f"petastorm {petastorm[-1]:.0f} examples/s",
+            file=sys.stderr,
+        )
 
     medians = {
         "ours_examples_per_s": statistics.median(ours),
@@ -113,9 +131,9 @@ def main() -> None:
         "repeats": args.repeats,
         "shards": config.shards_uri,
         "rows": {
-            "records_train": sum(f["rows"] for f in manifest["records"]["train"]["positives"])
-            + sum(f["rows"] for files in manifest["records"]["train"]["negatives"] for f in files),
-            "parquet_train": sum(f["rows"] for f in manifest["parquet"]["train"]),
+            "records_train": sum(f.rows for f in manifest.records["train"].positives)
+            + sum(f.rows for files in manifest.records["train"].negatives for f in files),
+            "parquet_train": sum(f.rows for f in manifest.parquet["train"]),
         },
         "petastorm_versions": result["versions"],
         "load_average_1min_at_end": os.getloadavg()[0],

@@ -46,10 +46,18 @@ COMMON = ["train.validation_examples=1024"]
 #: name -> the ``--set`` overrides that make that configuration.
 CONFIGURATIONS: dict[str, list[str]] = {
     "local": ["train.strategy=local"],
-    "ps_2_workers": ["train.strategy=parameter_server", "train.num_ps=1", "train.num_workers=2",
-                     "train.master=local-cluster[4,1,1024]"],
-    "ps_1_worker": ["train.strategy=parameter_server", "train.num_ps=1", "train.num_workers=1",
-                    "train.master=local-cluster[3,1,1024]"],
+    "ps_2_workers": [
+        "train.strategy=parameter_server",
+        "train.num_ps=1",
+        "train.num_workers=2",
+        "train.master=local-cluster[4,1,1024]",
+    ],
+    "ps_1_worker": [
+        "train.strategy=parameter_server",
+        "train.num_ps=1",
+        "train.num_workers=1",
+        "train.master=local-cluster[3,1,1024]",
+    ],
 }
 
 
@@ -77,9 +85,12 @@ def train_once(name: str, args: argparse.Namespace, run_dir: Path) -> dict:
         shutil.rmtree(run_dir)
     command = [str(TFBS), "train", "--config", args.config, *[f"--set={o}" for o in args.overrides]]
     command += [f"--set={o}" for o in COMMON + CONFIGURATIONS[name]]
-    command += [f"--set=run_dir={run_dir}", f"--set=train.steps={args.steps}",
-                f"--set=train.steps_per_execution={args.steps_per_execution}",
-                f"--set=train.checkpoint_every_steps={args.window_steps}"]
+    command += [
+        f"--set=run_dir={run_dir}",
+        f"--set=train.steps={args.steps}",
+        f"--set=train.steps_per_execution={args.steps_per_execution}",
+        f"--set=train.checkpoint_every_steps={args.window_steps}",
+    ]
     run_dir.mkdir(parents=True)
     started = time.monotonic()
     with open(run_dir / "train.log", "w") as log:
@@ -122,8 +133,11 @@ def main() -> None:
             run_dir = work / f"{name}-{round_index}"
             result = train_once(name, args, run_dir)
             runs[name].append(result)
-            print(f"round {round_index + 1}/{args.repeats} {name}: {result['steady_examples_per_s']:.0f} "
-                  f"examples/s steady, {result['wall_seconds']:.0f} s wall", file=sys.stderr)
+            print(
+                f"round {round_index + 1}/{args.repeats} {name}: {result['steady_examples_per_s']:.0f} "
+                f"examples/s steady, {result['wall_seconds']:.0f} s wall",
+                file=sys.stderr,
+            )
             if not args.keep_runs:
                 shutil.rmtree(run_dir)
 
@@ -136,18 +150,20 @@ def main() -> None:
     summary["median_wall_seconds"] = {
         name: statistics.median(r["wall_seconds"] for r in results) for name, results in runs.items()
     }
-    summary.update({
-        "batch_size": args.batch_size,
-        "steps": args.steps,
-        "steps_per_execution": args.steps_per_execution,
-        "window_steps": args.window_steps,
-        "steady_steps": args.steps - args.window_steps,
-        "repeats": args.repeats,
-        "cores": os.cpu_count(),
-        "shards": config.shards_uri,
-        "overrides": {name: COMMON + CONFIGURATIONS[name] for name in names},
-        "runs": runs,
-    })
+    summary.update(
+        {
+            "batch_size": args.batch_size,
+            "steps": args.steps,
+            "steps_per_execution": args.steps_per_execution,
+            "window_steps": args.window_steps,
+            "steady_steps": args.steps - args.window_steps,
+            "repeats": args.repeats,
+            "cores": os.cpu_count(),
+            "shards": config.shards_uri,
+            "overrides": {name: COMMON + CONFIGURATIONS[name] for name in names},
+            "runs": runs,
+        }
+    )
     write_summary(summary, args.out)
 
 

@@ -7,12 +7,8 @@ import logging
 import sys
 from collections.abc import Callable
 
-from preprocess.dream_formats import BadInputError
-from preprocess.inputs import MissingInputError
-from tfbs.config import ConfigError, PipelineConfig, load_config
-
-#: Errors that are the user's to fix: one clear line, no traceback.
-USER_ERRORS = (ConfigError, MissingInputError, BadInputError, FileNotFoundError)
+from tfbs.config import PipelineConfig, load_config
+from tfbs.errors import TfbsError
 
 DEFAULT_CONFIG = "conf/demo.yaml"
 
@@ -63,7 +59,7 @@ def run_stage(
     try:
         config = load_config(args.config, args.overrides)
         stage(config, args)
-    except USER_ERRORS as err:
+    except TfbsError as err:  # the user's to fix: one clear line, no traceback
         print(f"error: {err}", file=sys.stderr)
         return 2
     return 0

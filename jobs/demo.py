@@ -6,6 +6,12 @@ import argparse
 import logging
 import sys
 import time
+from pathlib import Path
+
+if __name__ == "__main__":
+    # Run as a file (`spark-submit jobs/demo.py`): Python put jobs/ first on the
+    # path, where jobs/preprocess.py would shadow the preprocess package.
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from tfbs.config import PipelineConfig
 

@@ -10,8 +10,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+from typing import Literal
 
-from tfbs.config import ConfigError, PipelineConfig
+if __name__ == "__main__":
+    # Run as a file (`spark-submit jobs/labels.py`): Python put jobs/ first on the
+    # path, where jobs/preprocess.py would shadow the preprocess package.
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from tfbs.config import PipelineConfig
+from tfbs.errors import ConfigError
 from tfbs.uri import local_path
 
 
@@ -27,15 +35,13 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     data = config.data
     if not data.cells:
         raise ConfigError(f"{config.source}: data.cells: list the cell types to label")
+
+    def peak_file(cell: str, tf: str, kind: Literal["conservative", "relaxed"]) -> str:
+        return local_path(require(data.chip_peaks_uri(cell, tf, kind), f"{kind} peaks of {tf} in {cell}"))
+
     summary = {}
     for tf in data.tfs:
-        peaks = {
-            cell: tuple(
-                local_path(require(data.chip_peaks_uri(cell, tf, kind), f"{kind} peaks of {tf} in {cell}"))
-                for kind in ("conservative", "relaxed")
-            )
-            for cell in data.cells
-        }
+        peaks = {cell: (peak_file(cell, tf, "conservative"), peak_file(cell, tf, "relaxed")) for cell in data.cells}
         summary[tf] = build_labels(
             local_path(require(data.chrom_sizes, "chromosome sizes")),
             peaks,

@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+if __name__ == "__main__":
+    # Run as a file (`spark-submit jobs/preprocess.py`): Python put jobs/ first on the
+    # path, where jobs/preprocess.py would shadow the preprocess package.
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from typing import TYPE_CHECKING
 
 from tfbs.config import PipelineConfig
 
+if TYPE_CHECKING:
+    from preprocess.manifest import Manifest
 
-def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
+
+def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> Manifest:
     """Build the shards and manifest under ``<run_dir>/shards``."""
     from preprocess.build_shards import build_shards
     from preprocess.inputs import check_preprocess_inputs

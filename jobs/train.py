@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
+
+if __name__ == "__main__":
+    # Run as a file (`spark-submit jobs/train.py`): Python put jobs/ first on the
+    # path, where jobs/preprocess.py would shadow the preprocess package.
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
 
 from tfbs.config import PipelineConfig
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from preprocess.bedtools import run_bedtools
-from preprocess.dream_formats import BIN_SIZE
+from tfbs.dream import BIN_SIZE
 
 #: ``{source name: (starts, ends)}`` of the intervals on one chromosome.
 Intervals = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -35,7 +35,9 @@ def _write_bed(path: str, chrom: str, starts: np.ndarray, ends: np.ndarray, name
     pacsv.write_csv(pa.table(columns), path, _TSV)
 
 
-def overlap_flags(chrom: str, bin_starts: np.ndarray, intervals: Intervals, scratch: str | None = None) -> dict[str, np.ndarray]:
+def overlap_flags(
+    chrom: str, bin_starts: np.ndarray, intervals: Intervals, scratch: str | None = None
+) -> dict[str, np.ndarray]:
     """Which bins overlap each interval source, by ``bedtools intersect``.
 
     Parameters
@@ -83,31 +85,3 @@ def overlap_flags(chrom: str, bin_starts: np.ndarray, intervals: Intervals, scra
         found = np.unique(hit_starts[hit_sources == i])
         flags[source][np.searchsorted(bin_starts, found)] = True
     return flags
-
-
-def read_bed_intervals(uri: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Read the first three columns of a BED/narrowPeak file, by chromosome.
-
-    Raises
-    ------
-    BadInputError
-        If the file cannot be parsed, naming it and Arrow's reason.
-    """
-    from preprocess.dream_formats import BadInputError
-    from tfbs import uri as storage
-
-    try:
-        with storage.open_input(uri) as stream:
-            table = pacsv.read_csv(
-                stream,
-                read_options=pacsv.ReadOptions(autogenerate_column_names=True),
-                parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False),
-                convert_options=pacsv.ConvertOptions(
-                    include_columns=["f0", "f1", "f2"], column_types={"f0": pa.string(), "f1": pa.int64(), "f2": pa.int64()}
-                ),
-            )
-    except (pa.ArrowInvalid, OSError) as err:
-        raise BadInputError(uri, 0, f"not a readable BED file ({err})") from None
-    chroms = np.asarray(table.column("f0").to_pylist(), dtype=object)
-    starts, ends = table.column("f1").to_numpy(), table.column("f2").to_numpy()
-    return {chrom: (starts[chroms == chrom], ends[chroms == chrom]) for chrom in np.unique(chroms)}

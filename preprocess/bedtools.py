@@ -12,6 +12,7 @@ import os
 import shlex
 import shutil
 import subprocess
+from collections.abc import Sequence
 
 
 class BedtoolsError(RuntimeError):
@@ -49,7 +50,7 @@ def bedtools_binary(binary: str | None = None) -> str:
 
 
 def run_bedtools(
-    args: list[str],
+    args: Sequence[str | os.PathLike[str]],
     stdout_path: str | os.PathLike[str] | None = None,
     binary: str | None = None,
 ) -> str:
@@ -89,7 +90,5 @@ def run_bedtools(
         # when bedtools repeats a warning per line.
         stderr = (done.stderr or "").strip()[-2000:]
         target = f" > {shlex.quote(str(stdout_path))}" if stdout_path is not None else ""
-        raise BedtoolsError(
-            f"bedtools failed (exit {done.returncode}): {shlex.join(command)}{target}\n{stderr}"
-        )
+        raise BedtoolsError(f"bedtools failed (exit {done.returncode}): {shlex.join(command)}{target}\n{stderr}")
     return stdout

@@ -18,30 +18,43 @@ manifest, which accounts for every input row, has been checked and written.
 from __future__ import annotations
 
 import logging
+import math
 import re
 import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from operator import itemgetter
+from typing import Any, Literal
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from preprocess import manifest as manifest_io
-from preprocess.annotate import read_bed_intervals
-from preprocess.dream_formats import BadInputError
 from preprocess.genome import load_chromosome, read_fai, window_status
 from preprocess.inputs import check_preprocess_inputs
 from preprocess.label_reader import LabelPiece, ReadReport, read_label_file
-from preprocess.proteins import read_protein_fasta
 from preprocess.records import RecordLayout
 from preprocess.sampling import draw_probabilities
-from preprocess.segregate import BLACKLIST, ChromBins, annotate_bins, class_counts, decide, dnase_source
-from preprocess.shard_writer import ChromResult, ShardContext, write_chromosome
-from preprocess.splits import TEST, TRAIN, VALID, split_of
+from preprocess.segregate import (
+    BLACKLIST,
+    ChromBins,
+    annotate_bins,
+    class_counts,
+    decide,
+    dnase_source,
+)
+from preprocess.shard_writer import (
+    ChromResult,
+    ShardContext,
+    write_chromosome,
+    write_dealt_records,
+)
 from tfbs import uri as storage
-from tfbs.config import PipelineConfig
+from tfbs.config import DataConfig, PipelineConfig, PreprocessConfig
+from tfbs.dream import TEST, TRAIN, VALID, read_bed_intervals, split_of
+from tfbs.errors import BadInputError
+from tfbs.proteins import read_protein_fasta
 
 log = logging.getLogger("tfbs.preprocess")
 
@@ -49,7 +62,9 @@ log = logging.getLogger("tfbs.preprocess")
 SHARD_SECTIONS = {"data", "preprocess"}
 
 
-def _read_labels(job: tuple[str, str, list[str]], chroms: list[str], bad_rows: str, block_bytes: int) -> Iterator:
+def _read_labels(
+    job: tuple[str, str, list[str]], chroms: list[str], bad_rows: Literal["fail", "set_aside"], block_bytes: int
+) -> Iterator:
     """Stage 1: ``((tf, chrom), piece)`` pairs, then ``((tf, None), report)``."""
     tf, uri, cells = job
     for item in read_label_file(uri, cells, chroms, bad_rows, block_bytes):
@@ -68,8 +83,9 @@ def _annotate_partition(items: Iterable, cells_by_tf: dict, intervals: dict, spl
         else:
             pieces[key].append(item)
     for (tf, chrom), chrom_pieces in pieces.items():
-        yield (tf, chrom), annotate_bins(
-            tf, chrom, splits[chrom], chrom_pieces, cells_by_tf[tf], intervals.get(chrom, {})
+        yield (
+            (tf, chrom),
+            annotate_bins(tf, chrom, splits[chrom], chrom_pieces, cells_by_tf[tf], intervals.get(chrom, {})),
         )
 
 
@@ -90,11 +106,11 @@ def _spark_error_reason(err: Exception) -> str | None:
     return found.group(1).strip() if found else None
 
 
-def _side_intervals(config: PipelineConfig, cells: list[str]) -> dict[str, dict]:
-    """``{chrom: {source: (starts, ends)}}`` of the blacklist and DNase peaks."""
-    sources = {dnase_source(cell): config.data.dnase_peaks_uri(cell) for cell in cells}
-    if config.data.blacklist:
-        sources[BLACKLIST] = config.data.blacklist
+def _side_intervals(data: DataConfig, cells: list[str]) -> dict[str, dict]:
+    """``{chrom: {source: (starts, ends)}}`` of the blacklist and DNase peaks (when there are any)."""
+    sources = {dnase_source(cell): data.dnase_peaks_uri(cell) for cell in cells} if data.has_dnase else {}
+    if data.blacklist:
+        sources[BLACKLIST] = data.blacklist
     by_chrom: dict[str, dict] = defaultdict(dict)
     for source, uri in sources.items():
         for chrom, intervals in read_bed_intervals(uri).items():
@@ -102,7 +118,7 @@ def _side_intervals(config: PipelineConfig, cells: list[str]) -> dict[str, dict]
     return dict(by_chrom)
 
 
-def _probabilities(stats: list, cells_by_tf: dict, config: PipelineConfig) -> dict[tuple, tuple[float, float]]:
+def _probabilities(stats: list, cells_by_tf: dict, pp: PreprocessConfig) -> dict[tuple, tuple[float, float]]:
     """Draw probabilities per (TF, cell, split) from the class counts."""
     totals: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0])
     for (tf, _chrom), split, counts in stats:
@@ -110,12 +126,47 @@ def _probabilities(stats: list, cells_by_tf: dict, config: PipelineConfig) -> di
             total = totals[(tf, cell, split)]
             for i in range(3):
                 total[i] += int(row[i])
-    pp = config.preprocess
     return {
-        key: draw_probabilities(*total, pp.negatives_per_positive, pp.hard_negative_fraction)
-        for key, total in totals.items()
+        key: draw_probabilities(n_bound, n_open, n_closed, pp.negatives_per_positive, pp.hard_negative_fraction)
+        for key, (n_bound, n_open, n_closed) in totals.items()
         if key[2] != TEST
     }
+
+
+def _record_file_counts(
+    stats: list, cells_by_tf: dict, probabilities: dict, n_draws: int, rows_per_file: int
+) -> dict[str, int]:
+    """How many record files each ``<split>/<kind>`` gets, from the expected rows."""
+    expected: dict[str, float] = defaultdict(float)
+    for (tf, _chrom), split, counts in stats:
+        if split == TEST:
+            continue
+        for cell, (bound, open_unbound, closed_unbound) in zip(cells_by_tf[tf], counts):
+            p_open, p_closed = probabilities[(tf, cell, split)]
+            expected[f"{split}/positives"] += bound
+            for draw in range(n_draws):
+                expected[f"{split}/negatives-{draw}"] += p_open * open_unbound + p_closed * closed_unbound
+    return {key: max(1, math.ceil(rows / rows_per_file)) for key, rows in sorted(expected.items())}
+
+
+def _route_outputs(result: ChromResult) -> Iterator[tuple]:
+    """Stage 3 to 4: the task's record chunks to their files, its counts to the driver."""
+    for file_key, number, chunk in result.record_chunks:
+        yield (file_key, number), (result.tf, result.chrom, chunk)
+    result.record_chunks = []
+    yield None, result
+
+
+def _write_records_partition(items: Iterable, out_uri: str, seed: int) -> Iterator[tuple]:
+    """Stage 4: write each record file from the chunks every task dealt to it."""
+    chunks: dict[tuple, list] = defaultdict(list)
+    for key, value in items:
+        if key is None:
+            yield "result", value
+        else:
+            chunks[key].append(value)
+    for (file_key, number), parts in sorted(chunks.items()):
+        yield "records", (file_key, write_dealt_records(file_key, number, parts, out_uri, seed))
 
 
 def _input_fingerprint(uris: list[str]) -> list[dict]:
@@ -129,7 +180,13 @@ def _input_fingerprint(uris: list[str]) -> list[dict]:
 
 
 def _assemble_manifest(
-    results: list[ChromResult], reports: dict, cells_by_tf: dict, n_draws: int, staging_uri: str, final_uri: str
+    results: list[ChromResult],
+    record_files: list[tuple[str, dict]],
+    reports: dict,
+    cells_by_tf: dict,
+    n_draws: int,
+    staging_uri: str,
+    final_uri: str,
 ) -> dict:
     """Fold the tasks' results into the manifest's counts, draws and file lists."""
     counts = manifest_io.tally_outcomes(row for result in results for row in result.counts)
@@ -142,17 +199,24 @@ def _assemble_manifest(
                 entry[manifest_io.REJECTED] = len(reports[tf].rejected)
     draws: dict = defaultdict(lambda: defaultdict(dict))
     parquet: dict[str, list] = defaultdict(list)
-    records = {split: {"positives": [], "negatives": [[] for _ in range(n_draws)]} for split in (TRAIN, VALID)}
+    records: dict[str, dict[str, Any]] = {
+        split: {"positives": [], "negatives": [[] for _ in range(n_draws)]} for split in (TRAIN, VALID)
+    }
 
     def final(entry: dict) -> dict:
         return {**entry, "path": entry["path"].replace(staging_uri, final_uri, 1)}
 
+    for file_key, entry in record_files:
+        split, kind = file_key.split("/")
+        split_records = records[split]
+        target = (
+            split_records["positives"]
+            if kind == "positives"
+            else split_records["negatives"][int(kind.removeprefix("negatives-"))]
+        )
+        target.append(final(entry))
     for result in results:
         parquet[result.split].extend(final(entry) for entry in result.parquet)
-        for kind, files in result.records.items():
-            split_records = records[result.split]
-            target = split_records["positives"] if kind == "positives" else split_records["negatives"][int(kind.removeprefix("negatives-"))]
-            target.extend(final(entry) for entry in files)
         for cell, per_draw in result.draws.items():
             current = draws[result.tf][cell].get(result.split, [0] * n_draws)
             draws[result.tf][cell][result.split] = [a + b for a, b in zip(current, per_draw)]
@@ -171,7 +235,18 @@ def _assemble_manifest(
     }
 
 
-def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
+def _current_manifest(shards_uri: str) -> manifest_io.Manifest | None:
+    """The manifest of shards already there, or None (none, unfinished, or of an older schema)."""
+    if not storage.exists(f"{shards_uri}/{manifest_io.MANIFEST_NAME}"):
+        return None
+    try:
+        return manifest_io.read_manifest(shards_uri)
+    except BadInputError as err:
+        log.info("rebuilding the shards: %s", err)
+        return None
+
+
+def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Manifest:
     """Run preprocessing end to end and return the manifest.
 
     Parameters
@@ -184,7 +259,7 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
 
     Returns
     -------
-    dict
+    Manifest
         The manifest written to ``<shards>/manifest.json``. If the shards
         there were built from the same configuration sections and inputs,
         they are kept and their manifest returned.
@@ -193,8 +268,9 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
     ------
     BadInputError
         A malformed input line (``bad_rows=fail``), naming file and line.
-    ManifestMismatchError
-        If the outcome counts do not add up to the input rows.
+    pydantic.ValidationError
+        If the manifest does not validate, e.g. a TF/cell's outcomes do not
+        add up to its input rows (:class:`preprocess.manifest.ManifestMismatchError`).
     """
     started = time.monotonic()
     data, pp = config.data, config.preprocess
@@ -204,31 +280,19 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
     label_uris = {tf: data.labels_uri(tf) for tf in tfs}
     fingerprint = {"config": config.digest(SHARD_SECTIONS), "inputs": _input_fingerprint(sorted(label_uris.values()))}
     final_uri = config.shards_uri
-    if storage.exists(f"{final_uri}/{manifest_io.MANIFEST_NAME}"):
-        existing = manifest_io.read_manifest(final_uri)
-        if existing.get("fingerprint") == fingerprint:
-            log.info("shards in %s are up to date (same configuration and inputs); not rebuilt", final_uri)
-            return existing
+    existing = _current_manifest(final_uri)
+    if existing is not None and existing.fingerprint == fingerprint:
+        log.info("shards in %s are up to date (same configuration and inputs); not rebuilt", final_uri)
+        return existing
     proteins = read_protein_fasta(data.proteins_fasta)
     fai = read_fai(data.genome_fasta)
     chroms = list(fai)
     splits = {chrom: split_of(chrom, pp.test_chroms, pp.valid_chroms) for chrom in chroms}
     layout = RecordLayout(pp.window)
     sc = spark.sparkContext
-    intervals = sc.broadcast(_side_intervals(config, all_cells))
+    intervals = sc.broadcast(_side_intervals(data, all_cells))
 
     staging_uri = f"{final_uri}._staging-{uuid.uuid4().hex[:8]}"
-    context = ShardContext(
-        staging_uri, tfs, all_cells, pp.window, pp.seed, pp.rows_per_record_file, pp.rows_per_row_group, layout
-    )
-    task_config = {
-        "window": pp.window,
-        "max_n_fraction": pp.max_n_fraction,
-        "pad": pp.pad_windows,
-        "draws": pp.negative_draws,
-        "seed": pp.seed,
-        "context": context,
-    }
     genome = {"uri": data.genome_fasta, "fai": fai}
     keys = [(tf, chrom) for tf in tfs for chrom in chroms]
     key_index = {key: i for i, key in enumerate(keys)}
@@ -249,41 +313,68 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
         stats = [item for item in summary if not isinstance(item[1], ReadReport)]
         for tf in tfs:
             log.info("%s: %d label lines, %d set aside as bad", tf, reports[tf].n_rows, len(reports[tf].rejected))
-        probabilities = _probabilities(stats, cells_by_tf, config)
-        results = (
+        probabilities = _probabilities(stats, cells_by_tf, pp)
+        n_files = _record_file_counts(stats, cells_by_tf, probabilities, pp.negative_draws, pp.rows_per_record_file)
+        context = ShardContext(staging_uri, tfs, all_cells, pp.window, pp.seed, pp.rows_per_row_group, layout, n_files)
+        task_config = {
+            "window": pp.window,
+            "max_n_fraction": pp.max_n_fraction,
+            "pad": pp.pad_windows,
+            "draws": pp.negative_draws,
+            "seed": pp.seed,
+            "context": context,
+        }
+        # Every record file gets its own partition; the tasks' counts go to the last.
+        file_index = {
+            (key, n): i for i, (key, n) in enumerate((k, n) for k, count in n_files.items() for n in range(count))
+        }
+        outputs = (
             annotated.filter(lambda kv: isinstance(kv[1], ChromBins))
             .mapPartitions(lambda items: _write_partition(items, cells_by_tf, probabilities, genome, task_config))
+            .flatMap(_route_outputs)
+            .partitionBy(len(file_index) + 1, lambda key: len(file_index) if key is None else file_index[key])
+            .mapPartitions(lambda items: _write_records_partition(items, staging_uri, pp.seed))
             .collect()
         )
         annotated.unpersist()
+        results = [value for kind, value in outputs if kind == "result"]
+        record_files = [value for kind, value in outputs if kind == "records"]
         input_rows = {tf: reports[tf].n_rows for tf in tfs}
-        outputs = _assemble_manifest(results, reports, cells_by_tf, pp.negative_draws, staging_uri, final_uri)
-        manifest_io.check_accounting(outputs["counts"], input_rows)
-        _log_accounting(outputs["counts"], input_rows)
-        manifest = {
-            "schema_version": manifest_io.SCHEMA_VERSION,
-            "config_digest": config.digest(),
-            "fingerprint": fingerprint,
-            "created_unix": int(time.time()),
-            "tfs": tfs,
-            "cells": all_cells,
-            "cells_by_tf": cells_by_tf,
-            "splits": {"test_chroms": pp.test_chroms, "valid_chroms": pp.valid_chroms},
-            "window": pp.window,
-            "negative_draws": pp.negative_draws,
-            "record_layout": layout.to_dict(),
-            "inputs": {
-                tf: {
-                    "uri": label_uris[tf],
-                    "input_rows": input_rows[tf],
-                    "rejected": [{"line": line, "reason": reason} for line, reason in sorted(reports[tf].rejected)],
-                }
-                for tf in tfs
-            },
-            "draw_probabilities": {f"{tf}/{cell}/{split}": p for (tf, cell, split), p in sorted(probabilities.items())},
-            **outputs,
-            "proteins": {tf: proteins[tf] for tf in tfs},
-        }
+        assembled = _assemble_manifest(
+            results, record_files, reports, cells_by_tf, pp.negative_draws, staging_uri, final_uri
+        )
+        _log_accounting(assembled["counts"], input_rows)
+        # Validation checks that every TF/cell's outcomes add up to its input rows.
+        manifest = manifest_io.Manifest.model_validate(
+            {
+                "schema_version": manifest_io.SCHEMA_VERSION,
+                "config_digest": config.digest(),
+                "fingerprint": fingerprint,
+                "created_unix": int(time.time()),
+                "tfs": tfs,
+                "cells": all_cells,
+                "cells_by_tf": cells_by_tf,
+                "splits": {"test_chroms": pp.test_chroms, "valid_chroms": pp.valid_chroms},
+                "window": pp.window,
+                # Without DNase every bin reads as closed: the model must not use the input.
+                "dnase": data.has_dnase,
+                "negative_draws": pp.negative_draws,
+                "record_layout": layout.to_dict(),
+                "inputs": {
+                    tf: {
+                        "uri": label_uris[tf],
+                        "input_rows": input_rows[tf],
+                        "rejected": [{"line": line, "reason": reason} for line, reason in sorted(reports[tf].rejected)],
+                    }
+                    for tf in tfs
+                },
+                "draw_probabilities": {
+                    f"{tf}/{cell}/{split}": p for (tf, cell, split), p in sorted(probabilities.items())
+                },
+                **assembled,
+                "proteins": {tf: proteins[tf] for tf in tfs},
+            }
+        )
         manifest_io.write_manifest(staging_uri, manifest)
     except Exception as err:
         storage.delete_dir(staging_uri)
@@ -291,10 +382,12 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> dict:
         if reason and not isinstance(err, BadInputError):
             raise BadInputError.from_message(reason) from None
         raise
-    storage.replace_dir(staging_uri, final_uri)
+    storage.replace_dir(staging_uri, final_uri, commit_marker=manifest_io.MANIFEST_NAME)
     total = sum(input_rows.values())
     elapsed = time.monotonic() - started
-    log.info("shards committed to %s: %d label lines in %.1f s (%.0f lines/s)", final_uri, total, elapsed, total / elapsed)
+    log.info(
+        "shards committed to %s: %d label lines in %.1f s (%.0f lines/s)", final_uri, total, elapsed, total / elapsed
+    )
     return manifest
 
 

@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from tfbs import uri as storage
 from tfbs.config import DataConfig
-from preprocess.dream_formats import BadInputError, parse_label_header
-from preprocess.proteins import read_protein_fasta
-
-
-class MissingInputError(FileNotFoundError):
-    """An input file the stage needs is absent; the message names it."""
+from tfbs.dream import parse_label_header
+from tfbs.errors import BadInputError, MissingInputError
+from tfbs.proteins import read_protein_fasta
 
 
 def require(uri: str | None, what: str) -> str:
@@ -65,7 +62,7 @@ def check_preprocess_inputs(data: DataConfig) -> dict[str, list[str]]:
                 raise BadInputError(labels_uri, 1, f"none of data.cells {data.cells} in header ({unknown} missing)")
         if tf not in proteins:
             raise BadInputError(data.proteins_fasta, 0, f"no protein sequence named {tf}")
-        for cell in cells:
+        for cell in cells if data.has_dnase else []:
             require(data.dnase_peaks_uri(cell), f"DNase peaks of {cell}")
         cells_by_tf[tf] = cells
     return cells_by_tf

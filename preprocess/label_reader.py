@@ -20,8 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from preprocess.dream_formats import BIN_SIZE, BIN_STEP, BadInputError, parse_label_header, parse_label_line
 from tfbs import uri as storage
+from tfbs.dream import BIN_SIZE, BIN_STEP, parse_label_header, parse_label_line
+from tfbs.errors import BadInputError
 
 #: Label codes inside preprocessing: index into :data:`LABEL_LETTERS`.
 CODE_U, CODE_B, CODE_A = 0, 1, 2
@@ -108,9 +109,7 @@ def _fast_parse(block: bytes, n_cells: int, keep: list[int], chrom_index: dict[s
         table = pacsv.read_csv(
             io.BytesIO(block),
             read_options=pacsv.ReadOptions(column_names=names, block_size=1 << 22),
-            parse_options=pacsv.ParseOptions(
-                delimiter="\t", quote_char=False, ignore_empty_lines=False
-            ),
+            parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False, ignore_empty_lines=False),
             convert_options=pacsv.ConvertOptions(column_types=types, strings_can_be_null=False),
         )
     except pa.ArrowInvalid:

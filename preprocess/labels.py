@@ -28,6 +28,7 @@ import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
@@ -35,37 +36,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from preprocess.bedtools import run_bedtools
+from tfbs.dream import BIN_SIZE, BIN_STEP, read_chrom_sizes
+from tfbs.errors import BadInputError, MissingInputError
 from tfbs.uri import local_path
 
-BIN_SIZE = 200
-BIN_STEP = 50
 #: Rows formatted per slice when writing TSV (about 25 MB of text).
 _WRITE_ROWS = 1 << 20
-
-
-def read_chrom_sizes(path: str) -> dict[str, int]:
-    """Read a ``chrom<TAB>size`` file (extra columns are ignored).
-
-    Parameters
-    ----------
-    path
-        Local path or ``file://`` URI.
-
-    Returns
-    -------
-    dict[str, int]
-        Sizes in file order.
-    """
-    sizes: dict[str, int] = {}
-    with open(local_path(path)) as handle:
-        for number, line in enumerate(handle, start=1):
-            fields = line.split()
-            if not fields:
-                continue
-            if len(fields) < 2 or not fields[1].isdigit():
-                raise ValueError(f"{path}:{number}: expected 'chrom<TAB>size', found {line.strip()!r}")
-            sizes[fields[0]] = int(fields[1])
-    return sizes
 
 
 def make_bins(
@@ -138,7 +114,7 @@ def peak_counts(
     for kind, path in (("conservative", conservative), ("relaxed", relaxed)):
         source = local_path(path)
         if not os.path.isfile(source):
-            raise FileNotFoundError(f"{tag}: {kind} peak file not found: {path}")
+            raise MissingInputError(f"{path}: {kind} peak file of {tag} not found")
         ordered = workdir / f"{tag}.{kind}.sorted.bed"
         merged[kind] = workdir / f"{tag}.{kind}.merged.bed"
         run_bedtools(["sort", "-i", source], ordered)
@@ -147,9 +123,7 @@ def peak_counts(
     loose = workdir / f"{tag}.relaxed.counts.bed"
     # -e: either fraction suffices, so a short peak wholly inside a bin
     # counts even though it covers less than half of the bin.
-    run_bedtools(
-        ["intersect", "-a", bins, "-b", merged["conservative"], "-c", "-f", "0.5", "-F", "0.5", "-e"], strict
-    )
+    run_bedtools(["intersect", "-a", bins, "-b", merged["conservative"], "-c", "-f", "0.5", "-F", "0.5", "-e"], strict)
     run_bedtools(["intersect", "-a", bins, "-b", merged["relaxed"], "-c"], loose)
     counts = _read_count_column(strict), _read_count_column(loose)
     if not keep:
@@ -242,7 +216,7 @@ def build_labels(
     if chroms is not None:
         unknown = [c for c in chroms if c not in sizes]
         if unknown:
-            raise ValueError(f"{chrom_sizes_path}: chromosomes {unknown} not in the sizes file")
+            raise BadInputError(chrom_sizes_path, 0, f"chromosomes {unknown} not in the sizes file")
         sizes = {c: sizes[c] for c in chroms}
     out = Path(local_path(out_path))
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -341,7 +315,7 @@ def _write_tsv(table: pa.Table, path: Path, header: str | None, gzip_level: int 
     """
     options = pacsv.WriteOptions(include_header=False, delimiter="\t", quoting_style="none")
     with open(path, "wb") as raw:
-        sink = raw
+        sink: BinaryIO | gzip.GzipFile = raw
         if gzip_level:
             sink = gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=gzip_level)
         with sink:

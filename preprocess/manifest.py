@@ -26,13 +26,15 @@ An unbound row kept by several negative draws counts once; the manifest's
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from collections.abc import Iterable
 
-from tfbs import uri as storage
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-SCHEMA_VERSION = 2
+from tfbs import uri as storage
+from tfbs.errors import BadInputError
+
+SCHEMA_VERSION = 3
 MANIFEST_NAME = "manifest.json"
 
 #: Outcomes decided per (bin, cell) inside the tasks, by code.
@@ -47,7 +49,7 @@ OUTCOMES = (
 REJECTED = "rejected_bad_line"
 
 
-class ManifestMismatchError(RuntimeError):
+class ManifestMismatchError(ValueError):
     """The outcomes of a TF/cell do not add up to its input rows."""
 
 
@@ -72,47 +74,154 @@ def tally_outcomes(
     return {tf: dict(cells) for tf, cells in tree.items()}
 
 
-def total_of(outcomes: dict) -> int:
-    """Sum every count in one TF/cell's outcome tree."""
-    total = 0
-    for key, value in outcomes.items():
-        if key == "kept":
-            total += sum(n for by_label in value.values() for n in by_label.values())
-        else:
-            total += value
-    return total
-
-
-def check_accounting(counts: dict, input_rows: dict[str, int]) -> None:
+def check_accounting(totals: dict[str, dict[str, int]], input_rows: dict[str, int]) -> None:
     """Raise unless every TF/cell's outcomes sum to the TF's input rows.
+
+    Parameters
+    ----------
+    totals
+        ``{tf: {cell: rows accounted for}}``.
+    input_rows
+        ``{tf: data rows of its label file}``.
 
     Raises
     ------
     ManifestMismatchError
         Naming the TF/cell and both numbers.
     """
-    for tf, cells in counts.items():
-        for cell, outcomes in cells.items():
-            accounted = total_of(outcomes)
+    for tf, cells in totals.items():
+        for cell, accounted in cells.items():
             if accounted != input_rows[tf]:
                 raise ManifestMismatchError(
                     f"{tf}/{cell}: outcomes add up to {accounted}, input has {input_rows[tf]} rows"
                 )
 
 
-def write_manifest(out_uri: str, manifest: dict) -> str:
+class _Record(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FileEntry(_Record):
+    """One written file and its row count."""
+
+    path: str
+    rows: int = Field(ge=0)
+
+
+class SplitRecords(_Record):
+    """The training-record files of one split: positives, and each negative draw's."""
+
+    positives: list[FileEntry]
+    negatives: list[list[FileEntry]]
+
+
+class CellOutcomes(_Record):
+    """What happened to every input row of one TF/cell (see the module docstring)."""
+
+    kept: dict[str, dict[str, int]] = Field(default_factory=dict, description="split -> label -> rows")
+    excluded_blacklist: int = 0
+    excluded_ambiguous: int = 0
+    dropped_sampling: int = 0
+    dropped_window_out_of_bounds: int = 0
+    dropped_window_n: int = 0
+    rejected_bad_line: int = 0
+
+    def kept_rows(self, split: str, label: str | None = None) -> int:
+        """Rows kept in ``split``, of one label or all."""
+        by_label = self.kept.get(split, {})
+        return by_label.get(label, 0) if label else sum(by_label.values())
+
+    def total(self) -> int:
+        """Every row counted once, whatever its outcome."""
+        dropped = sum(getattr(self, outcome) for outcome in (*OUTCOMES[1:], REJECTED))
+        return dropped + sum(self.kept_rows(split) for split in self.kept)
+
+
+class RejectedLine(_Record):
+    line: int
+    reason: str
+
+
+class InputFile(_Record):
+    """A label file: where it is, its data rows and the lines set aside."""
+
+    uri: str
+    input_rows: int = Field(ge=0)
+    rejected: list[RejectedLine] = Field(default_factory=list)
+
+
+class Splits(_Record):
+    test_chroms: list[str]
+    valid_chroms: list[str]
+
+
+class Manifest(_Record):
+    """The shard directory's description, the contract between preprocessing and training.
+
+    Validated when built and when read: every TF has its cells, proteins,
+    input file and counts, and every TF/cell's outcomes add up to its label
+    file's rows.
+    """
+
+    schema_version: int
+    config_digest: str
+    fingerprint: dict
+    created_unix: int
+    tfs: list[str] = Field(min_length=1)
+    cells: list[str] = Field(min_length=1)
+    cells_by_tf: dict[str, list[str]]
+    splits: Splits
+    window: int = Field(gt=0)
+    dnase: bool = Field(description="whether DNase peaks annotated the bins (else every bin reads closed)")
+    negative_draws: int = Field(gt=0)
+    record_layout: dict[str, int]
+    inputs: dict[str, InputFile]
+    draw_probabilities: dict[str, tuple[float, float]] = Field(description="TF/cell/split -> (p_open, p_closed)")
+    counts: dict[str, dict[str, CellOutcomes]]
+    draws: dict[str, dict[str, dict[str, list[int]]]] = Field(description="TF -> cell -> split -> negatives per draw")
+    parquet: dict[str, list[FileEntry]]
+    records: dict[str, SplitRecords]
+    proteins: dict[str, str]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Manifest:
+        if self.schema_version != SCHEMA_VERSION:
+            raise ValueError(
+                f"schema_version {self.schema_version}, expected {SCHEMA_VERSION}: run `tfbs preprocess` again"
+            )
+        for part, names in (("cells_by_tf", self.cells_by_tf), ("inputs", self.inputs), ("proteins", self.proteins)):
+            missing = [tf for tf in self.tfs if tf not in names]
+            if missing:
+                raise ValueError(f"{part}: no entry for {missing}")
+        check_accounting(
+            {tf: {cell: outcomes.total() for cell, outcomes in cells.items()} for tf, cells in self.counts.items()},
+            {tf: entry.input_rows for tf, entry in self.inputs.items()},
+        )
+        return self
+
+
+def write_manifest(out_uri: str, manifest: Manifest) -> str:
     """Write the manifest JSON under ``out_uri``; returns its URI."""
     target = f"{out_uri}/{MANIFEST_NAME}"
-    storage.write_text(target, json.dumps(manifest, indent=2, sort_keys=True))
+    storage.write_text(target, manifest.model_dump_json(indent=2))
     return target
 
 
-def read_manifest(shards_uri: str) -> dict:
-    """Read a shard directory's manifest, checking its schema version."""
+def read_manifest(shards_uri: str) -> Manifest:
+    """Read and validate a shard directory's manifest.
+
+    Raises
+    ------
+    MissingInputError
+        If there is no manifest (preprocessing has not run, or did not finish).
+    BadInputError
+        If it is of another schema version or does not validate.
+    """
     from preprocess.inputs import require
 
     target = require(f"{shards_uri}/{MANIFEST_NAME}", "shard manifest (run `tfbs preprocess` first)")
-    manifest = json.loads(storage.read_text(target))
-    if manifest.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"{target}: schema_version {manifest.get('schema_version')}, expected {SCHEMA_VERSION}")
-    return manifest
+    try:
+        return Manifest.model_validate_json(storage.read_text(target))
+    except ValidationError as err:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'manifest'}: {e['msg']}" for e in err.errors())
+        raise BadInputError(target, 0, problems) from None

@@ -25,6 +25,9 @@ import numpy as np
 
 from tfbs import uri as storage
 
+#: Largest TF or cell index a record can hold (one byte each).
+MAX_INDEX = 255
+
 
 @dataclass(frozen=True)
 class RecordLayout:
@@ -82,6 +85,10 @@ def pack_records(
     """
     if windows.shape[1:] != (layout.window,):
         raise ValueError(f"windows of shape {windows.shape}, expected (n, {layout.window})")
+    for name, index in (("TF", tf_index), ("cell", cell_index)):
+        # One byte each: a larger index would wrap into another TF's or cell's.
+        if np.any(np.asarray(index) > MAX_INDEX):
+            raise ValueError(f"{name} index above {MAX_INDEX}: records hold at most {MAX_INDEX + 1} {name}s")
     packed = np.empty((len(windows), layout.record_bytes), dtype=np.uint8)
     packed[:, : layout.window] = windows
     packed[:, layout.label_offset] = labels
@@ -91,9 +98,7 @@ def pack_records(
     return packed
 
 
-def encode_records(
-    rows: Iterable[tuple[bytes, int, int, int, float]], layout: RecordLayout
-) -> np.ndarray:
+def encode_records(rows: Iterable[tuple[bytes, int, int, int, float]], layout: RecordLayout) -> np.ndarray:
     """Pack ``(sequence, label, tf_index, cell_index, dnase)`` rows.
 
     Returns
@@ -106,13 +111,11 @@ def encode_records(
         if len(sequence) != layout.window:
             raise ValueError(f"sequence of {len(sequence)} bp, expected {layout.window}")
     windows = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.uint8).reshape(len(rows), layout.window)
-    columns = [np.asarray([r[i] for r in rows]) for i in range(1, 5)]
-    return pack_records(windows, *columns, layout)
+    labels, tf_index, cell_index, dnase = (np.asarray([r[i] for r in rows]) for i in range(1, 5))
+    return pack_records(windows, labels, tf_index, cell_index, dnase, layout)
 
 
-def write_record_file(
-    rows: Iterable[tuple[bytes, int, int, int, float]], uri: str, layout: RecordLayout
-) -> int:
+def write_record_file(rows: Iterable[tuple[bytes, int, int, int, float]], uri: str, layout: RecordLayout) -> int:
     """Write rows as one record file; returns the number of records."""
     packed = encode_records(rows, layout)
     if len(packed):

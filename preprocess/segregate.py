@@ -21,7 +21,7 @@ from preprocess.annotate import Intervals, overlap_flags
 from preprocess.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece
 from preprocess.sampling import uniform_draw
-from preprocess.splits import TEST
+from tfbs.dream import TEST
 
 BLACKLIST = "blacklist"
 

@@ -8,7 +8,14 @@ into the shards once per cell.
 
 The graph-native training mirror splits the same rows into
 ``records/<split>/positives`` and ``records/<split>/negatives-<draw>``, so a
-trainer can redraw negatives per epoch without touching the positives.
+trainer can redraw negatives per epoch without touching the positives. A
+task does not write those files itself: it deals each record to one of the
+split's files at random (:func:`deal_records`) and Spark gathers each file's
+records from every task, so every file holds a sample of all TFs, cells and
+chromosomes. Files cut per (TF, chromosome) gave each worker, and each
+stretch of the stream, its own mix of TFs among the positives and another
+among the negatives: a label that the TF alone predicted, differently on
+each worker.
 """
 
 from __future__ import annotations
@@ -20,14 +27,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from preprocess import manifest as outcomes
-from preprocess.dream_formats import LABEL_CODES
 from preprocess.genome import gather_windows
 from preprocess.label_reader import CODE_B, LABEL_LETTERS
 from preprocess.records import RecordLayout, pack_records
-from preprocess.sampling import uniform_draw
 from preprocess.segregate import ChromBins, Decision
-from preprocess.splits import TEST
 from tfbs import uri as storage
+from tfbs.dream import LABEL_CODES, TEST
 
 _KEPT = outcomes.OUTCOMES.index("kept")
 #: Shard label codes (A = -1) by preprocessing code.
@@ -43,9 +48,10 @@ class ShardContext:
     cells: list[str]
     window: int
     seed: int
-    rows_per_record_file: int
     rows_per_row_group: int
     layout: RecordLayout
+    #: Number of record files of each ``<split>/<kind>`` (``train/positives``, ``valid/negatives-0``...).
+    record_files: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass
@@ -54,15 +60,17 @@ class ChromResult:
 
     tf: str
     split: str
+    chrom: str
     counts: list[tuple[str, str, str, str, str, int]] = field(default_factory=list)
     draws: dict[str, list[int]] = field(default_factory=dict)
     parquet: list[dict] = field(default_factory=list)
-    records: dict[str, list[dict]] = field(default_factory=dict)
+    #: ``(file key "<split>/<kind>", file number, packed records)`` for the record writer.
+    record_chunks: list[tuple[str, int, np.ndarray]] = field(default_factory=list)
 
 
 def tally(bins: ChromBins, cells: list[str], decision: Decision) -> ChromResult:
     """Count every (bin, cell) by outcome, and kept rows by label."""
-    result = ChromResult(bins.tf, bins.split)
+    result = ChromResult(bins.tf, bins.split, bins.chrom)
     for c, cell in enumerate(cells):
         column = decision.outcome[:, c]
         for code, n in zip(*np.unique(column, return_counts=True)):
@@ -139,9 +147,64 @@ def write_chromosome(
         for draw in np.unique(draws):
             kind = "positives" if draw < 0 else f"negatives-{draw}"
             chosen = np.nonzero(draws == draw)[0]
-            packed = pack_records(windows[chosen], labels[chosen], tf_index, cell_index[chosen], dnase[chosen], context.layout)
-            result.records[kind] = _write_record_files(packed, bins, kind, context)
+            packed = pack_records(
+                windows[chosen],
+                labels[chosen],
+                np.full(len(chosen), tf_index),
+                cell_index[chosen],
+                dnase[chosen],
+                context.layout,
+            )
+            file_key = f"{bins.split}/{kind}"
+            rng = np.random.default_rng([context.seed, *f"{file_key}/{bins.tf}/{bins.chrom}".encode()])
+            result.record_chunks.extend(
+                (file_key, number, chunk) for number, chunk in deal_records(packed, context.record_files[file_key], rng)
+            )
     return result
+
+
+def deal_records(packed: np.ndarray, n_files: int, rng: np.random.Generator) -> list[tuple[int, np.ndarray]]:
+    """Deal records to ``n_files`` files at random; returns ``(file number, records)`` of each non-empty one.
+
+    Examples
+    --------
+    >>> dealt = deal_records(np.arange(10, dtype=np.uint8)[:, None], 3, np.random.default_rng(0))
+    >>> sorted(int(v) for _, chunk in dealt for v in chunk[:, 0])
+    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
+    """
+    numbers = rng.integers(0, n_files, size=len(packed))
+    return [(int(n), packed[numbers == n]) for n in np.unique(numbers)]
+
+
+def write_dealt_records(
+    file_key: str, number: int, chunks: list[tuple[str, str, np.ndarray]], out_uri: str, seed: int
+) -> dict:
+    """Write one record file from the chunks every task dealt to it, in a seeded random order.
+
+    Parameters
+    ----------
+    file_key
+        ``<split>/<kind>``.
+    number
+        The file's number within its kind.
+    chunks
+        ``(tf, chrom, records)`` from the tasks; sorted here, so the file
+        does not depend on the order Spark delivers them in.
+    out_uri
+        The shards directory.
+    seed
+        Shuffling seed.
+
+    Returns
+    -------
+    dict
+        ``{"path", "rows"}``.
+    """
+    packed = np.concatenate([records for _, _, records in sorted(chunks, key=lambda c: (c[0], c[1]))])
+    order = np.random.default_rng([seed, number, *file_key.encode()]).permutation(len(packed))
+    path = f"{out_uri}/records/{file_key}/part-{number:05d}.rec"
+    storage.write_bytes(path, packed[order].tobytes())
+    return {"path": path, "rows": len(packed)}
 
 
 def _strings(values: "list[str] | tuple[str, ...]", index: np.ndarray) -> pa.Array:
@@ -152,16 +215,3 @@ def _strings(values: "list[str] | tuple[str, ...]", index: np.ndarray) -> pa.Arr
 def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int) -> None:
     with storage.open_output(uri, compression=None) as sink:
         pq.write_table(table, sink, row_group_size=rows_per_row_group, compression="zstd")
-
-
-def _write_record_files(packed: np.ndarray, bins: ChromBins, kind: str, context: ShardContext) -> list[dict]:
-    """Shuffle the records (seeded) and write them in files of a fixed size."""
-    order = np.argsort(uniform_draw(context.seed, -1, bins.tf, kind, bins.chrom, np.arange(len(packed))))
-    packed = packed[order]
-    files = []
-    for number, first in enumerate(range(0, len(packed), context.rows_per_record_file)):
-        chunk = packed[first : first + context.rows_per_record_file]
-        path = f"{context.out_uri}/records/{bins.split}/{kind}/{bins.tf}.{bins.chrom}.{number:04d}.rec"
-        storage.write_bytes(path, chunk.tobytes())
-        files.append({"path": path, "rows": len(chunk)})
-    return files

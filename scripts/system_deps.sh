@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# System packages the pipeline needs: the bedtools binary and Java 17 for
-# Spark. Installs only what is missing (Debian/Ubuntu, apt-get).
+# System packages the pipeline needs: the bedtools binary, Java 17 for Spark,
+# and Maven, which fetches Hadoop's mini cluster for the HDFS/YARN tests
+# (cluster/pom.xml). Installs only what is missing (Debian/Ubuntu, apt-get).
 set -euo pipefail
 
 SUDO=""
@@ -11,6 +12,7 @@ java_major() { java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); pri
 if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then
   missing+=(openjdk-17-jre-headless)
 fi
+command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v python3.11 >/dev/null 2>&1 || python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
   || missing+=(python3.11 python3.11-venv)
 if [ "${#missing[@]}" -gt 0 ]; then
@@ -20,3 +22,4 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 echo "bedtools: $(bedtools --version)"
 echo "java: $(java -version 2>&1 | head -n 1)"
+echo "maven: $(mvn -v 2>/dev/null | head -n 1)"

@@ -17,20 +17,21 @@ pytest_plugins = ["gcs_emulator"]
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_CONFIG = REPO / "conf" / "demo.yaml"
-SHARED_DATA = REPO.parent / "shared" / "data" / "dream"
+#: The real ENCODE-DREAM files bundled with the repository.
+DREAM_DATA = REPO / "data" / "dream"
 
 #: A genome of ~0.6 Mb: big enough for every split, small enough for CI.
 SMALL_OVERRIDES = [
     "generate.chromosomes={chr1: 150000, chr2: 200000, chr3: 120000, chr8: 60000, chr11: 80000, chr21: 60000}",
     "data.tfs=[CTCF, FOXA1]",
     "generate.tfs=[{name: CTCF, motif: CTCF_f2, family: zf-ctcf}, {name: FOXA1, motif: FOXA1_f1, family: forkhead}]",
-    f"generate.motif_db={SHARED_DATA / 'annotations' / 'HOCOMOCOv9.meme'}",
+    f"generate.motif_db={DREAM_DATA / 'annotations' / 'HOCOMOCOv9.meme'}",
     "preprocess.rows_per_record_file=256",
     "train.steps=60",
     "train.steps_per_execution=10",
     "train.checkpoint_every_steps=30",
     "train.batch_size=32",
-    "train.model.dna_filters=[16, 16]",
+    "train.model.motif_cnn.filters=16",
     "train.model.aa_filters=[8, 8]",
     "train.model.aa_max_length=200",
     "train.model.dense_units=16",
@@ -38,6 +39,32 @@ SMALL_OVERRIDES = [
 ]
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+#: Fixtures that start Spark, and those that start the Hadoop mini cluster:
+#: a test using one carries the marker, so ``-m "not spark"`` leaves it out.
+_SPARK_FIXTURES = {"spark", "small_shards", "motif_shards"}
+_CLUSTER_FIXTURES = {"hadoop", "hdfs_dataset", "yarn_archives"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark tests by the fixtures they use (modules mark what runs in subprocesses)."""
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        if used & (_SPARK_FIXTURES | _CLUSTER_FIXTURES):
+            item.add_marker(pytest.mark.spark)
+        if used & _CLUSTER_FIXTURES:
+            item.add_marker(pytest.mark.cluster)
+
+
+#: A motif data set big enough to compare training strategies: two TFs, the
+#: demo's model, ~1,800 training positives and ~500 validation positives.
+MOTIF_OVERRIDES = [
+    "generate.chromosomes={chr1: 20000, chr2: 1500000, chr8: 20000, chr11: 500000, chr21: 20000}",
+    "data.tfs=[CTCF, FOXA1]",
+    "generate.tfs=[{name: CTCF, motif: CTCF_f2, family: zf-ctcf}, {name: FOXA1, motif: FOXA1_f1, family: forkhead}]",
+    f"generate.motif_db={DREAM_DATA / 'annotations' / 'HOCOMOCOv9.meme'}",
+    "evaluate.min_mean_auroc=null",
+]
 
 
 def small_config(root: Path, *extra: str) -> PipelineConfig:
@@ -53,8 +80,8 @@ def model_inputs(dna: list[bytes], proteins: list[str], aa_max_length: int, tf_i
     import numpy as np
     import tensorflow as tf
 
-    from preprocess.proteins import protein_table
     from tf_models.encoding import dna_one_hot, protein_one_hot
+    from tfbs.proteins import protein_table
 
     return {
         "dna": dna_one_hot(np.frombuffer(b"".join(dna), np.uint8).reshape(len(dna), -1)),
@@ -79,7 +106,7 @@ def spark():
 @pytest.fixture(scope="session")
 def small_dataset(tmp_path_factory) -> PipelineConfig:
     """A generated ENCODE-DREAM-format data set (real bedtools labels)."""
-    from preprocess.synthetic.generate import generate_dataset
+    from synthetic.generate import generate_dataset
 
     config = small_config(tmp_path_factory.mktemp("small"))
     generate_dataset(config.generate, config.data)
@@ -92,3 +119,58 @@ def small_shards(spark, small_dataset) -> tuple[PipelineConfig, dict]:
     from preprocess.build_shards import build_shards
 
     return small_dataset, build_shards(spark, small_dataset)
+
+
+@pytest.fixture(scope="session")
+def motif_shards(spark, tmp_path_factory) -> tuple[PipelineConfig, dict]:
+    """A generated two-TF data set with the demo's model, and its shards."""
+    from preprocess.build_shards import build_shards
+    from synthetic.generate import generate_dataset
+
+    root = tmp_path_factory.mktemp("motif")
+    config = load_config(DEMO_CONFIG, [f"run_dir={root / 'run'}", f"data.root={root / 'data'}", *MOTIF_OVERRIDES])
+    generate_dataset(config.generate, config.data)
+    return config, build_shards(spark, config)
+
+
+@pytest.fixture(scope="session")
+def hadoop(tmp_path_factory):
+    """A real Hadoop cluster (HDFS + YARN) on this machine for the session (cluster/minicluster.py)."""
+    from minicluster import MiniCluster
+
+    with MiniCluster(tmp_path_factory.mktemp("hadoop")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="session")
+def yarn_archives(hadoop) -> dict[str, str]:
+    """``make dist``'s packed environment and Spark jars, on the cluster's HDFS.
+
+    Readable by all, so YARN localises each once per node into its public
+    cache and every later application reuses it. Keys: ``env`` and ``spark``.
+    Uploaded over WebHDFS: ~100 MB/s here, where HDFS RPC writes through
+    pyarrow manage ~5 MB/s.
+    """
+    import getpass
+    import subprocess
+
+    from hdfs import InsecureClient
+
+    built = subprocess.run(["make", "dist"], cwd=REPO, capture_output=True, text=True, timeout=1200)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    client = InsecureClient(hadoop.webhdfs_url, user=getpass.getuser())
+    archives = {}
+    for key, name in [("env", "tfbs-env.tar.gz"), ("spark", "spark-jars.zip")]:
+        client.upload(f"/dist/{name}", str(REPO / "build" / "dist" / name), overwrite=True, chunk_size=1 << 22)
+        archives[key] = f"{hadoop.fs_default_fs}/dist/{name}"
+    return archives
+
+
+@pytest.fixture(scope="session")
+def hdfs_dataset(hadoop, small_dataset) -> str:
+    """The small generated data set, uploaded to the cluster's HDFS; its ``hdfs://`` root."""
+    from tfbs import uri as storage
+
+    root = f"{hadoop.fs_default_fs}/dream/data"
+    storage.upload_tree(storage.local_path(small_dataset.data.root), root)
+    return root

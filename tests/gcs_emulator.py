@@ -115,9 +115,10 @@ def _start(port: int, log: Path) -> subprocess.Popen:
     """Start the emulator on ``port``, in memory, logging to ``log``."""
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gcp_storage_emulator", "start",
-             "--host", HOST, "--port", str(port), "--in-memory"],
-            stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", HOST, "--port", str(port), "--in-memory"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
         )
     deadline = time.monotonic() + START_TIMEOUT_S
     endpoint = f"http://{HOST}:{port}"
@@ -164,8 +165,9 @@ def gcs_emulator(tmp_path_factory) -> Iterator[GcsEmulator]:
     try:
         _publish(ENDPOINT)
         # Through pyarrow's own client: creating a bucket needs a project id.
-        client = pafs.GcsFileSystem(anonymous=True, scheme="http", endpoint_override=f"{HOST}:{PORT}",
-                                    project_id=PROJECT)
+        client = pafs.GcsFileSystem(
+            anonymous=True, scheme="http", endpoint_override=f"{HOST}:{PORT}", project_id=PROJECT
+        )
         client.create_dir(BUCKET)
         yield GcsEmulator(endpoint=ENDPOINT, bucket=BUCKET, process=process)
     finally:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tfbs.config import ConfigError, load_config
+from tfbs.config import load_config
+from tfbs.errors import ConfigError
 
 DEMO = "conf/demo.yaml"
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from preprocess.dream_formats import BadInputError, parse_label_header, parse_label_line
+from tfbs.dream import parse_label_header, parse_label_line
+from tfbs.errors import BadInputError
 
 URI = "file:///data/CTCF.train.labels.tsv.gz"
 

@@ -8,24 +8,22 @@ narrowPeak layout, so the test covers the same code path as the full-size run.
 from __future__ import annotations
 
 import gzip
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
+from jobs import generate as generate_job
+from jobs import labels as labels_job
+from synthetic.genome_scale import merge_summits, read_summits
+from tfbs.config import PipelineConfig, load_config
+from tfbs.errors import ConfigError
+from tfbs.motifs import encode_dna, log_odds, read_meme, scan_positions
 
-from jobs import generate as generate_job  # noqa: E402
-from jobs import labels as labels_job  # noqa: E402
-from preprocess.motifs import encode_dna, log_odds, read_meme, scan_positions  # noqa: E402
-from preprocess.synthetic.genome_scale import merge_summits, read_summits  # noqa: E402
-from tfbs.config import ConfigError, PipelineConfig, load_config  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 PROFILE = ROOT / "conf" / "encode_dream_ctcf.yaml"
-DREAM = ROOT.parent / "shared" / "data" / "dream"
+DREAM = ROOT / "data" / "dream"
 SIZES = {"chr2": 200_000, "chr10": 180_000, "chr22": 220_000}
 CELLS = ["A549", "HepG2", "K562"]
 SITE_STEP = 4_000  # one planted site per 4 kb, relaxed-only peaks halfway between
@@ -68,10 +66,18 @@ def _write_inputs(folder: Path) -> dict:
 
 
 def _config(base: Path, inputs: Path, *extra: str) -> PipelineConfig:
-    return load_config(PROFILE, [
-        f"data.root={base / 'data'}", f"run_dir={base / 'run'}", f"data.peaks_dir={inputs}",
-        f"data.chrom_sizes={inputs / 'sizes'}", f"data.cells={CELLS}", f"generate.cells={CELLS}", *extra,
-    ])
+    return load_config(
+        PROFILE,
+        [
+            f"data.root={base / 'data'}",
+            f"run_dir={base / 'run'}",
+            f"data.peaks_dir={inputs}",
+            f"data.chrom_sizes={inputs / 'sizes'}",
+            f"data.cells={CELLS}",
+            f"generate.cells={CELLS}",
+            *extra,
+        ],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +97,7 @@ def _genome(config: PipelineConfig) -> dict[str, str]:
     from pyfaidx import Fasta
 
     fasta = Fasta(config.data.genome_fasta.removeprefix("file://"), as_raw=True, rebuild=False)
-    return {name: str(fasta[name]) for name in fasta.keys()}
+    return {name: str(fasta[name]) for name in fasta.keys()}  # noqa: SIM118 (iterating a Fasta yields records)
 
 
 def _narrowpeak(path: str) -> list[list[str]]:
@@ -111,8 +117,12 @@ def _ctcf_scores() -> np.ndarray:
 def test_fasta_has_exactly_the_sizes_and_gc(generated) -> None:
     genome = _genome(generated["config"])
     assert {name: len(seq) for name, seq in genome.items()} == SIZES
-    fai = [line.split("\t") for line in Path(generated["config"].data.genome_fasta.removeprefix("file://")
-                                              + ".fai").read_text().splitlines()]
+    fai = [
+        line.split("\t")
+        for line in Path(generated["config"].data.genome_fasta.removeprefix("file://") + ".fai")
+        .read_text()
+        .splitlines()
+    ]
     assert [row[0] for row in fai] == list(SIZES)  # the sizes file's order
     assert {row[3] for row in fai} == {"60"}
     for name, seq in genome.items():
@@ -139,10 +149,12 @@ def test_motif_at_planted_summits_not_elsewhere(generated) -> None:
     at_sites = np.array([window_max(c, s) for c, s in generated["sites"]])
     rng = np.random.default_rng(5)
     # Random windows at least 1 kb from any site or relaxed-only peak (they sit 2 kb apart).
-    random = np.array([
-        window_max(c, int(s) + SITE_STEP // 4) for c, s in
-        zip(rng.choice(list(SIZES), 300), rng.integers(12_000, 160_000, 300) // SITE_STEP * SITE_STEP)
-    ])
+    random = np.array(
+        [
+            window_max(c, int(s) + SITE_STEP // 4)
+            for c, s in zip(rng.choice(list(SIZES), 300), rng.integers(12_000, 160_000, 300) // SITE_STEP * SITE_STEP)
+        ]
+    )
     threshold = 0.6 * best
     assert (at_sites > threshold).mean() > 0.95
     assert (random > threshold).mean() < 0.05
@@ -188,16 +200,16 @@ def test_dnase_open_at_most_relaxed_peaks_plus_background(generated) -> None:
         assert all(len(row) == 10 for row in rows)
         keys = [(row[0], int(row[1])) for row in rows]
         assert keys == sorted(keys)  # sorted like `sort -k1,1 -k2,2n`
-        assert all(0 <= int(r[1]) < int(r[2]) <= SIZES[r[0]] and 0 <= int(r[9]) < int(r[2]) - int(r[1])
-                   for r in rows)
+        assert all(0 <= int(r[1]) < int(r[2]) <= SIZES[r[0]] and 0 <= int(r[9]) < int(r[2]) - int(r[1]) for r in rows)
         relaxed = [(r[0], int(r[1]), int(r[2])) for r in (line.split("\t") for line in generated["relaxed"][cell])]
         covered = _overlaps(relaxed, rows)
         assert abs(covered.mean() - fraction) < 0.1, cell  # ~140 peaks per cell: sd 0.03
         counts = generated["summary"]["counts"]["dnase"][cell]
         assert counts["relaxed_peaks"] == len(relaxed)
         assert counts["peaks"] == len(rows) == counts["at_relaxed_peaks"] + counts["background"]
-        away = ~_overlaps([(r[0], int(r[1]), int(r[2])) for r in rows],
-                          [line.split("\t") for line in generated["relaxed"][cell]])
+        away = ~_overlaps(
+            [(r[0], int(r[1]), int(r[2])) for r in rows], [line.split("\t") for line in generated["relaxed"][cell]]
+        )
         assert away.sum() >= 0.8 * counts["background"] > 0  # background lies mostly off the relaxed peaks
         opened[cell] = {(r[0], r[1]) for r in rows}
     assert opened["A549"] != opened["HepG2"] != opened["K562"]

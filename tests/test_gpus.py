@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tfbs.config import DEFAULT_GPU_DISCOVERY_SCRIPT, ConfigError, load_config
 from tf_models.gpus import apply_visible_devices, gpu_spark_conf, visible_devices
+from tfbs.config import DEFAULT_GPU_DISCOVERY_SCRIPT, load_config
+from tfbs.errors import ConfigError
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "conf" / "demo.yaml"
@@ -77,16 +78,22 @@ def test_apply_outside_a_spark_task_reads_no_gpus(monkeypatch):
 
 
 def _node_info(job_name: str):
-    from tf_models.tfos_cluster import NodeInfo
+    from tf_models.cluster import NodeInfo
 
-    return NodeInfo(job_name=job_name, task_index=0, executor_id=0, spark_executor_id="1",
-                    cluster_spec={"chief": ["h:1"], "ps": ["h:2"], "worker": ["h:3"]},
-                    hostname="h", pid=1)
+    return NodeInfo(
+        job_name=job_name,
+        task_index=0,
+        executor_id=0,
+        spark_executor_id="1",
+        cluster_spec={"chief": ["h:1"], "ps": ["h:2"], "worker": ["h:3"]},
+        hostname="h",
+        pid=1,
+    )
 
 
 def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
-    import tf_models.tfos_cluster as tfos
+    import tf_models.cluster as tfos
     from tf_models.distributed import node_main
 
     started = []
@@ -107,15 +114,29 @@ def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
 
 def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
     """TFoS gets num_gpus, so it never picks GPUs from nvidia-smi itself."""
-    import tf_models.tfos_cluster as tfos
+    import tf_models.cluster as tfos
     from tf_models.distributed import train_on_spark
 
     seen = {}
     monkeypatch.setattr(tfos, "run_cluster", lambda sc, main, node_args, **kw: seen.update(node_args))
     spark = type("FakeSpark", (), {"sparkContext": None})()
+    from preprocess.manifest import FileEntry, Manifest, SplitRecords
+
+    records = SplitRecords(
+        positives=[FileEntry(path="p.rec", rows=100)], negatives=[[FileEntry(path="n.rec", rows=300)]]
+    )
+    # Only what the driver reads before it hands the manifest to the (patched) cluster.
+    manifest = Manifest.model_construct(
+        records={"train": records, "valid": records},
+        window=1000,
+        tfs=["CTCF"],
+        cells=["K562"],
+        proteins={"CTCF": "MKV"},
+        dnase=True,
+    )
     for gpus in (0, 2):
         config = load_config(DEMO, [f"run_dir={tmp_path}", f"train.gpus_per_worker={gpus}"])
-        train_on_spark(spark, config, {})
+        train_on_spark(spark, config, manifest)
         assert seen["num_gpus"] == gpus
 
 
@@ -181,7 +202,7 @@ def test_yarn_gpu_profile_loads():
     assert config.spark.master == train.master == "yarn"
     assert config.run_dir.startswith("hdfs://") and config.data.root.startswith("hdfs://")
     assert (train.gpus_per_worker, train.mixed_precision) == (1, True)
-    # Exactly one TF node task per executor, as tfos_cluster.run_cluster demands.
+    # Exactly one TF node task per executor, as tf_models.cluster.run_cluster demands.
     assert int(train.spark_conf["spark.executor.instances"]) == train.num_ps + train.num_workers + 1
     assert train.spark_conf["spark.task.cpus"] == train.spark_conf["spark.executor.cores"]
     assert gpu_spark_conf(train)["spark.executor.resource.gpu.discoveryScript"] == "./get_gpus_resources.sh"
@@ -196,8 +217,9 @@ def _tiny_model(mixed: bool):
     from tf_models.model import build_model
     from tfbs.config import ModelConfig
 
-    config = ModelConfig(dna_filters=[4, 4], aa_filters=[4, 4], aa_max_length=12, dense_units=8,
-                         pool="global_max")
+    config = ModelConfig(
+        aa_filters=[4, 4], aa_max_length=12, dense_units=8, dna_center_bp=None, motif_cnn={"filters": 4, "kernel": 5}
+    )
     return build_model(config, n_cells=2, window=24, mixed_precision=mixed), config
 
 
@@ -219,7 +241,7 @@ def test_mixed_precision_policy_float16_compute_float32_logits():
     model, config = _tiny_model(mixed=True)
     assert keras.mixed_precision.dtype_policy().name == "float32", "policy must not leak"
     assert model.dense.compute_dtype == "float16"
-    assert model.dna_tower.layers[0].compute_dtype == "float16"
+    assert model.motifs.compute_dtype == "float16"
     assert model.logit.compute_dtype == "float32"
     assert {v.dtype for v in model.trainable_variables} == {"float32"}
     batch, proteins = _batch(config)
@@ -269,8 +291,9 @@ def _fake_nvidia_smi(folder: Path, body: str) -> None:
 
 def _discover(path_dir: Path) -> subprocess.CompletedProcess:
     # Only the fake on PATH: the script must manage with shell builtins.
-    return subprocess.run([shutil.which("bash"), str(SCRIPT)], env={"PATH": str(path_dir)},
-                          capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        [shutil.which("bash"), str(SCRIPT)], env={"PATH": str(path_dir)}, capture_output=True, text=True, timeout=30
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,15 @@ import gzip
 import numpy as np
 import pytest
 
-from preprocess.dream_formats import BadInputError
-from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece, ReadReport, read_label_file
+from preprocess.label_reader import (
+    CODE_A,
+    CODE_B,
+    CODE_U,
+    LabelPiece,
+    ReadReport,
+    read_label_file,
+)
+from tfbs.errors import BadInputError
 
 HEADER = "chr\tstart\tstop\tGM12878\tK562\n"
 CHROMS = ["chr1", "chr2"]

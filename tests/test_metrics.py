@@ -1,10 +1,9 @@
-"""Tests for tf_models.metrics (ENCODE-DREAM official scoring)."""
+"""Tests for tfbs.metrics (ENCODE-DREAM official scoring)."""
 
 from __future__ import annotations
 
 import math
 import random
-import sys
 import time
 from fractions import Fraction
 from pathlib import Path
@@ -19,11 +18,7 @@ from sklearn.metrics import (
 )
 from sklearn.metrics import roc_curve as sk_roc_curve
 
-ROOT = Path(__file__).resolve().parents[1]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
-
-from tf_models.metrics import (  # noqa: E402
+from tfbs.metrics import (
     auprc_davis_goadrich,
     auroc,
     filter_ambiguous,
@@ -32,6 +27,8 @@ from tf_models.metrics import (  # noqa: E402
     roc_curve,
     score_predictions,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # ---------------------------------------------------------------------------
@@ -206,8 +203,7 @@ def test_worst_ranking_hand_formula():
     rng = np.random.default_rng(1)
     s = np.r_[-rng.uniform(size=n), rng.uniform(size=n)]
     y = np.r_[np.ones(n, int), np.zeros(n, int)]
-    expected = sum(((k - 1) / (k - 1 + n) + k / (k + n)) / 2 / n
-                   for k in range(1, n + 1))
+    expected = sum(((k - 1) / (k - 1 + n) + k / (k + n)) / 2 / n for k in range(1, n + 1))
     assert auprc_davis_goadrich(y, s) == pytest.approx(expected, abs=1e-12)
     # close to, but not equal to, PRROC's integral value 1 - ln 2
     assert abs(expected - (1 - math.log(2))) < 1e-3
@@ -351,12 +347,15 @@ def test_filter_ambiguous_strings_and_ints():
     np.testing.assert_array_equal(y4, y)
 
 
-@pytest.mark.parametrize("bad_labels, bad", [
-    (["U", "B", "X"], "'X'"),
-    (["U", "B", "b"], "'b'"),
-    ([0, 1, 2], "2"),
-    ([0.0, 1.0, 0.5], "0.5"),
-])
+@pytest.mark.parametrize(
+    "bad_labels, bad",
+    [
+        (["U", "B", "X"], "'X'"),
+        (["U", "B", "b"], "'b'"),
+        ([0, 1, 2], "2"),
+        ([0.0, 1.0, 0.5], "0.5"),
+    ],
+)
 def test_filter_ambiguous_unknown_label(bad_labels, bad):
     with pytest.raises(ValueError, match=bad):
         filter_ambiguous(np.array(bad_labels), np.zeros(3))
@@ -386,8 +385,7 @@ def test_ambiguous_bins_never_count():
     # Treating A as B would change the answer (guards against A leaking in).
     y_wrong = (codes != 0).astype(int)
     assert res["auprc"] != pytest.approx(auprc_davis_goadrich(y_wrong, s), abs=1e-6)
-    assert set(res) == {"auroc", "auprc", "recall_at_fdr_10", "recall_at_fdr_50",
-                        "n_pos", "n_neg", "n_ambiguous"}
+    assert set(res) == {"auroc", "auprc", "recall_at_fdr_10", "recall_at_fdr_50", "n_pos", "n_neg", "n_ambiguous"}
     assert isinstance(res["n_pos"], int) and isinstance(res["auprc"], float)
 
 
@@ -445,9 +443,14 @@ def test_plot_curves_writes_png(tmp_path):
     out = tmp_path / "sub" / "curves.png"
     plot_curves(
         {
-            "CTCF/PC-3": {"precision": precision, "recall": recall, "fpr": fpr,
-                          "tpr": tpr, "auprc": auprc_davis_goadrich(y, s),
-                          "auroc": auroc(y, s)},
+            "CTCF/PC-3": {
+                "precision": precision,
+                "recall": recall,
+                "fpr": fpr,
+                "tpr": tpr,
+                "auprc": auprc_davis_goadrich(y, s),
+                "auroc": auroc(y, s),
+            },
             "EGR1/liver": {"labels": np.where(y == 1, "B", "U"), "scores": s},
         },
         str(out),

@@ -15,19 +15,24 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from conftest import DEMO_CONFIG, REPO, model_inputs
-from tfbs.config import ConfigError, ModelConfig, load_config
+
+from tfbs.config import ModelConfig, load_config
+from tfbs.errors import ConfigError
 
 WINDOW = 200
 N_CELLS = 3
 TINY = [
-    "train.model.dna_filters=[8, 8]",
-    "train.model.dna_kernel=5",
+    "train.model.easyflow.dna_filters=[8, 8]",
+    "train.model.easyflow.dna_kernel=5",
+    "train.model.easyflow.pool=global_max",
+    "train.model.motif_cnn.filters=8",
+    "train.model.motif_cnn.kernel=9",
     "train.model.aa_filters=[8]",
     "train.model.aa_kernel=5",
     "train.model.aa_max_length=40",
@@ -38,6 +43,8 @@ TINY = [
     "train.model.factornet.cell_embedding_dim=4",
 ]
 ARCHITECTURES = {
+    "motif_cnn": ["train.model.architecture=motif_cnn"],
+    "motif_cnn-ungated": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.protein_gate=false"],
     "easyflow": ["train.model.architecture=easyflow"],
     "factornet": ["train.model.architecture=factornet"],
     "factornet-attention": ["train.model.architecture=factornet", "train.model.factornet.sequence_layer=attention"],
@@ -76,7 +83,7 @@ def _inputs(config: ModelConfig, batch: int = 6, seed: int = 0) -> dict[str, tf.
 
 
 def test_architecture_is_chosen_in_config_and_checked():
-    assert ModelConfig().architecture in ("easyflow", "factornet")
+    assert ModelConfig().architecture == "motif_cnn"
     assert ModelConfig().factornet.kernel == 26  # FactorNet's motif width
     with pytest.raises(ConfigError, match=r"train\.model\.architecture: "):
         load_config(DEMO_CONFIG, ["train.model.architecture=deepbind"])
@@ -88,18 +95,20 @@ def test_architecture_is_chosen_in_config_and_checked():
 def test_each_architecture_builds_and_gives_one_float32_logit_per_example(name):
     from tf_models.factornet import FactorNet
     from tf_models.model import TFBSNet
+    from tf_models.motif_cnn import MotifCNN
 
     model, config = _build(name)
-    assert isinstance(model, FactorNet if name.startswith("factornet") else TFBSNet)
+    expected = {"factornet": FactorNet, "easyflow": TFBSNet, "motif_cnn": MotifCNN}[name.split("-")[0]]
+    assert isinstance(model, expected)
     logits = model(_inputs(config, batch=5))
     assert logits.shape == (5,) and logits.dtype == tf.float32
     assert np.isfinite(logits.numpy()).all()
 
 
-def test_factornet_is_reverse_complement_invariant_and_still_reads_the_dna():
+def test_strand_shared_models_are_reverse_complement_invariant_and_still_read_the_dna():
     from tf_models.encoding import reverse_complement
 
-    for name in ("factornet", "factornet-attention"):
+    for name in ("motif_cnn", "motif_cnn-ungated", "factornet", "factornet-attention"):
         model, config = _build(name)
         inputs = _inputs(config)
         forward = model(inputs).numpy()
@@ -111,7 +120,7 @@ def test_factornet_is_reverse_complement_invariant_and_still_reads_the_dna():
 
 
 def test_easyflow_is_not_strand_invariant():
-    """The contrast that makes the FactorNet test meaningful: reversing one
+    """The contrast that makes the invariance test meaningful: reversing one
     strand is a different input unless weights are shared across strands."""
     from tf_models.encoding import reverse_complement
 
@@ -121,7 +130,7 @@ def test_easyflow_is_not_strand_invariant():
     assert np.abs(flipped - model(inputs).numpy()).max() > 1e-4
 
 
-@pytest.mark.parametrize("name", ["easyflow", "factornet"])
+@pytest.mark.parametrize("name", ["motif_cnn", "easyflow", "factornet"])
 def test_tf_index_gathers_the_right_protein(name):
     model, config = _build(name)
     inputs = _inputs(config)
@@ -134,7 +143,7 @@ def test_tf_index_gathers_the_right_protein(name):
     np.testing.assert_array_equal(after[~is_tf1], before[~is_tf1])
 
 
-@pytest.mark.parametrize("name", ["easyflow", "factornet"])
+@pytest.mark.parametrize("name", ["motif_cnn", "easyflow", "factornet"])
 @pytest.mark.parametrize("switch, key", [("use_dnase", "dnase"), ("use_cell_type", "cell_index")])
 def test_switches_decide_whether_the_input_is_read(name, switch, key):
     changed = {"dnase": lambda x: 1.0 - x, "cell_index": lambda x: (x + 1) % N_CELLS}[key]
@@ -182,20 +191,25 @@ def _motif_batches(config: ModelConfig, steps: int, size: int = 32, seed: int = 
             at = rng.integers(WINDOW // 2 - 40, WINDOW // 2 + 40 - len(MOTIF))
             bases[row, at : at + len(MOTIF)] = [lookup[b] for b in MOTIF]
         inputs = _inputs(config, batch=size)
-        yield {**{k: v for k, v in inputs.items() if k != "proteins"}, "dna": tf.one_hot(bases, 4),
-               "label": tf.constant(labels)}, inputs["proteins"]
+        yield (
+            {
+                **{k: v for k, v in inputs.items() if k != "proteins"},
+                "dna": tf.one_hot(bases, 4),
+                "label": tf.constant(labels),
+            },
+            inputs["proteins"],
+        )
 
 
-@pytest.mark.parametrize("name", ["easyflow", "factornet"])
+@pytest.mark.parametrize("name", ["motif_cnn", "easyflow", "factornet"])
 def test_training_steps_reduce_the_loss(name):
     """The training loop's own step (train_loop._gradient_step) learns a planted motif."""
-    import keras
-
+    from tf_models.optimizer import LockedAdam
     from tf_models.train_loop import _gradient_step, _loss
 
     model, config = _build(name)
-    optimizer = keras.optimizers.Adam(1e-2)
-    (held_out, proteins), = _motif_batches(config, 1, size=64, seed=99)
+    optimizer = LockedAdam(1e-2)
+    ((held_out, proteins),) = _motif_batches(config, 1, size=64, seed=99)
     initial = float(_loss(model, held_out, proteins, training=False))
     step = tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1))
     for batch, _ in _motif_batches(config, 40):
@@ -204,11 +218,12 @@ def test_training_steps_reduce_the_loss(name):
     assert final < 0.6 * initial, (initial, final)
 
 
-def test_factornet_exports_and_both_signatures_agree(tmp_path):
-    from preprocess.proteins import AMINO_ACIDS
+@pytest.mark.parametrize("name", ["motif_cnn", "factornet"])
+def test_export_signatures_agree_with_the_model(tmp_path, name):
     from tf_models.export import export_model
+    from tfbs.proteins import AMINO_ACIDS
 
-    model, config = _build("factornet")
+    model, config = _build(name)
     rng = np.random.default_rng(4)
     proteins = ["".join(rng.choice(list(AMINO_ACIDS), n)) for n in (30, 40, 25)]
     export_dir = export_model(model, config, N_CELLS, WINDOW, proteins, {"tfs": ["A", "B", "C"]}, str(tmp_path / "x"))
@@ -227,7 +242,7 @@ def test_factornet_exports_and_both_signatures_agree(tmp_path):
     np.testing.assert_allclose(by_index["probability"], by_sequence["probability"], rtol=1e-5, atol=1e-6)
     direct = model(model_inputs(dna, proteins, config.aa_max_length, tf_index, cells, dnase)).numpy()
     np.testing.assert_allclose(by_index["logit"], direct, rtol=1e-5, atol=1e-5)
-    assert json.load(open(f"{export_dir}/tfbs_metadata.json")) == {"tfs": ["A", "B", "C"]}
+    assert json.loads(Path(f"{export_dir}/tfbs_metadata.json").read_text()) == {"tfs": ["A", "B", "C"]}
 
 
 # --------------------------------------------------------------------------
@@ -254,9 +269,8 @@ def _train_under_strategy(kind: str, name: str, steps: int = 4) -> dict:
     server; the coordinator schedules the steps on the worker and the
     variables live on the ps. ``multi_worker_mirrored``: one worker.
     """
-    import keras
-
     from tf_models.model import build_model
+    from tf_models.optimizer import LockedAdam
     from tf_models.train_loop import _gradient_step
 
     if kind == "parameter_server":
@@ -270,10 +284,10 @@ def _train_under_strategy(kind: str, name: str, steps: int = 4) -> dict:
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
     config = _model_config(name)
     batches = list(_motif_batches(config, 1, size=8))
-    (batch, proteins), = batches
+    ((batch, proteins),) = batches
     with strategy.scope():
         model = build_model(config, N_CELLS, WINDOW)
-        optimizer = keras.optimizers.Adam(1e-2)
+        optimizer = LockedAdam(1e-2)
         optimizer.build(model.trainable_variables)
     before = [v.numpy() for v in model.trainable_variables]
 
@@ -302,11 +316,10 @@ def _train_under_strategy(kind: str, name: str, steps: int = 4) -> dict:
     }
 
 
+@pytest.mark.parametrize("name", ["motif_cnn", "factornet"])
 @pytest.mark.parametrize("kind", ["parameter_server", "multi_worker_mirrored"])
-def test_factornet_trains_under_cluster_strategies(kind):
-    run = subprocess.run(
-        [sys.executable, __file__, kind, "factornet"], cwd=REPO, capture_output=True, text=True, timeout=600
-    )
+def test_models_train_under_cluster_strategies(kind, name):
+    run = subprocess.run([sys.executable, __file__, kind, name], cwd=REPO, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr[-4000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert len(result["losses"]) == 4 and np.isfinite(result["losses"]).all()

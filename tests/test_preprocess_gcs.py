@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import small_config
+
 from preprocess.build_shards import build_shards
 from tfbs import uri as storage
 from tfbs.uri import local_path
-
-from conftest import small_config
 
 
 def _upload(local_dir: Path, base_uri: str) -> None:
@@ -26,11 +26,11 @@ def test_gs_run_matches_the_local_run(spark, small_shards, gcs_base, tmp_path):
     manifest = build_shards(spark, config)
 
     # Sampling hashes coordinates, not storage or partitioning: same outcomes.
-    assert manifest["counts"] == local_manifest["counts"]
-    assert manifest["draws"] == local_manifest["draws"]
+    assert manifest.counts == local_manifest.counts
+    assert manifest.draws == local_manifest.draws
     written = storage.list_files(config.shards_uri)
-    listed = [f["path"] for files in manifest["parquet"].values() for f in files]
-    listed += [f["path"] for f in manifest["records"]["train"]["positives"]]
+    listed = [f.path for files in manifest.parquet.values() for f in files]
+    listed += [f.path for f in manifest.records["train"].positives]
     assert set(listed) <= set(written)
     assert all(uri.startswith(f"{gcs_base}/run/shards/") for uri in written)
     assert not [uri for uri in storage.list_files(f"{gcs_base}/run") if "_staging-" in uri]

@@ -15,10 +15,7 @@ LAYOUT = RecordLayout(window=8)
 def _write(tmp_path, n_files=3, rows_per_file=10):
     files = []
     for f in range(n_files):
-        rows = [
-            (b"ACGTNACG", (f * rows_per_file + i) % 2, f, i % 3, (i % 5) / 4)
-            for i in range(rows_per_file)
-        ]
+        rows = [(b"ACGTNACG", (f * rows_per_file + i) % 2, f, i % 3, (i % 5) / 4) for i in range(rows_per_file)]
         path = str(tmp_path / f"part-{f}.rec")
         assert write_record_file(rows, path, LAYOUT) == rows_per_file
         files.append(path)
@@ -87,7 +84,9 @@ def test_negatives_are_redrawn_per_epoch_at_the_given_share(tmp_path):
         path = str(tmp_path / f"n{draw}.rec")
         write_record_file([(b"ACGTACGT", 0, draw, 0, 0.0)] * 20, path, LAYOUT)
         draws.append([path])
-    dataset = make_dataset(positives, LAYOUT, batch_size=10, seed=2, shuffle_buffer=1, negatives=draws, positive_fraction=0.25)
+    dataset = make_dataset(
+        positives, LAYOUT, batch_size=10, seed=2, shuffle_buffer=1, negatives=draws, positive_fraction=0.25
+    )
     batches = [b["tf_index"].numpy() for b in dataset.take(40)]
     assert all((batch == 0).sum() == 2 for batch in batches)  # round(0.25 * 10) positives in every batch
     seen = np.concatenate(batches)

@@ -22,10 +22,15 @@ from pathlib import Path
 
 import pytest
 import tensorflow as tf
-
 from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
-from tf_models.tfos_cluster import NodeInfo, _describe_failure, _failure_message, _write_node_file
+
+from tf_models.cluster import NodeInfo
+from tf_models.cluster.failures import describe_failure, failure_message
+from tf_models.cluster.node_files import write_node_file
 from tfbs.uri import local_path
+
+# TensorFlowOnSpark clusters on local-cluster Spark: minutes each.
+pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 
 #: Long enough that the kill lands mid-training (~60 steps/s on 2 idle
 #: cores), short enough that the resumed run finishes quickly.
@@ -53,6 +58,8 @@ def _command(small_shards, run_dir: Path) -> list[str]:
         f"train.steps={STEPS}",
         f"train.checkpoint_every_steps={CHECKPOINT_EVERY}",
         "train.steps_per_execution=10",
+        # Every step is run: the test resumes to the end, not to an early stop.
+        "train.early_stopping_patience=null",
     ]
     command = [sys.executable, "-m", "jobs.train", "--config", str(DEMO_CONFIG)]
     for override in overrides:
@@ -64,8 +71,7 @@ class _Training:
     """A running ``tfbs train`` whose merged stdout/stderr is collected as it arrives."""
 
     def __init__(self, command: list[str]) -> None:
-        self.proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         self.lines: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
@@ -171,8 +177,10 @@ def _fail_fast(small_shards, run_dir: Path, job: str, task: int) -> tuple[str, f
     assert code != 0, output[-4000:]
     assert seconds < FAIL_WITHIN_S, f"exit {seconds:.0f} s after the kill"
     # The driver's own error, as the command's last word: node, executor, pid, cause.
-    named = (rf"ClusterFailed: TF node {job}:{task} \(Spark executor {executor}, host \S+, "
-             rf"pid {pid}\) died: its process was killed by SIGKILL")
+    named = (
+        rf"ClusterFailed: TF node {job}:{task} \(Spark executor {executor}, host \S+, "
+        rf"pid {pid}\) died: its process was killed by SIGKILL"
+    )
     assert re.search(named, output), output[-4000:]
     _assert_no_processes_left(run_dir)
     return output, seconds
@@ -190,7 +198,7 @@ NODES = [
 CHIEF_FAILED = """Job aborted due to stage failure: Task 1 in stage 0.0 failed 1 times, most recent failure: \
 Lost task 1.0 in stage 0.0 (TID 1) (10.0.0.5 executor 0): org.apache.spark.api.python.PythonException: \
 [PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):
-  File "/work/main/tf_models/tfos_cluster.py", line 449, in _run_isolated
+  File "/work/main/tf_models/cluster/task.py", line 176, in run_isolated
     raise RuntimeError(f"{label} failed:\\n{error}")
 RuntimeError: TF node chief:0 (Spark executor 0, host vm, pid 3225) failed:
 Traceback (most recent call last):
@@ -205,35 +213,47 @@ Additional GRPC error information from remote target /job:ps/replica:0/task:0:
 
 
 def _node_info(job_name: str, task_index: int, executor: str) -> NodeInfo:
-    return NodeInfo(job_name=job_name, task_index=task_index, executor_id=0, spark_executor_id=executor,
-                    cluster_spec={}, hostname="vm", pid=1)
+    return NodeInfo(
+        job_name=job_name,
+        task_index=task_index,
+        executor_id=0,
+        spark_executor_id=executor,
+        cluster_spec={},
+        hostname="vm",
+        pid=1,
+    )
 
 
 def test_the_node_that_died_is_named_before_the_peer_spark_stopped_on(tmp_path):
     node_dir = str(tmp_path / "_nodes")
     # The ps died first; the chief's coordinator failed on it, and its task
     # reached Spark first. A node file from an earlier run must not count.
-    _write_node_file(node_dir, _node_info("ps", 0, "2"), 7, "run-b", "died", "its process was killed by SIGKILL")
-    _write_node_file(node_dir, _node_info("chief", 0, "0"), 3225, "run-b", "failed", "UnavailableError: ...")
-    _write_node_file(node_dir, _node_info("worker", 0, "1"), 9, "run-a", "died", "its process was killed by SIGKILL")
-    message = _failure_message(CHIEF_FAILED, NODES, node_dir, "run-b")
+    write_node_file(node_dir, _node_info("ps", 0, "2"), 7, "run-b", "died", "its process was killed by SIGKILL")
+    write_node_file(node_dir, _node_info("chief", 0, "0"), 3225, "run-b", "failed", "UnavailableError: ...")
+    write_node_file(node_dir, _node_info("worker", 0, "1"), 9, "run-a", "died", "its process was killed by SIGKILL")
+    message = failure_message(CHIEF_FAILED, NODES, node_dir, "run-b")
     assert message == (
         "TF node ps:0 (Spark executor 2, host vm, pid 7) died: its process was killed by SIGKILL "
         "(then chief:0 (Spark executor 0, host vm, pid 3225) failed: "
-        "tensorflow.python.framework.errors_impl.UnavailableError: failed to connect to all addresses)")
+        "tensorflow.python.framework.errors_impl.UnavailableError: failed to connect to all addresses)"
+    )
 
 
 def test_without_node_files_the_failed_task_is_named_from_spark():
-    assert _describe_failure(CHIEF_FAILED, NODES) == (
+    assert describe_failure(CHIEF_FAILED, NODES) == (
         "TF node chief:0 (Spark executor 0, host vm, pid 3225) failed: "
-        "tensorflow.python.framework.errors_impl.UnavailableError: failed to connect to all addresses")
+        "tensorflow.python.framework.errors_impl.UnavailableError: failed to connect to all addresses"
+    )
     # A lost executor leaves no Python traceback: the task index names the node.
-    lost = ("Job aborted due to stage failure: Task 2 in stage 0.0 failed 1 times, most recent failure: "
-            "Lost task 2.0 in stage 0.0 (TID 2) (10.0.0.5 executor 1): ExecutorLostFailure (executor 1 "
-            "exited caused by one of the running tasks) Reason: Command exited with code 137\n")
-    assert _describe_failure(lost, NODES) == (
+    lost = (
+        "Job aborted due to stage failure: Task 2 in stage 0.0 failed 1 times, most recent failure: "
+        "Lost task 2.0 in stage 0.0 (TID 2) (10.0.0.5 executor 1): ExecutorLostFailure (executor 1 "
+        "exited caused by one of the running tasks) Reason: Command exited with code 137\n"
+    )
+    assert describe_failure(lost, NODES) == (
         "TF node worker:0 (Spark executor 1, host 10.0.0.5) failed: ExecutorLostFailure (executor 1 "
-        "exited caused by one of the running tasks) Reason: Command exited with code 137")
+        "exited caused by one of the running tasks) Reason: Command exited with code 137"
+    )
 
 
 def test_killed_worker_fails_fast_then_the_rerun_resumes(small_shards, tmp_path):
@@ -251,14 +271,14 @@ def test_killed_worker_fails_fast_then_the_rerun_resumes(small_shards, tmp_path)
     history_before = json.loads((model_dir / "history.json").read_text())
 
     started = time.monotonic()
-    rerun = subprocess.run(_command(small_shards, run_dir), cwd=REPO, capture_output=True,
-                           text=True, timeout=900)
+    rerun = subprocess.run(_command(small_shards, run_dir), cwd=REPO, capture_output=True, text=True, timeout=900)
     print(f"resumed run: {time.monotonic() - started:.1f} s")
     assert rerun.returncode == 0, rerun.stderr[-4000:]
     assert f"resuming from the checkpoint at step {stopped_at} of {STEPS}" in rerun.stderr
     # The chief itself restored the step counter (its executor log, not the driver's).
-    chief_logs = "".join(p.read_text(errors="replace")
-                         for p in (run_dir / "spark-home" / "work").glob("app-*/*/stderr"))
+    chief_logs = "".join(
+        p.read_text(errors="replace") for p in (run_dir / "spark-home" / "work").glob("app-*/*/stderr")
+    )
     assert re.search(rf"resumed from \S+ckpt-{stopped_at} at step {stopped_at}\b", chief_logs)
     assert _checkpoint_step(model_dir) == STEPS
     history = json.loads((model_dir / "history.json").read_text())

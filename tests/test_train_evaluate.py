@@ -8,14 +8,16 @@ the CLI in ``test_tfos.py``.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from conftest import model_inputs, small_config
+
 from tf_models.distributed import train_on_spark
 from tf_models.evaluate import evaluate
+from tfbs.errors import BelowFloorError
 from tfbs.uri import local_path
 
 
@@ -41,8 +43,8 @@ def test_history_and_checkpoints(trained):
     assert all(np.isfinite(h["loss"]) and h["examples_per_s"] > 0 for h in summary["history"])
     assert tf.train.latest_checkpoint(f"{model_dir}/checkpoints").endswith("ckpt-60")
     assert tf.io.gfile.glob(f"{model_dir}/tensorboard/events.out.tfevents.*")
-    assert json.load(open(f"{model_dir}/history.json")) == summary["history"]
-    assert (tf.io.gfile.stat(f"{model_dir}/history.png").length > 1000)
+    assert json.loads(Path(f"{model_dir}/history.json").read_text()) == summary["history"]
+    assert tf.io.gfile.stat(f"{model_dir}/history.png").length > 1000
     # Validation auPRC at every checkpoint; the best one is kept apart.
     assert all(0 < h["valid_auprc"] <= 1 for h in summary["history"])
     best_step = max(summary["history"], key=lambda h: h["valid_auprc"])["step"]
@@ -66,7 +68,7 @@ def test_early_stopping_keeps_the_best_and_survives_resume():
 def test_export_serves_sequences_and_indices_alike(trained):
     config, manifest, _ = trained
     model = tf.saved_model.load(local_path(f"{config.model_uri}/export"))
-    window = manifest["window"]
+    window = manifest.window
     rng = np.random.default_rng(0)
     dna = [bytes(rng.choice(list(b"ACGT"), window).astype(np.uint8)) for _ in range(4)]
     cells = tf.constant([0, 1, 2, 0])
@@ -74,14 +76,14 @@ def test_export_serves_sequences_and_indices_alike(trained):
     by_index = model.signatures["indexed"](
         dna=tf.constant(dna), tf_index=tf.constant([0, 1, 0, 1]), cell_index=cells, dnase=dnase
     )["probability"].numpy()
-    proteins = [manifest["proteins"][manifest["tfs"][i]].encode() for i in (0, 1, 0, 1)]
+    proteins = [manifest.proteins[manifest.tfs[i]].encode() for i in (0, 1, 0, 1)]
     by_sequence = model.signatures["serving_default"](
         dna=tf.constant(dna), protein=tf.constant(proteins), cell_index=cells, dnase=dnase
     )["probability"].numpy()
     np.testing.assert_allclose(by_index, by_sequence, rtol=1e-5, atol=1e-6)
     assert ((by_index > 0) & (by_index < 1)).all()
-    metadata = json.load(open(local_path(f"{config.model_uri}/export/tfbs_metadata.json")))
-    assert metadata["tfs"] == manifest["tfs"] and metadata["steps"] == 60
+    metadata = json.loads(Path(local_path(f"{config.model_uri}/export/tfbs_metadata.json")).read_text())
+    assert metadata["tfs"] == manifest.tfs and metadata["steps"] == 60
 
 
 def test_resume_continues_from_the_last_checkpoint(spark, trained):
@@ -91,26 +93,55 @@ def test_resume_continues_from_the_last_checkpoint(spark, trained):
     assert [h["step"] for h in summary["history"]] == [30, 60, 90]
 
 
-def test_evaluation_report(spark, trained):
+@pytest.fixture(scope="module")
+def evaluated(spark, trained) -> dict:
+    """The evaluation report of the trained model (written under its run_dir)."""
     config, manifest, _ = trained
-    report = evaluate(spark, config, manifest)
-    keys = {f"{tf}/{cell}" for tf, cells in manifest["counts"].items() for cell in cells}
+    return evaluate(spark, config, manifest)
+
+
+def test_evaluation_report(trained, evaluated):
+    config, manifest, _ = trained
+    report = evaluated
+    keys = {f"{tf}/{cell}" for tf, cells in manifest.counts.items() for cell in cells}
     assert set(report["results"]) == keys
     for key, result in report["results"].items():
         tf_name, cell = key.split("/")
-        kept = manifest["counts"][tf_name][cell]["kept"]["test"]
+        kept = manifest.counts[tf_name][cell].kept["test"]
         assert (result["n_pos"], result["n_neg"], result["n_ambiguous"]) == (kept["B"], kept["U"], kept.get("A", 0))
         for metric in ("auroc", "auprc", "recall_at_fdr_10", "recall_at_fdr_50"):
             assert 0.0 <= result[metric] <= 1.0
-    on_disk = json.load(open(local_path(f"{config.report_uri}/report.json")))
+    on_disk = json.loads(Path(local_path(f"{config.report_uri}/report.json")).read_text())
     assert on_disk["mean_auroc"] == pytest.approx(np.mean([r["auroc"] for r in report["results"].values()]))
-    assert tf.io.gfile.stat(local_path(f"{config.report_uri}/curves.png")).length > 1000
+    for name in ("curves.png", "baselines.png"):
+        assert tf.io.gfile.stat(local_path(f"{config.report_uri}/{name}")).length > 1000
+
+
+def test_baselines_are_scored_on_the_models_rows(evaluated):
+    """Beside every TF/cell: the motif scan of the generator's motifs and the
+    generator's oracle, on exactly the rows the model was scored on."""
+    report = evaluated
+    assert set(report["baselines"]) == set(report["results"])
+    for key, baselines in report["baselines"].items():
+        assert set(baselines) == {"motif_scan", "oracle"}
+        for figures in baselines.values():
+            counts = ("n_pos", "n_neg", "n_ambiguous")
+            assert [figures[c] for c in counts] == [report["results"][key][c] for c in counts]
+        # The oracle knows the odds the labels were drawn with; the PWM alone does not.
+        assert baselines["oracle"]["auprc"] > baselines["motif_scan"]["auprc"] > 0.05, key
+    for name in ("motif_scan", "oracle"):
+        mean = np.mean([b[name]["auprc"] for b in report["baselines"].values()])
+        assert report["baseline_mean_auprc"][name] == pytest.approx(mean)
+    below = sorted(
+        k for k, b in report["baselines"].items() if report["results"][k]["auprc"] <= b["motif_scan"]["auprc"]
+    )
+    assert report["below_motif_scan"] == below
 
 
 def test_evaluation_floor_fails_loudly(spark, trained):
     config, manifest, _ = trained
     strict = config.model_copy(update={"evaluate": config.evaluate.model_copy(update={"min_mean_auroc": 1.0})})
-    with pytest.raises(RuntimeError, match="below evaluate.min_mean_auroc 1.0"):
+    with pytest.raises(BelowFloorError, match="below evaluate.min_mean_auroc 1.0"):
         evaluate(spark, strict, manifest)
 
 
@@ -118,19 +149,17 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
     import gzip
 
     import pyarrow.parquet as pq
-
-    from tf_models.predict import predict_regions
-
     from pyfaidx import Fasta
 
     from preprocess.genome import window_starts
+    from tf_models.predict import predict_regions
 
     config, manifest, _ = trained
-    test_files = [local_path(f["path"]) for f in manifest["parquet"]["test"] if "/CTCF/" in f["path"]]
+    test_files = [local_path(f.path) for f in manifest.parquet["test"] if "/CTCF/" in f.path]
     shards = pq.read_table(test_files).to_pylist()
     rows = [r for r in shards if r["cell"] == "K562" and r["chrom"] in ("chr8", "chr21")][:40]
     genome = Fasta(local_path(config.data.genome_fasta), as_raw=True, sequence_always_upper=True)
-    window = manifest["window"]
+    window = manifest.window
     for row in rows:
         low = int(window_starts(np.array([row["start"]]), window)[0])
         row["sequence"] = genome[row["chrom"]][low : low + window].encode()
@@ -140,7 +169,7 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
     out = f"file://{tmp_path}/F.CTCF.K562.tab.gz"
     assert predict_regions(spark, config, f"file://{regions}", "CTCF", "K562", out) == len(rows)
 
-    lines = gzip.open(local_path(out), "rt").read().splitlines()
+    lines = gzip.decompress(Path(local_path(out)).read_bytes()).decode().splitlines()
     submitted = [line.split("\t") for line in lines]
     assert [(c, int(s)) for c, s, _, _ in submitted] == [(rows[i]["chrom"], rows[i]["start"]) for i in order]
     model = tf.saved_model.load(local_path(f"{config.model_uri}/export"))
@@ -153,20 +182,31 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
     np.testing.assert_allclose([float(p) for *_, p in submitted], expected, atol=2e-6)
 
 
-def test_export_equals_the_last_checkpoint(trained):
+def test_export_equals_the_best_checkpoint(trained):
+    """Early stopping is on by default: the export holds the best validation auPRC's weights."""
     from tf_models.model import build_model
 
-    config, manifest, _ = trained
+    config, manifest, summary = trained
+    best_step = max(summary["history"], key=lambda h: h["valid_auprc"])["step"]
     model_config = config.train.model
-    restored = build_model(model_config, len(manifest["cells"]), manifest["window"])
+    restored = build_model(model_config, len(manifest.cells), manifest.window)
     checkpoint = tf.train.Checkpoint(model=restored)
-    checkpoint.restore(tf.train.latest_checkpoint(local_path(f"{config.model_uri}/checkpoints"))).expect_partial()
+    best = tf.train.latest_checkpoint(local_path(f"{config.model_uri}/best"))
+    assert best.endswith(f"ckpt-{best_step}")
+    checkpoint.restore(best).expect_partial()
     rng = np.random.default_rng(2)
-    dna = [bytes(rng.choice(list(b"ACGT"), manifest["window"]).astype(np.uint8)) for _ in range(6)]
+    dna = [bytes(rng.choice(list(b"ACGT"), manifest.window).astype(np.uint8)) for _ in range(6)]
     tf_index, cells, dnase = [0, 1, 0, 1, 0, 1], [0, 1, 2, 0, 1, 2], [0.0, 1.0, 1.0, 0.0, 1.0, 0.0]
-    proteins = [manifest["proteins"][name] for name in manifest["tfs"]]
+    proteins = [manifest.proteins[name] for name in manifest.tfs]
     logits = restored(model_inputs(dna, proteins, model_config.aa_max_length, tf_index, cells, dnase)).numpy()
-    exported = tf.saved_model.load(local_path(f"{config.model_uri}/export")).signatures["indexed"](
-        dna=tf.constant(dna), tf_index=tf.constant(tf_index), cell_index=tf.constant(cells), dnase=tf.constant(dnase)
-    )["logit"].numpy()
+    exported = (
+        tf.saved_model.load(local_path(f"{config.model_uri}/export"))
+        .signatures["indexed"](
+            dna=tf.constant(dna),
+            tf_index=tf.constant(tf_index),
+            cell_index=tf.constant(cells),
+            dnase=tf.constant(dnase),
+        )["logit"]
+        .numpy()
+    )
     np.testing.assert_allclose(exported, logits, rtol=1e-4, atol=1e-5)

@@ -1,11 +1,12 @@
 """tfbs.uri on ``gs://``: pyarrow's GcsFileSystem against the GCS emulator
-(tests/gcs_emulator.py), in the driver and in Spark tasks; and the error an
-``hdfs://`` URI gives where libhdfs is absent."""
+(tests/gcs_emulator.py), in the driver and in Spark tasks; and the error of an
+unreachable ``hdfs://`` name node (HDFS itself: tests/test_hdfs.py)."""
 
 from __future__ import annotations
 
 import gzip
 import os
+import time
 
 import pytest
 from pyfaidx import Faidx
@@ -14,7 +15,7 @@ from tfbs import uri as storage
 
 
 def _relative(uris: list[str], base: str) -> list[str]:
-    return [u[len(base) + 1:] for u in uris]
+    return [u[len(base) + 1 :] for u in uris]
 
 
 def test_gs_uri_is_served_by_pyarrow_gcs_at_the_emulator(gcs_emulator, gcs_base):
@@ -81,7 +82,7 @@ def test_read_range(gcs_base):
     storage.write_bytes(f"{gcs_base}/blob.bin", data)
 
     for offset, length in [(0, 10), (1000, 7), (70_000, 200_000), (len(data) - 5, 5), (17, 0)]:
-        assert storage.read_range(f"{gcs_base}/blob.bin", offset, length) == data[offset:offset + length]
+        assert storage.read_range(f"{gcs_base}/blob.bin", offset, length) == data[offset : offset + length]
     with pytest.raises(EOFError, match="blob.bin"):
         storage.read_range(f"{gcs_base}/blob.bin", len(data) - 5, 6)
     with pytest.raises(ValueError):
@@ -93,8 +94,11 @@ def test_read_chromosome_from_fasta_by_fai_offsets(gcs_base, tmp_path):
     # .fai offsets as preprocessing tasks will.
     fasta = tmp_path / "genome.fa"
     seqs = {"chr1": "ACGT" * 37 + "A", "chr2": "GGCCTTAA" * 20 + "TTT"}
-    fasta.write_text("".join(f">{name}\n" + "\n".join(s[i:i + 60] for i in range(0, len(s), 60)) + "\n"
-                             for name, s in seqs.items()))
+    fasta.write_text(
+        "".join(
+            f">{name}\n" + "\n".join(s[i : i + 60] for i in range(0, len(s), 60)) + "\n" for name, s in seqs.items()
+        )
+    )
     Faidx(str(fasta)).close()
     for suffix in ("", ".fai"):
         storage.write_bytes(f"{gcs_base}/genome.fa{suffix}", (tmp_path / f"genome.fa{suffix}").read_bytes())
@@ -117,13 +121,17 @@ def test_exists(gcs_base):
     assert not storage.exists(f"{gcs_base}/di")  # a name prefix is not a directory
 
 
-@pytest.mark.parametrize("read", [
-    lambda uri, _: storage.read_text(uri),
-    lambda uri, _: storage.open_text(uri),
-    lambda uri, _: storage.open_input(uri),
-    lambda uri, _: storage.read_range(uri, 0, 1),
-    storage.stage_local,
-], ids=["read_text", "open_text", "open_input", "read_range", "stage_local"])
+@pytest.mark.parametrize(
+    "read",
+    [
+        lambda uri, _: storage.read_text(uri),
+        lambda uri, _: storage.open_text(uri),
+        lambda uri, _: storage.open_input(uri),
+        lambda uri, _: storage.read_range(uri, 0, 1),
+        storage.stage_local,
+    ],
+    ids=["read_text", "open_text", "open_input", "read_range", "stage_local"],
+)
 def test_missing_object_error_names_the_uri(gcs_base, tmp_path, read):
     missing = f"{gcs_base}/nope/CTCF.train.labels.tsv.gz"
     with pytest.raises(FileNotFoundError) as err:
@@ -141,7 +149,10 @@ def test_list_files(gcs_base):
     assert _relative(listed, f"{gcs_base}/run") == ["a.parquet", "b/1.parquet", "b/2.parquet", "b/c/manifest.json"]
     assert all(u.startswith("gs://") for u in listed)
     assert _relative(storage.list_files(f"{gcs_base}/run", suffix=".parquet"), f"{gcs_base}/run") == [
-        "a.parquet", "b/1.parquet", "b/2.parquet"]
+        "a.parquet",
+        "b/1.parquet",
+        "b/2.parquet",
+    ]
     with pytest.raises(FileNotFoundError, match="nothing"):
         storage.list_files(f"{gcs_base}/nothing")
     with pytest.raises(NotADirectoryError):
@@ -177,7 +188,7 @@ def test_replace_dir_writes_manifest_last_and_leaves_no_staging(gcs_emulator, gc
         storage.write_text(f"{staging}/{name}", f"new {name}")
     storage.write_text(f"{staging}/manifest.json", '{"run": "new"}')
 
-    storage.replace_dir(staging, final)
+    storage.replace_dir(staging, final, commit_marker="manifest.json")
 
     objects = gcs_emulator.objects(key)
     assert not [name for name in objects if "/_staging/shards" in name]  # its parent's marker stays
@@ -195,7 +206,7 @@ def test_replace_dir_writes_manifest_last_and_leaves_no_staging(gcs_emulator, gc
 def test_replace_dir_missing_staging(gcs_base):
     storage.write_text(f"{gcs_base}/shards/manifest.json", "{}")
     with pytest.raises(FileNotFoundError, match="_staging"):
-        storage.replace_dir(f"{gcs_base}/_staging", f"{gcs_base}/shards")
+        storage.replace_dir(f"{gcs_base}/_staging", f"{gcs_base}/shards", commit_marker="manifest.json")
     # The published directory is untouched when there is nothing to swap in.
     assert storage.read_text(f"{gcs_base}/shards/manifest.json") == "{}"
 
@@ -234,14 +245,12 @@ def test_spark_tasks_read_gs_objects(spark, gcs_emulator, gcs_base):
     assert os.getpid() not in {pid for pid, _, _ in rows}  # read in worker processes
 
 
-def test_hdfs_uri_without_libhdfs_names_what_to_set():
-    # No Hadoop here: pyarrow's HadoopFileSystem cannot load libjvm/libhdfs.
+def test_unreachable_hdfs_name_node_fails_fast_naming_it():
+    started = time.monotonic()
     with pytest.raises(OSError) as err:
-        storage.exists("hdfs://namenode:8020/dream/labels/CTCF.train.labels.tsv.gz")
-    message = str(err.value)
-    assert message.startswith("hdfs://namenode:8020/dream/labels/CTCF.train.labels.tsv.gz: ")
-    assert "HadoopFileSystem" in message and "CLASSPATH" in message and "ARROW_LIBHDFS_DIR" in message
-    assert len(message.splitlines()) == 1  # not pyarrow's hundred dlopen lines
+        storage.exists("hdfs://127.0.0.1:1/dream/labels/CTCF.train.labels.tsv.gz")
+    assert str(err.value).startswith("hdfs://127.0.0.1:1: cannot reach the HDFS name node at 127.0.0.1:1")
+    assert time.monotonic() - started < 15
 
 
 def test_same_functions_on_file_uris(tmp_path):
@@ -260,6 +269,6 @@ def test_same_functions_on_file_uris(tmp_path):
     with pytest.raises(FileNotFoundError, match="missing.txt"):
         storage.read_text(f"{base}/missing.txt")
 
-    storage.replace_dir(storage.to_uri(tmp_path / "staging"), base)  # a rename locally
+    storage.replace_dir(storage.to_uri(tmp_path / "staging"), base, commit_marker="manifest.json")  # a rename locally
     assert storage.list_files(base) == [f"{base}/manifest.json", f"{base}/part-0.rec"]
     assert not (tmp_path / "staging").exists()

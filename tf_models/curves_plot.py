@@ -8,12 +8,13 @@ needed and pyplot's global backend state is left untouched.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from tf_models.metrics import (
+from tfbs.metrics import (
     auprc_davis_goadrich,
     auroc,
     filter_ambiguous,
@@ -21,7 +22,7 @@ from tf_models.metrics import (
     roc_curve,
 )
 
-__all__ = ["plot_curves"]
+__all__ = ["plot_auprc_bars", "plot_curves", "plot_history"]
 
 #: Curves longer than this are thinned before drawing (keeps endpoints).
 MAX_POINTS = 5000
@@ -41,8 +42,7 @@ def _resolve(key: str, entry: dict) -> dict:
         raise TypeError(f"curves[{key!r}] must be a dict, got {type(entry).__name__}")
     have_curves = all(k in entry for k in ("precision", "recall", "fpr", "tpr"))
     if have_curves:
-        out = {k: np.asarray(entry[k], dtype=np.float64)
-               for k in ("precision", "recall", "fpr", "tpr")}
+        out: dict[str, Any] = {k: np.asarray(entry[k], dtype=np.float64) for k in ("precision", "recall", "fpr", "tpr")}
         out["auprc"] = entry.get("auprc")
         out["auroc"] = entry.get("auroc")
         return out
@@ -77,8 +77,8 @@ def plot_curves(curves: dict[str, dict], out_png: str) -> None:
         Maps a label such as ``"CTCF/PC-3"`` to either
 
         * ``{"precision", "recall", "fpr", "tpr"}`` arrays, e.g. from
-          :func:`tf_models.metrics.pr_curve` and
-          :func:`tf_models.metrics.roc_curve`, with optional float
+          :func:`tfbs.metrics.pr_curve` and
+          :func:`tfbs.metrics.roc_curve`, with optional float
           ``"auprc"`` / ``"auroc"`` for the legend; or
         * ``{"labels", "scores"}`` (U/B/A or 0/1/-1 labels); A bins are
           removed and curves plus auPRC (Davis-Goadrich) and auROC are
@@ -106,22 +106,80 @@ def plot_curves(curves: dict[str, dict], out_png: str) -> None:
             precision = np.concatenate((precision[:1], precision))
         recall, precision = _thin(recall, precision)
         fpr, tpr = _thin(c["fpr"], c["tpr"])
-        (line,) = ax_pr.plot(recall, precision, lw=1.5,
-                             label=f"{key} (auPRC={_fmt(c['auprc'])})")
-        ax_roc.plot(fpr, tpr, lw=1.5, color=line.get_color(),
-                    label=f"{key} (auROC={_fmt(c['auroc'])})")
+        (line,) = ax_pr.plot(recall, precision, lw=1.5, label=f"{key} (auPRC={_fmt(c['auprc'])})")
+        ax_roc.plot(fpr, tpr, lw=1.5, color=line.get_color(), label=f"{key} (auROC={_fmt(c['auroc'])})")
 
     ax_roc.plot([0, 1], [0, 1], ls="--", lw=0.8, color="grey")
-    ax_pr.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="Recall", ylabel="Precision",
-              title="Precision-recall (auPRC: Davis-Goadrich)")
-    ax_roc.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="False positive rate",
-               ylabel="True positive rate", title="ROC")
+    ax_pr.set(
+        xlim=(0, 1),
+        ylim=(0, 1.02),
+        xlabel="Recall",
+        ylabel="Precision",
+        title="Precision-recall (auPRC: Davis-Goadrich)",
+    )
+    ax_roc.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="False positive rate", ylabel="True positive rate", title="ROC")
     for ax in (ax_pr, ax_roc):
         ax.grid(alpha=0.3)
-        ax.legend(loc="lower left" if ax is ax_pr else "lower right",
-                  fontsize="small")
+        ax.legend(loc="lower left" if ax is ax_pr else "lower right", fontsize="small")
     fig.tight_layout()
 
     parent = os.path.dirname(os.path.abspath(out_png))
     os.makedirs(parent, exist_ok=True)
     fig.savefig(out_png, dpi=120)
+
+
+def plot_auprc_bars(series: dict[str, dict[str, float]], out_png: str, title: str) -> None:
+    """Grouped bars of auPRC per TF / cell, one bar per series (a model, a baseline...).
+
+    Parameters
+    ----------
+    series
+        ``{name: {"TF/cell": auPRC}}``; a key missing from a series leaves a gap.
+    out_png
+        Output PNG path; missing parent directories are created.
+    title
+        The figure's title.
+    """
+    keys = sorted({key for values in series.values() for key in values})
+    fig = Figure(figsize=(max(6.0, 0.9 * len(keys) + 3.5), 4.5))
+    FigureCanvasAgg(fig)
+    axes = fig.subplots()
+    width = 0.8 / max(len(series), 1)
+    for offset, (name, values) in enumerate(series.items()):
+        heights = [values.get(key, np.nan) for key in keys]
+        axes.bar(np.arange(len(keys)) + offset * width, heights, width, label=name)
+    axes.set_xticks(np.arange(len(keys)) + width * (len(series) - 1) / 2, keys, rotation=45, ha="right")
+    axes.set(ylim=(0, 1), ylabel="auPRC (Davis-Goadrich)", title=title)
+    axes.grid(axis="y", alpha=0.3)
+    axes.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(out_png)), exist_ok=True)
+    fig.savefig(out_png, dpi=120)
+
+
+def plot_history(history: list[dict], out_png: str) -> None:
+    """Training history: loss, validation auPRC (new bests marked) and throughput by step.
+
+    Parameters
+    ----------
+    history
+        The entries of ``history.json``.
+    out_png
+        Output PNG path.
+    """
+    fig = Figure(figsize=(13, 3.5))
+    FigureCanvasAgg(fig)
+    loss_axes, valid_axes, rate_axes = fig.subplots(1, 3)
+    steps = [h["step"] for h in history]
+    loss_axes.plot(steps, [h["loss"] for h in history], marker="o")
+    loss_axes.set(xlabel="step", ylabel="training loss", title="loss")
+    scored = [h for h in history if "valid_auprc" in h]
+    valid_axes.plot([h["step"] for h in scored], [h["valid_auprc"] for h in scored], marker="o")
+    for h in scored:
+        if h.get("best"):
+            valid_axes.axvline(h["step"], color="grey", lw=0.5)
+    valid_axes.set(xlabel="step", ylabel="validation auPRC", title="validation (grey: new best)")
+    rate_axes.plot(steps, [h["examples_per_s"] for h in history], marker="o")
+    rate_axes.set(xlabel="step", ylabel="examples / s", title="throughput")
+    fig.tight_layout()
+    fig.savefig(out_png)

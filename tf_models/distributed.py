@@ -1,7 +1,7 @@
 """Training on Spark executors: what each TensorFlow node does.
 
-``train_on_spark`` starts the cluster through :mod:`tf_models.tfos_cluster`
-(the only module that knows TensorFlowOnSpark) and runs :func:`node_main`
+``train_on_spark`` starts the cluster through :mod:`tf_models.cluster`
+(the only package that knows TensorFlowOnSpark) and runs :func:`node_main`
 on every node:
 
 ``parameter_server`` (default)
@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 
+from preprocess.manifest import Manifest
 from tfbs import uri as storage
 from tfbs.config import PipelineConfig
 
@@ -31,35 +32,45 @@ DONE_MARKER = "_TRAINING_DONE"
 NODE_DIR = "_nodes"
 
 
-def _export(config: PipelineConfig, manifest: dict, result) -> str:
+def _export(config: PipelineConfig, run, manifest: Manifest, result) -> str:
     from tf_models.export import export_model
-    from tf_models.train_loop import tf_path
 
+    model_config = run.model_config(config.train)
     metadata = {
-        "tfs": manifest["tfs"],
-        "cells": manifest["cells"],
-        "window": manifest["window"],
+        "tfs": manifest.tfs,
+        "cells": manifest.cells,
+        "window": manifest.window,
+        "uses_dnase": model_config.use_dnase,
         "steps": result.steps,
         "strategy": config.train.strategy,
         "config_digest": config.digest(),
     }
-    return export_model(
+    export_model(
         result.model,
-        config.train.model,
-        len(manifest["cells"]),
-        manifest["window"],
-        [manifest["proteins"][tf] for tf in manifest["tfs"]],
+        model_config,
+        len(manifest.cells),
+        manifest.window,
+        [manifest.proteins[tf] for tf in manifest.tfs],
         metadata,
-        tf_path(f"{config.model_uri}/export"),
+        f"{result.directory.local}/export",
     )
+    result.directory.push()
+    return f"{config.model_uri}/export"
 
 
-def _train_and_export(config: PipelineConfig, manifest: dict, strategy, is_chief: bool) -> None:
-    from tf_models.train_loop import TrainingRun, train
+def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...]):
+    """The manifest's training run, its remote record files copied where this node reads them."""
+    from tf_models.train_loop import TrainingRun
 
-    result = train(config, TrainingRun.from_manifest(manifest), strategy, is_chief=is_chief)
+    return TrainingRun.from_manifest(manifest).readable_by_tensorflow(config.train.record_cache_dir, download)
+
+
+def _train_and_export(config: PipelineConfig, manifest: Manifest, run, strategy, is_chief: bool) -> None:
+    from tf_models.train_loop import train
+
+    result = train(config.train, config.model_uri, run, strategy, is_chief=is_chief)
     if is_chief:
-        _export(config, manifest, result)
+        _export(config, run, manifest, result)
 
 
 def node_main(args: dict, info) -> None:
@@ -68,9 +79,9 @@ def node_main(args: dict, info) -> None:
     Parameters
     ----------
     args
-        ``{"config": PipelineConfig, "manifest": dict, "num_gpus": int, "run_id": str}``.
+        ``{"config": PipelineConfig, "manifest": Manifest, "num_gpus": int, "run_id": str}``.
     info
-        :class:`tf_models.tfos_cluster.NodeInfo` of this node.
+        :class:`tf_models.cluster.NodeInfo` of this node.
     """
     from tf_models.gpus import apply_visible_devices
 
@@ -81,17 +92,21 @@ def node_main(args: dict, info) -> None:
 
     import tensorflow as tf
 
-    from tf_models.tfos_cluster import mark_chief_done, start_server, wait_for_chief
+    from tf_models.cluster import mark_chief_done, start_server, wait_for_chief
 
-    manifest: dict = args["manifest"]
+    manifest: Manifest = args["manifest"]
     marker = f"{config.model_uri}/{DONE_MARKER}"
     timeout = config.train.worker_wait_timeout_s
 
     if config.train.strategy == "multi_worker_mirrored":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        _train_and_export(config, manifest, strategy, is_chief=info.is_chief)
+        run = _readable_run(config, manifest, ("train", "valid"))
+        _train_and_export(config, manifest, run, strategy, is_chief=info.is_chief)
         return
     if info.job_name in ("ps", "worker"):
+        # Workers run the input graph the chief builds: their record files first.
+        if info.job_name == "worker":
+            _readable_run(config, manifest, ("train",))
         # The ps waits like a worker instead of server.join(), which never
         # returns and would keep the process alive until the application ends.
         start_server(info)
@@ -103,7 +118,8 @@ def node_main(args: dict, info) -> None:
     try:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         strategy = tf.distribute.ParameterServerStrategy(resolver)
-        _train_and_export(config, manifest, strategy, is_chief=True)
+        run = _readable_run(config, manifest, ("valid",))
+        _train_and_export(config, manifest, run, strategy, is_chief=True)
         status = "ok"
     finally:
         # Release the ps and workers whether training worked or not, so the
@@ -133,11 +149,13 @@ class _ProgressFollower(threading.Thread):
             return  # not written yet, or being rewritten
         for entry in history[self.seen :]:
             log.info(
-                "chief: step %d/%d loss %.4f %.0f examples/s",
+                "chief: step %d/%d (epoch %.2f) loss %.4f %.0f examples/s%s",
                 entry["step"],
                 self.total_steps,
+                entry.get("epoch", 0.0),
                 entry["loss"],
                 entry["examples_per_s"],
+                f" valid auPRC {entry['valid_auprc']:.4f}" if "valid_auprc" in entry else "",
             )
         self.seen = max(self.seen, len(history))
 
@@ -158,9 +176,11 @@ def _checkpoint_step(config: PipelineConfig) -> int | None:
     """
     import tensorflow as tf
 
-    from tf_models.train_loop import tf_path
+    from tf_models.model_dir import model_directory
 
-    latest = tf.train.latest_checkpoint(tf_path(f"{config.model_uri}/checkpoints"))
+    directory = model_directory(config.model_uri)
+    directory.pull("checkpoints")
+    latest = tf.train.latest_checkpoint(f"{directory.local}/checkpoints")
     if latest is None:
         return None
     try:
@@ -171,7 +191,7 @@ def _checkpoint_step(config: PipelineConfig) -> int | None:
         return None
 
 
-def _log_resume_point(config: PipelineConfig) -> None:
+def _log_resume_point(config: PipelineConfig, total_steps: int) -> None:
     """Say in the driver's log whether this run resumes, and from which step.
 
     The chief restores the checkpoint on an executor, whose log the driver's
@@ -179,32 +199,20 @@ def _log_resume_point(config: PipelineConfig) -> None:
     """
     step = _checkpoint_step(config)
     if step:
-        log.info("resuming from the checkpoint at step %d of %d (%s/checkpoints)",
-                 step, config.train.steps, config.model_uri)
+        log.info("resuming from the checkpoint at step %d of %d (%s/checkpoints)", step, total_steps, config.model_uri)
 
 
 def _write_history_plot(config: PipelineConfig) -> None:
-    """Plot the loss and throughput history next to ``history.json``."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
+    """Plot the loss, validation auPRC and throughput history next to ``history.json``."""
+    from tf_models.curves_plot import plot_history
 
     history_uri = f"{config.model_uri}/history.json"
-    if not storage.exists(history_uri) or storage.is_remote(history_uri):
-        return
-    history = json.loads(storage.read_text(history_uri))
-    figure = Figure(figsize=(9, 3.5))
-    FigureCanvasAgg(figure)
-    loss_axes, rate_axes = figure.subplots(1, 2)
-    steps = [h["step"] for h in history]
-    loss_axes.plot(steps, [h["loss"] for h in history], marker="o")
-    loss_axes.set(xlabel="step", ylabel="training loss", title="loss")
-    rate_axes.plot(steps, [h["examples_per_s"] for h in history], marker="o")
-    rate_axes.set(xlabel="step", ylabel="examples / s", title="throughput")
-    figure.tight_layout()
-    figure.savefig(storage.local_path(f"{config.model_uri}/history.png"))
+    if storage.exists(history_uri):
+        history = json.loads(storage.read_text(history_uri))
+        storage.write_through_local(f"{config.model_uri}/history.png", lambda path: plot_history(history, path))
 
 
-def train_on_spark(spark, config: PipelineConfig, manifest: dict) -> dict:
+def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
     """Train as configured and export the model under ``<model>/export``.
 
     Parameters
@@ -228,13 +236,22 @@ def train_on_spark(spark, config: PipelineConfig, manifest: dict) -> dict:
     if cfg.strategy == "local":
         import tensorflow as tf
 
-        _train_and_export(config, manifest, tf.distribute.get_strategy(), is_chief=True)
+        run = _readable_run(config, manifest, ("train", "valid"))
+        _train_and_export(config, manifest, run, tf.distribute.get_strategy(), is_chief=True)
     else:
-        from tf_models.tfos_cluster import ClusterFailed, run_cluster
+        from tf_models.cluster import ClusterFailed, run_cluster
+        from tf_models.train_loop import TrainingRun
 
         num_ps = cfg.num_ps if cfg.strategy == "parameter_server" else 0
-        _log_resume_point(config)
-        follower = _ProgressFollower(f"{config.model_uri}/history.json", cfg.steps)
+        schedule = TrainingRun.from_manifest(manifest).schedule(cfg)
+        log.info(
+            "training %d steps, %d per epoch (%s)",
+            schedule.total_steps,
+            schedule.steps_per_epoch,
+            f"train.steps={cfg.steps}" if cfg.steps else f"train.epochs={cfg.epochs}",
+        )
+        _log_resume_point(config, schedule.total_steps)
+        follower = _ProgressFollower(f"{config.model_uri}/history.json", schedule.total_steps)
         follower.start()
         try:
             run_cluster(
@@ -252,9 +269,13 @@ def train_on_spark(spark, config: PipelineConfig, manifest: dict) -> dict:
             )
         except ClusterFailed as err:
             step = _checkpoint_step(config)
-            log.error("training stopped: %s. %s", err,
-                      f"Run the same command again to resume from the checkpoint at step {step}."
-                      if step else "No checkpoint was written yet.")
+            log.error(
+                "training stopped: %s. %s",
+                err,
+                f"Run the same command again to resume from the checkpoint at step {step}."
+                if step
+                else "No checkpoint was written yet.",
+            )
             raise
         finally:
             follower.stop()

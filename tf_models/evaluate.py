@@ -2,8 +2,10 @@
 official metrics (A removed, auROC, Davis-Goadrich auPRC, recall at FDR).
 
 Prediction is distributed: each Spark task loads the exported SavedModel
-once and scores its share of the test shards in batches. Only
-``(tf, cell, label, score)`` come back to the driver.
+once and scores its share of the test shards in batches, and scores the
+same rows with the motif-scan baseline. Only ``(tf, cell, label, scores)``
+come back to the driver, which adds the generator's oracle where there is
+one (:mod:`tf_models.baselines`).
 """
 
 from __future__ import annotations
@@ -12,34 +14,47 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 import numpy as np
 from pyspark.sql import SparkSession
 
 from preprocess.genome import gather_windows, load_chromosome, read_fai
-from preprocess.splits import TEST
+from preprocess.manifest import Manifest
+from tf_models.baselines import OracleTable, bin_motif_scores, motif_log_odds
+from tf_models.model_dir import local_export
 from tfbs import uri as storage
-from tfbs.config import PipelineConfig
+from tfbs.config import DataConfig, PipelineConfig
+from tfbs.dream import TEST
+from tfbs.errors import BelowFloorError
 
 log = logging.getLogger("tfbs.evaluate")
 
 _PREDICTION_COLUMNS = ["tf", "cell", "chrom", "start", "label_code", "tf_index", "cell_index", "dnase"]
 
 
-def predict_rows(rows: Iterator, export_dir: str, batch_size: int, fasta_uri: str, window: int) -> Iterator[tuple]:
-    """Score test rows with the exported model, cutting windows from the genome.
+def predict_rows(
+    rows: Iterable, export_uri: str, batch_size: int, fasta_uri: str, window: int, motifs: dict[str, np.ndarray]
+) -> Iterator[tuple]:
+    """Score test rows with the exported model and the motif scan, cutting windows from the genome.
 
     Rows should come sorted by chromosome: one chromosome is held at a time.
+
+    Parameters
+    ----------
+    motifs
+        ``{tf: log-odds matrix}`` of the motif-scan baseline; a TF without
+        one gets NaN.
 
     Yields
     ------
     tuple
-        ``(tf, cell, chrom, start, label_code, probability)``.
+        ``(tf, cell, chrom, start, label_code, probability, motif_scan)``.
     """
     import tensorflow as tf
 
-    predict = tf.saved_model.load(export_dir).signatures["indexed"]
+    predict = tf.saved_model.load(local_export(export_uri)).signatures["indexed"]
     fai = read_fai(fasta_uri)
     loaded: dict[str, np.ndarray] = {}
 
@@ -55,8 +70,13 @@ def predict_rows(rows: Iterator, export_dir: str, batch_size: int, fasta_uri: st
             cell_index=tf.constant([r.cell_index for r in batch], tf.int32),
             dnase=tf.constant([r.dnase for r in batch], tf.float32),
         )
-        for r, p in zip(batch, outputs["probability"].numpy()):
-            yield (r.tf, r.cell, r.chrom, r.start, r.label_code, float(p))
+        scan = np.full(len(batch), np.nan, dtype=np.float32)
+        names = np.array([r.tf for r in batch])
+        for name in set(names.tolist()) & motifs.keys():
+            picked = names == name
+            scan[picked] = bin_motif_scores(windows[picked], motifs[name])
+        for r, p, m in zip(batch, outputs["probability"].numpy(), scan):
+            yield (r.tf, r.cell, r.chrom, r.start, r.label_code, float(p), float(m))
 
     batch: list = []
     for row in rows:
@@ -68,73 +88,124 @@ def predict_rows(rows: Iterator, export_dir: str, batch_size: int, fasta_uri: st
         yield from flush(batch)
 
 
-def score_groups(predictions: list[tuple]) -> tuple[dict, dict]:
-    """Official metrics per ``TF/cell``; also the arrays for the curve plots."""
-    from tf_models.metrics import score_predictions
+def score_groups(predictions: list[tuple], oracles: dict[str, OracleTable]) -> tuple[dict, dict, dict]:
+    """Official metrics per ``TF/cell`` for the model and its baselines.
 
-    grouped: dict[str, tuple[list, list]] = defaultdict(lambda: ([], []))
-    for tf_name, cell, _chrom, _start, label, probability in predictions:
-        labels, scores = grouped[f"{tf_name}/{cell}"]
-        labels.append(label)
-        scores.append(probability)
+    Parameters
+    ----------
+    predictions
+        Rows of :func:`predict_rows`.
+    oracles
+        The generator's oracle per TF, where there is one.
+
+    Returns
+    -------
+    tuple
+        The model's metrics per key, ``{key: {baseline: metrics}}`` and the
+        arrays for the curve plots.
+    """
+    from tfbs.metrics import score_predictions
+
+    grouped: dict[tuple[str, str], list[tuple]] = defaultdict(list)
+    for row in predictions:
+        grouped[(row[0], row[1])].append(row)
     results, curves = {}, {}
-    for key in sorted(grouped):
-        labels, scores = (np.asarray(values) for values in grouped[key])
-        results[key] = score_predictions(labels, scores)
-        curves[key] = {"labels": labels, "scores": scores, **results[key]}
-    return results, curves
+    baselines: dict[str, dict[str, dict]] = {}
+    for tf_name, cell in sorted(grouped):
+        key = f"{tf_name}/{cell}"
+        _, _, chrom, starts, labels, model, scan = (np.asarray(column) for column in zip(*grouped[(tf_name, cell)]))
+        results[key] = score_predictions(labels, model)
+        curves[key] = {"labels": labels, "scores": model, **results[key]}
+        baselines[key] = {}
+        if not np.isnan(scan.astype(np.float64)).any():
+            baselines[key]["motif_scan"] = score_predictions(labels, scan)
+        if tf_name in oracles:
+            baselines[key]["oracle"] = score_predictions(labels, oracles[tf_name].scores(cell, chrom, starts))
+    return results, baselines, curves
 
 
-def evaluate(spark: SparkSession, config: PipelineConfig, manifest: dict) -> dict:
-    """Predict the test split, score it and write the report.
+def _read_oracles(data: DataConfig, tfs: list[str]) -> dict[str, OracleTable]:
+    """The generator's oracle of each TF that has one (generated data only)."""
+    return {tf: OracleTable.read(data.oracle_uri(tf)) for tf in tfs if storage.exists(data.oracle_uri(tf))}
 
-    Writes ``<report>/report.json``, ``<report>/curves.png`` and the
-    per-bin predictions as Parquet under ``<report>/predictions``.
+
+def _summary(results: dict, baselines: dict) -> dict:
+    """Means of the model and each baseline, and the TF/cells where the model loses to the motif scan."""
+    summary: dict[str, Any] = {
+        "mean_auroc": float(np.mean([r["auroc"] for r in results.values()])),
+        "mean_auprc": float(np.mean([r["auprc"] for r in results.values()])),
+        "baseline_mean_auprc": {},
+    }
+    for name in ("motif_scan", "oracle"):
+        scored = [b[name]["auprc"] for b in baselines.values() if name in b]
+        if scored:
+            summary["baseline_mean_auprc"][name] = float(np.mean(scored))
+    summary["below_motif_scan"] = sorted(
+        key for key, b in baselines.items() if "motif_scan" in b and results[key]["auprc"] <= b["motif_scan"]["auprc"]
+    )
+    return summary
+
+
+def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) -> dict:
+    """Predict the test split, score it beside the baselines and write the report.
+
+    Writes ``<report>/report.json``, ``<report>/curves.png`` (PR and ROC),
+    ``<report>/baselines.png`` (auPRC of the model, the motif scan and the
+    oracle per TF/cell) and the per-bin predictions as Parquet under
+    ``<report>/predictions``.
 
     Returns
     -------
     dict
-        The report: per ``TF/cell`` metrics and their means.
+        The report: per ``TF/cell`` metrics of the model (``results``) and
+        of the baselines (``baselines``), and their means.
 
     Raises
     ------
-    RuntimeError
+    BelowFloorError
         If ``evaluate.min_mean_auroc`` is set and the mean auROC is below it.
     """
-    from tf_models.curves_plot import plot_curves
+    from tf_models.curves_plot import plot_auprc_bars, plot_curves
 
     started = time.monotonic()
-    export_dir = f"{config.model_uri}/export".removeprefix("file://")
-    files = [entry["path"] for entry in manifest["parquet"][TEST]]
+    export_uri = f"{config.model_uri}/export"
+    files = [entry.path for entry in manifest.parquet[TEST]]
     test = spark.read.parquet(*files).select(*_PREDICTION_COLUMNS).sortWithinPartitions("chrom", "start")
-    batch_size, fasta_uri, window = config.evaluate.batch_size, config.data.genome_fasta, manifest["window"]
-    scored = test.rdd.mapPartitions(lambda rows: predict_rows(rows, export_dir, batch_size, fasta_uri, window))
-    predictions = spark.createDataFrame(scored, "tf string, cell string, chrom string, start long, label int, probability double")
+    batch_size, fasta_uri, window = config.evaluate.batch_size, config.data.genome_fasta, manifest.window
+    motifs = motif_log_odds(config.evaluate.motif_db, config.evaluate.motifs) if config.evaluate.motif_db else {}
+    scored = test.rdd.mapPartitions(lambda rows: predict_rows(rows, export_uri, batch_size, fasta_uri, window, motifs))
+    predictions = spark.createDataFrame(
+        scored, "tf string, cell string, chrom string, start long, label int, probability double, motif_scan double"
+    )
     # Written once and read back, so the model runs once for both the saved
     # predictions and the metrics.
     predictions.write.mode("overwrite").parquet(f"{config.report_uri}/predictions")
     rows = [tuple(r) for r in spark.read.parquet(f"{config.report_uri}/predictions").collect()]
     log.info("scored %d test rows in %.1f s", len(rows), time.monotonic() - started)
 
-    results, curves = score_groups(rows)
-    aurocs = [r["auroc"] for r in results.values()]
-    auprcs = [r["auprc"] for r in results.values()]
+    results, baselines, curves = score_groups(rows, _read_oracles(config.data, manifest.tfs))
     report = {
         "split": "test",
-        "test_chroms": manifest["splits"]["test_chroms"],
+        "test_chroms": manifest.splits.test_chroms,
         "model": f"{config.model_uri}/export",
         "config_digest": config.digest(),
         "results": results,
-        "mean_auroc": float(np.mean(aurocs)),
-        "mean_auprc": float(np.mean(auprcs)),
+        "baselines": baselines,
+        **_summary(results, baselines),
     }
     storage.write_text(f"{config.report_uri}/report.json", json.dumps(report, indent=2, sort_keys=True))
-    local_report = config.report_uri.removeprefix("file://")
-    if not storage.is_remote(config.report_uri):
-        plot_curves(curves, f"{local_report}/curves.png")
+    storage.write_through_local(f"{config.report_uri}/curves.png", lambda path: plot_curves(curves, path))
+    series = {"model": {key: r["auprc"] for key, r in results.items()}}
+    for name in report["baseline_mean_auprc"]:
+        series[name.replace("_", " ")] = {key: b[name]["auprc"] for key, b in baselines.items() if name in b}
+    storage.write_through_local(
+        f"{config.report_uri}/baselines.png",
+        lambda path: plot_auprc_bars(series, path, "Test auPRC beside the baselines"),
+    )
     for key, result in results.items():
+        beside = "".join(f" {name} {b['auprc']:.3f}" for name, b in baselines[key].items())
         log.info(
-            "%-20s auROC %.3f auPRC %.3f recall@10%%FDR %.3f recall@50%%FDR %.3f (%d B, %d U)",
+            "%-20s auROC %.3f auPRC %.3f recall@10%%FDR %.3f recall@50%%FDR %.3f (%d B, %d U) | auPRC%s",
             key,
             result["auroc"],
             result["auprc"],
@@ -142,9 +213,13 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: dict) -> dic
             result["recall_at_fdr_50"],
             result["n_pos"],
             result["n_neg"],
+            beside or " (no baseline)",
         )
-    log.info("mean auROC %.3f, mean auPRC %.3f", report["mean_auroc"], report["mean_auprc"])
+    means = "".join(f", {name} {value:.3f}" for name, value in report["baseline_mean_auprc"].items())
+    log.info("mean auROC %.3f, mean auPRC %.3f%s", report["mean_auroc"], report["mean_auprc"], means)
+    if report["below_motif_scan"]:
+        log.warning("the model does not beat the motif scan on %s", ", ".join(report["below_motif_scan"]))
     floor = config.evaluate.min_mean_auroc
     if floor is not None and report["mean_auroc"] < floor:
-        raise RuntimeError(f"mean auROC {report['mean_auroc']:.3f} is below evaluate.min_mean_auroc {floor}")
+        raise BelowFloorError(f"mean auROC {report['mean_auroc']:.3f} is below evaluate.min_mean_auroc {floor}")
     return report

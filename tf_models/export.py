@@ -17,10 +17,10 @@ import json
 import numpy as np
 import tensorflow as tf
 
-from preprocess.proteins import protein_table
 from tf_models.encoding import dna_one_hot, protein_bytes_to_indices, protein_one_hot
 from tf_models.model import TFBSNet, build_model
 from tfbs.config import ModelConfig
+from tfbs.proteins import protein_table
 
 
 class ServingModule(tf.Module):

@@ -163,7 +163,8 @@ def apply_visible_devices(role: str, gpus_per_worker: int, addresses: Sequence[s
     if role in COMPUTE_ROLES and len(found) < gpus_per_worker:
         raise RuntimeError(
             f"TF {role} needs train.gpus_per_worker={gpus_per_worker} GPU(s), but Spark assigned "
-            f"{found or 'none'}: check spark.executor/task.resource.gpu.* in the training session")
+            f"{found or 'none'}: check spark.executor/task.resource.gpu.* in the training session"
+        )
     value = visible_devices(role, found)
     os.environ["CUDA_VISIBLE_DEVICES"] = value
     log.info("tfbs gpus: role=%s spark_addresses=%s CUDA_VISIBLE_DEVICES=%r", role, found, value)
@@ -195,8 +196,7 @@ def mixed_precision_policy(enabled: bool) -> Iterator[None]:
     import tensorflow as tf
 
     if not tf.config.list_physical_devices("GPU"):
-        log.warning("mixed precision without a visible GPU: float16 runs on the CPU, "
-                    "usually slower than float32")
+        log.warning("mixed precision without a visible GPU: float16 runs on the CPU, usually slower than float32")
     previous = keras.mixed_precision.dtype_policy()
     keras.mixed_precision.set_dtype_policy(MIXED_POLICY)
     try:

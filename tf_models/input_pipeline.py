@@ -14,9 +14,7 @@ from preprocess.records import RecordLayout
 from tf_models.encoding import DNA_CHANNELS, dna_indices, reverse_complement_indices
 
 
-def decode_batch(
-    records: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | None = None
-) -> dict[str, tf.Tensor]:
+def decode_batch(records: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
     """Decode a batch of fixed-length records into model features.
 
     Parameters
@@ -51,7 +49,9 @@ def decode_batch(
 
 def _augmented(batch_index: tf.Tensor, records: tf.Tensor, layout: RecordLayout, seed: int) -> dict[str, tf.Tensor]:
     """Decode, reverse-complementing a random half of the batch, reproducibly by batch index."""
-    flip = tf.random.stateless_uniform(tf.shape(records), seed=tf.stack([tf.constant(seed, tf.int64), batch_index])) < 0.5
+    flip = (
+        tf.random.stateless_uniform(tf.shape(records), seed=tf.stack([tf.constant(seed, tf.int64), batch_index])) < 0.5
+    )
     return decode_batch(records, layout, flip)
 
 
@@ -76,9 +76,7 @@ def _records(
     return records
 
 
-def _redrawn_negatives(
-    negatives: list[list[str]], layout: RecordLayout, seed: int, shard: tuple
-) -> tf.data.Dataset:
+def _redrawn_negatives(negatives: list[list[str]], layout: RecordLayout, seed: int, shard: tuple) -> tf.data.Dataset:
     """Negatives forever, epoch ``e`` from draw ``e % n_draws``."""
     by_draw = tf.ragged.constant([[f.removeprefix("file://") for f in files] for files in negatives])
     by_file = min(len(files) for files in negatives) >= shard[0]
@@ -92,6 +90,17 @@ def _redrawn_negatives(
         return _records(files, layout, seed, shard, True, by_file)
 
     return tf.data.Dataset.range(1 << 62).flat_map(epoch_records)
+
+
+def positives_per_batch(positive_fraction: float, batch_size: int) -> int:
+    """Positives in each training batch: at least one, and at least one negative.
+
+    Examples
+    --------
+    >>> positives_per_batch(0.25, 64), positives_per_batch(0.001, 64), positives_per_batch(0.999, 64)
+    (16, 1, 63)
+    """
+    return min(max(1, round(positive_fraction * batch_size)), batch_size - 1)
 
 
 def make_dataset(
@@ -156,7 +165,7 @@ def make_dataset(
     elif negatives:
         # Classes are mixed per batch, not per record: every batch holds the
         # same number of positives, and batch-level ops keep the pipeline fast.
-        n_positive = min(max(1, round(positive_fraction * batch_size)), batch_size - 1)
+        n_positive = positives_per_batch(positive_fraction, batch_size)
         positives = records.repeat().shuffle(shuffle_buffer, seed=seed).batch(n_positive)
         drawn = _redrawn_negatives(negatives, layout, seed, shard).shuffle(shuffle_buffer, seed=seed + 1)
         batches = tf.data.Dataset.zip(positives, drawn.batch(batch_size - n_positive)).map(

@@ -26,16 +26,17 @@ def _conv_tower(filters: list[int], kernel: int, pool_size: int, name: str) -> k
     return keras.Sequential(layers, name=name)
 
 
-def protein_branch(config: ModelConfig) -> tuple[keras.Sequential, keras.layers.Layer]:
+def protein_branch(config: ModelConfig, pool: str = "global_max") -> tuple[keras.Sequential, keras.layers.Layer]:
     """The amino-acid convolutions and their reduction, shared by every architecture.
 
     Returns
     -------
     tuple
         The convolution tower over (n_proteins, length, 21) and the layer
-        reducing its maps to one vector per protein (``config.pool``).
+        reducing its maps to one vector per protein (``pool``: a max over
+        positions, or EasyFlow's flatten).
     """
-    reduce = keras.layers.GlobalMaxPooling1D if config.pool == "global_max" else keras.layers.Flatten
+    reduce = keras.layers.GlobalMaxPooling1D if pool == "global_max" else keras.layers.Flatten
     tower = _conv_tower(config.aa_filters, config.aa_kernel, config.aa_pool_size, "protein")
     return tower, reduce(name="protein_reduce")
 
@@ -75,9 +76,10 @@ class TFBSNet(keras.Model):
         super().__init__(**kwargs)
         self.config = config
         self.n_cells = n_cells
-        self.dna_tower = _conv_tower(config.dna_filters, config.dna_kernel, config.dna_pool_size, "dna")
-        self.protein_tower, self.protein_reduce = protein_branch(config)
-        reduce = keras.layers.GlobalMaxPooling1D if config.pool == "global_max" else keras.layers.Flatten
+        easyflow = config.easyflow
+        self.dna_tower = _conv_tower(easyflow.dna_filters, easyflow.dna_kernel, easyflow.dna_pool_size, "dna")
+        self.protein_tower, self.protein_reduce = protein_branch(config, easyflow.pool)
+        reduce = keras.layers.GlobalMaxPooling1D if easyflow.pool == "global_max" else keras.layers.Flatten
         self.dna_reduce = reduce(name="dna_reduce")
         self.dna_center_bp = config.dna_center_bp
         self.dense = keras.layers.Dense(config.dense_units, activation="relu", name="dense")
@@ -116,8 +118,12 @@ def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision:
     from tf_models.gpus import mixed_precision_policy
 
     with mixed_precision_policy(mixed_precision):
-        if config.architecture == "factornet":
-            # Imported here: factornet imports this module's shared branches.
+        # Imported here: both import this module's shared branches.
+        if config.architecture == "motif_cnn":
+            from tf_models.motif_cnn import MotifCNN
+
+            model = MotifCNN(config, n_cells, window)
+        elif config.architecture == "factornet":
             from tf_models.factornet import FactorNet
 
             model = FactorNet(config, n_cells)

@@ -11,22 +11,25 @@ import gzip
 import io
 import logging
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
+from pyspark import RDD
 from pyspark.sql import SparkSession
 
-from preprocess.annotate import overlap_flags, read_bed_intervals
-from preprocess.dream_formats import BadInputError
+from preprocess.annotate import overlap_flags
 from preprocess.genome import gather_windows, load_chromosome, read_fai
-from preprocess.proteins import read_protein_fasta
+from tf_models.model_dir import local_export
 from tfbs import uri as storage
 from tfbs.config import PipelineConfig
+from tfbs.dream import read_bed_intervals
+from tfbs.errors import BadInputError
+from tfbs.proteins import read_protein_fasta
 
 log = logging.getLogger("tfbs.predict")
 
 
-def _parse_regions(lines: Iterator[tuple[str, int]], uri: str) -> Iterator[tuple]:
+def _parse_regions(lines: Iterable[tuple[str, int]], uri: str) -> Iterator[tuple]:
     for text, index in lines:
         fields = text.split("\t")
         try:
@@ -36,11 +39,13 @@ def _parse_regions(lines: Iterator[tuple[str, int]], uri: str) -> Iterator[tuple
         yield chrom, (start, stop, index)
 
 
-def _score_partition(items, fasta_uri: str, dnase: dict, window: int, protein: str, cell_index: int, export_dir: str, batch: int):
+def _score_partition(
+    items, fasta_uri: str, dnase: dict, window: int, protein: str, cell_index: int, export_uri: str, batch: int
+):
     """Score one partition's regions, a chromosome at a time."""
     import tensorflow as tf
 
-    serve = tf.saved_model.load(export_dir).signatures["serving_default"]
+    serve = tf.saved_model.load(local_export(export_uri)).signatures["serving_default"]
     fai = read_fai(fasta_uri)
     by_chrom: dict[str, list] = defaultdict(list)
     for chrom, region in items:
@@ -86,14 +91,16 @@ def predict_regions(
     if tf_name not in proteins:
         raise BadInputError(config.data.proteins_fasta, 0, f"no protein sequence named {tf_name}")
     sc = spark.sparkContext
-    fasta_uri, dnase = config.data.genome_fasta, sc.broadcast(read_bed_intervals(config.data.dnase_peaks_uri(cell)))
+    # A model trained without DNase ignores the input: no peaks are needed.
+    uses_dnase = metadata.get("uses_dnase", True)
+    peaks = read_bed_intervals(config.data.dnase_peaks_uri(cell)) if uses_dnase else {}
+    fasta_uri, dnase = config.data.genome_fasta, sc.broadcast(peaks)
     window, cell_index = metadata["window"], metadata["cells"].index(cell)
     protein, batch = proteins[tf_name], config.evaluate.batch_size
-    export_dir = storage.local_path(export_uri)
     rows = sc.textFile(regions_uri).zipWithIndex().mapPartitions(lambda part: _parse_regions(part, regions_uri))
-    by_chrom = rows.partitionBy(max(1, sc.defaultParallelism))
+    by_chrom: RDD = rows.partitionBy(max(1, sc.defaultParallelism))
     scored = by_chrom.mapPartitions(
-        lambda part: _score_partition(part, fasta_uri, dnase.value, window, protein, cell_index, export_dir, batch)
+        lambda part: _score_partition(part, fasta_uri, dnase.value, window, protein, cell_index, export_uri, batch)
     )
     ordered = scored.sortByKey().values().collect()
     text = "".join(f"{c}\t{s}\t{e}\t{p:.6f}\n" for c, s, e, p in ordered)

@@ -13,8 +13,11 @@ Keras layers and optimizer. The same code runs
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import logging
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -22,19 +25,56 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from preprocess.proteins import protein_table
+from preprocess.manifest import Manifest
 from preprocess.records import RecordLayout
 from tf_models.encoding import protein_one_hot
-from tf_models.input_pipeline import make_dataset
+from tf_models.input_pipeline import make_dataset, positives_per_batch
 from tf_models.model import TFBSNet, build_model
-from tfbs.config import PipelineConfig, TrainConfig
+from tf_models.model_dir import ModelDirectory, model_directory
+from tf_models.optimizer import LockedAdam
+from tfbs import uri as storage
+from tfbs.config import ModelConfig, TrainConfig
+from tfbs.proteins import protein_table
 
 log = logging.getLogger("tfbs.train")
 
 
-def tf_path(uri: str) -> str:
-    """A path TensorFlow's file systems accept (they take hdfs:// and gs:// as is)."""
-    return uri.removeprefix("file://")
+def batches_per_step(cfg: TrainConfig) -> int:
+    """Input pipelines that each give a batch to one training step.
+
+    Under ps a step is one worker's batch (workers take steps in turn);
+    under all-reduce every replica (the chief and each worker) gives a
+    share of the step's batch.
+    """
+    return cfg.num_workers + 1 if cfg.strategy == "multi_worker_mirrored" else 1
+
+
+def pipeline_batch_size(cfg: TrainConfig) -> int:
+    """Examples one input pipeline gives a step, so that every strategy takes
+    ``train.batch_size`` examples per step: the same steps, learning rate and
+    schedule for the same examples.
+
+    Examples
+    --------
+    >>> from tfbs.config import TrainConfig
+    >>> pipeline_batch_size(TrainConfig(batch_size=64)), pipeline_batch_size(
+    ...     TrainConfig(batch_size=64, strategy="multi_worker_mirrored", num_workers=2))
+    (64, 21)
+    """
+    return max(2, round(cfg.batch_size / batches_per_step(cfg)))
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How long training runs, in steps, whole closures of ``steps_per_execution``."""
+
+    steps_per_epoch: int
+    total_steps: int
+    checkpoint_every: int
+
+
+def _whole_closures(steps: int, steps_per_execution: int) -> int:
+    return steps_per_execution * math.ceil(steps / steps_per_execution)
 
 
 @dataclass
@@ -48,26 +88,86 @@ class TrainingRun:
     layout: RecordLayout
     proteins: list[str]
     n_cells: int
+    n_positive: int
+    has_dnase: bool = True
 
     @classmethod
-    def from_manifest(cls, manifest: dict) -> "TrainingRun":
-        records = manifest["records"]["train"]
-        positives = [f["path"] for f in records["positives"]]
-        negatives = [[f["path"] for f in files] for files in records["negatives"]]
+    def from_manifest(cls, manifest: Manifest) -> TrainingRun:
+        """What the loop reads from the shard manifest."""
+        train, valid = manifest.records["train"], manifest.records["valid"]
+        positives = [f.path for f in train.positives]
+        negatives = [[f.path for f in files] for files in train.negatives]
         if not positives or not all(negatives):
             raise ValueError("the manifest lists no training positives, or a negative draw without files")
-        n_positive = sum(f["rows"] for f in records["positives"])
-        n_negative = sum(f["rows"] for files in records["negatives"] for f in files) / len(negatives)
-        valid = manifest["records"]["valid"]
+        n_positive = sum(f.rows for f in train.positives)
+        n_negative = sum(f.rows for files in train.negatives for f in files) / len(negatives)
         return cls(
             positive_files=positives,
             negative_files=negatives,
-            valid_files=[f["path"] for f in valid["positives"] + (valid["negatives"] or [[]])[0]],
+            valid_files=[f.path for f in valid.positives + (valid.negatives or [[]])[0]],
             natural_positive_fraction=n_positive / (n_positive + n_negative),
-            layout=RecordLayout(**{k: v for k, v in manifest["record_layout"].items() if k == "window"}),
-            proteins=[manifest["proteins"][tf] for tf in manifest["tfs"]],
-            n_cells=len(manifest["cells"]),
+            layout=RecordLayout(manifest.window),
+            proteins=[manifest.proteins[tf] for tf in manifest.tfs],
+            n_cells=len(manifest.cells),
+            n_positive=n_positive,
+            has_dnase=manifest.dnase,
         )
+
+    def readable_by_tensorflow(self, cache_dir: str, download: tuple[str, ...] = ()) -> TrainingRun:
+        """This run with record files TensorFlow can open, copying remote ones.
+
+        TensorFlow 2.21 reads no ``hdfs://``, and under ps the input graph
+        runs on the workers, so remote record files are read from local
+        copies under ``cache_dir``: the same path on every node, because the
+        chief builds the graph the workers run. Each node copies only what it
+        reads (``download``: ``"train"`` on workers, ``"valid"`` on the
+        chief); a copy already there is kept.
+        """
+
+        def local(uri: str) -> str:
+            if not storage.is_remote(uri):
+                return uri
+            shards, _, inside = uri.partition("/records/")
+            key = hashlib.sha256(shards.encode()).hexdigest()[:16]
+            return f"{cache_dir}/{key}/{inside}"
+
+        wanted = {
+            "train": [*self.positive_files, *(f for files in self.negative_files for f in files)],
+            "valid": self.valid_files,
+        }
+        for split in download:
+            for uri in wanted[split]:
+                if storage.is_remote(uri):
+                    storage.fetch_file(uri, local(uri))
+        return dataclasses.replace(
+            self,
+            positive_files=[local(f) for f in self.positive_files],
+            negative_files=[[local(f) for f in files] for files in self.negative_files],
+            valid_files=[local(f) for f in self.valid_files],
+        )
+
+    def model_config(self, cfg: TrainConfig) -> ModelConfig:
+        """The model section, its DNase input switched off when the shards have no DNase."""
+        return cfg.model if self.has_dnase else cfg.model.model_copy(update={"use_dnase": False})
+
+    def positive_fraction(self, cfg: TrainConfig) -> float:
+        """Share of positives per batch: configured, or as preprocessing drew them."""
+        return cfg.positive_fraction or self.natural_positive_fraction
+
+    def schedule(self, cfg: TrainConfig) -> Schedule:
+        """Steps per epoch (one pass over the positives), in all, and between checkpoints.
+
+        Examples
+        --------
+        >>> from tfbs.config import TrainConfig
+        >>> run = TrainingRun([], [], [], 0.25, RecordLayout(1000), [], 1, n_positive=1000)
+        >>> run.schedule(TrainConfig(batch_size=64, epochs=3, steps_per_execution=20))
+        Schedule(steps_per_epoch=80, total_steps=240, checkpoint_every=80)
+        """
+        per_step = positives_per_batch(self.positive_fraction(cfg), pipeline_batch_size(cfg)) * batches_per_step(cfg)
+        per_epoch = _whole_closures(math.ceil(self.n_positive / per_step), cfg.steps_per_execution)
+        total = _whole_closures(cfg.steps or cfg.epochs * per_epoch, cfg.steps_per_execution)
+        return Schedule(per_epoch, total, cfg.checkpoint_every_steps or per_epoch)
 
     def dataset(self, cfg: TrainConfig, batch_size: int, skip_batches: int = 0, **sharding) -> tf.data.Dataset:
         """The training stream: positives repeated, negatives redrawn per epoch."""
@@ -78,7 +178,7 @@ class TrainingRun:
             seed=cfg.seed,
             shuffle_buffer=cfg.shuffle_buffer,
             negatives=self.negative_files,
-            positive_fraction=cfg.positive_fraction or self.natural_positive_fraction,
+            positive_fraction=self.positive_fraction(cfg),
             skip_batches=skip_batches,
             **sharding,
         )
@@ -89,6 +189,7 @@ class TrainingResult:
     """Outcome of :func:`train`."""
 
     steps: int
+    directory: ModelDirectory
     history: list[dict] = field(default_factory=list)
     model: TFBSNet | None = None
 
@@ -113,35 +214,40 @@ def _gradient_step(model: TFBSNet, optimizer, batch: dict[str, tf.Tensor], prote
     return loss
 
 
-def build_training_step(config: PipelineConfig, run: TrainingRun):
+def build_training_step(cfg: TrainConfig, run: TrainingRun):
     """A compiled single-process training step, ``step(batch) -> loss``.
 
     The same model, loss and optimizer as :func:`train`, without a strategy
     or checkpoints: the baseline for benchmarks.
     """
-    cfg = config.train
-    model = build_model(cfg.model, run.n_cells, run.layout.window)
-    optimizer = keras.optimizers.Adam(cfg.learning_rate)
+    model = build_model(run.model_config(cfg), run.n_cells, run.layout.window)
+    optimizer = LockedAdam(cfg.learning_rate)
     proteins = protein_one_hot(tf.constant(protein_table(run.proteins, cfg.model.aa_max_length)))
     return tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1))
 
 
 def train(
-    config: PipelineConfig,
+    cfg: TrainConfig,
+    model_uri: str,
     run: TrainingRun,
     strategy: tf.distribute.Strategy,
     is_chief: bool = True,
 ) -> TrainingResult:
-    """Train the TFBS model under ``strategy`` for ``config.train.steps`` steps.
+    """Train the TFBS model under ``strategy`` for ``train.epochs`` (or ``train.steps``).
 
-    Resumes from the newest checkpoint under the model directory, writes
-    checkpoints every ``train.checkpoint_every_steps`` steps, TensorBoard
-    events and ``history.json`` (chief only).
+    Resumes from the newest checkpoint under the model directory; at every
+    checkpoint (once per epoch unless ``train.checkpoint_every_steps``)
+    scores the validation records, stops early after
+    ``train.early_stopping_patience`` checkpoints without a better auPRC and
+    then keeps the best one's weights; writes checkpoints, TensorBoard events
+    and ``history.json`` (chief only).
 
     Parameters
     ----------
-    config
-        The pipeline configuration (``train`` section and ``model_uri``).
+    cfg
+        The ``train`` section.
+    model_uri
+        The model directory: checkpoints, best checkpoint, events, history.
     run
         Record files, layout and proteins from the shard manifest.
     strategy
@@ -156,19 +262,22 @@ def train(
     TrainingResult
         Steps done, the loss history and the trained model.
     """
-    cfg = config.train
-    model_dir = tf_path(config.model_uri)
+    directory = model_directory(model_uri)
+    directory.pull()  # a resumed run restores the remote's newest checkpoint
+    model_dir = directory.local
     uses_coordinator = isinstance(strategy, tf.distribute.ParameterServerStrategy)
-    per_replica_batch = cfg.batch_size
+    schedule = run.schedule(cfg)
+    per_replica_batch = pipeline_batch_size(cfg)
     tf.random.set_seed(cfg.seed)
     keras.utils.set_random_seed(cfg.seed)
 
     with strategy.scope():
-        model = build_model(cfg.model, run.n_cells, run.layout.window, mixed_precision=cfg.mixed_precision)
-        schedule = keras.optimizers.schedules.ExponentialDecay(
+        model = build_model(run.model_config(cfg), run.n_cells, run.layout.window, mixed_precision=cfg.mixed_precision)
+        learning_rate = keras.optimizers.schedules.ExponentialDecay(
             cfg.learning_rate, cfg.decay_steps, cfg.decay_rate, staircase=True
         )
-        optimizer = keras.optimizers.Adam(schedule)
+        # Fused, locked updates: Keras 3's Adam races between ps workers.
+        optimizer = LockedAdam(learning_rate)
         if cfg.mixed_precision:
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         optimizer.build(model.trainable_variables)
@@ -223,9 +332,9 @@ def train(
     history = _earlier_history(f"{model_dir}/history.json", step) if step else []
     stopping = _EarlyStopping(cfg.early_stopping_patience, history)
     window_start, window_step = time.monotonic(), step
-    while step < cfg.steps and not stopping.stopped:
+    while step < schedule.total_steps and not stopping.stopped:
         pending = []
-        target = min(cfg.steps, step + cfg.checkpoint_every_steps)
+        target = min(schedule.total_steps, step + schedule.checkpoint_every)
         while step < target:
             if coordinator is not None:
                 pending.append(coordinator.schedule(train_steps, args=(iterator,)))
@@ -240,22 +349,32 @@ def train(
         step_counter.assign(step)
         elapsed = time.monotonic() - window_start
         rate = (step - window_step) * per_replica_batch * max(1, _num_workers(strategy)) / max(elapsed, 1e-9)
-        entry = {"step": step, "loss": sum(losses) / len(losses), "examples_per_s": rate}
+        entry = {
+            "step": step,
+            "epoch": round(step / schedule.steps_per_epoch, 3),
+            "loss": sum(losses) / len(losses),
+            "examples_per_s": rate,
+        }
         if validate is not None:
             entry["valid_auprc"] = validate()
             entry.update(stopping.update(step, entry["valid_auprc"]))
         history.append(entry)
         log.info(
-            "step %d/%d loss %.4f %.0f examples/s%s", step, cfg.steps, entry["loss"], rate,
+            "step %d/%d (epoch %.2f) loss %.4f %.0f examples/s%s",
+            step,
+            schedule.total_steps,
+            entry["epoch"],
+            entry["loss"],
+            rate,
             f" valid auPRC {entry['valid_auprc']:.4f}" if validate is not None else "",
         )
-        if is_chief:
+        if writer is not None:
             with writer.as_default(step=step):
                 tf.summary.scalar("loss", entry["loss"])
                 if validate is not None:
                     tf.summary.scalar("valid_auprc", entry["valid_auprc"])
                 tf.summary.scalar("examples_per_second", rate)
-                tf.summary.scalar("learning_rate", schedule(step))
+                tf.summary.scalar("learning_rate", learning_rate(step))
             writer.flush()
             # Rewritten at every checkpoint: the driver follows it to show
             # progress while the chief runs on an executor. Written before
@@ -270,12 +389,13 @@ def train(
             log.info("checkpoint %s", manager.save(checkpoint_number=step))
             if entry.get("best"):
                 best.save(checkpoint_number=step)
+            directory.push()
         window_start, window_step = time.monotonic(), step
     if stopping.enabled and best.latest_checkpoint:
         # Export the weights of the best validation auPRC, not the last ones.
         checkpoint.restore(best.latest_checkpoint)
         log.info("stopped at step %d; keeping step %d (valid auPRC %.4f)", step, stopping.best_step, stopping.best)
-    return TrainingResult(steps=step, history=history, model=model)
+    return TrainingResult(steps=step, directory=directory, history=history, model=model)
 
 
 class _EarlyStopping:
@@ -295,7 +415,7 @@ class _EarlyStopping:
             self.best, self.best_step, self.waited = auprc, step, 0
             return {"best": True}
         self.waited += 1
-        self.stopped = self.enabled and self.waited >= self.patience
+        self.stopped = self.patience is not None and self.waited >= self.patience
         return {"stopped_early": True} if self.stopped else {}
 
 
@@ -308,7 +428,7 @@ def _validation(model: TFBSNet, run: TrainingRun, proteins: tf.Tensor, cfg: Trai
     """
     if not run.valid_files:
         return None
-    from tf_models.metrics import score_predictions
+    from tfbs.metrics import score_predictions
 
     batch_size = 512
     dataset = make_dataset(run.valid_files, run.layout, batch_size, seed=cfg.seed, training=False)

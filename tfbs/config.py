@@ -19,23 +19,24 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from tfbs.dream import DREAM_TEST_CHROMS, DREAM_VALID_CHROMS
+from tfbs.errors import ConfigError
 from tfbs.uri import to_uri
-
-#: Chromosomes held out for testing and validation in ENCODE-DREAM practice.
-DREAM_TEST_CHROMS = ("chr1", "chr8", "chr21")
-DREAM_VALID_CHROMS = ("chr11",)
 
 #: The GPU discovery script shipped in the repository (``scripts/``). Spark
 #: runs it on each executor, so this absolute path suits clusters where the
 #: repository sits at the same place on every node; on YARN ship the script
 #: with ``--files`` and use ``./get_gpus_resources.sh`` (conf/yarn_gpu.yaml).
 DEFAULT_GPU_DISCOVERY_SCRIPT = str(Path(__file__).resolve().parents[1] / "scripts" / "get_gpus_resources.sh")
-
-
-class ConfigError(ValueError):
-    """A configuration that cannot be used; the message names file and key."""
 
 
 class _Section(BaseModel):
@@ -56,7 +57,9 @@ class DataConfig(_Section):
     """Where the inputs are, in the ENCODE-DREAM layout under ``root``.
 
     Each path may be given explicitly; otherwise it defaults to the DREAM
-    file name under ``root``. Paths are URIs (``file://``, ``hdfs://``,
+    file name under ``root``. ``dnase_dir: null`` runs every stage without
+    DNase data: hard negatives are then drawn from all unbound bins, and the
+    model's DNase input is switched off. Paths are URIs (``file://``, ``hdfs://``,
     ``gs://``) or local paths, which are made absolute on load because Spark
     executors do not share the driver's working directory.
     """
@@ -65,12 +68,13 @@ class DataConfig(_Section):
     tfs: list[str] = Field(min_length=1)
     cells: list[str] | None = None
     labels_dir: str = ""
-    dnase_dir: str = ""
+    dnase_dir: str | None = Field("", description="DNase peaks per cell; null when there are none")
     peaks_dir: str = ""
     genome_fasta: str = ""
     proteins_fasta: str = ""
     chrom_sizes: str = ""
     blacklist: str | None = ""
+    oracle_dir: str = Field("", description="generated data only: per-bin P(B) the simulation sampled from")
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> "DataConfig":
@@ -83,6 +87,7 @@ class DataConfig(_Section):
             "proteins_fasta": f"{root}/proteins/tf_proteins.fa",
             "chrom_sizes": f"{root}/annotations/chrom.sizes",
             "blacklist": f"{root}/annotations/blacklist.bed.gz",
+            "oracle_dir": f"{root}/oracle",
         }
         object.__setattr__(self, "root", root)
         for key, default in defaults.items():
@@ -96,8 +101,19 @@ class DataConfig(_Section):
         """URI of the DREAM label file of ``tf`` (``.tsv.gz``)."""
         return f"{self.labels_dir}/{tf}.train.labels.tsv.gz"
 
+    def oracle_uri(self, tf: str) -> str:
+        """URI of the generator's oracle for ``tf`` (label-file layout, probabilities)."""
+        return f"{self.oracle_dir}/{tf}.oracle.tsv.gz"
+
+    @property
+    def has_dnase(self) -> bool:
+        """Whether DNase peaks are part of the inputs."""
+        return self.dnase_dir is not None
+
     def dnase_peaks_uri(self, cell: str) -> str:
         """URI of the conservative DNase peaks of ``cell``."""
+        if self.dnase_dir is None:
+            raise ValueError("data.dnase_dir is null: this run has no DNase peaks")
         return f"{self.dnase_dir}/DNASE.{cell}.conservative.narrowPeak.gz"
 
     def chip_peaks_uri(self, cell: str, tf: str, kind: Literal["conservative", "relaxed"]) -> str:
@@ -128,7 +144,7 @@ class GenerateConfig(_Section):
 
     mode: Literal["embedded", "genome_scale"] = "embedded"
     seed: int = 7
-    motif_db: str = Field(description="MEME motif file (HOCOMOCO v9 ships in shared/data)")
+    motif_db: str = Field(description="MEME motif file (HOCOMOCO v9 ships in data/dream/annotations)")
     chromosomes: dict[str, int] = Field(default_factory=dict, description="embedded: simulated chromosome sizes")
     tfs: list[TFSpec] = Field(min_length=1)
     cells: list[str] = Field(min_length=1)
@@ -215,33 +231,52 @@ class FactorNetConfig(_Section):
     cell_embedding_dim: int = Field(8, gt=0, description="size of the learned cell-type embedding")
 
 
-class ModelConfig(_Section):
-    """The TFBS model with the amino-acid branch, picked by ``architecture``.
+class MotifCNNConfig(_Section):
+    """The DNA branch of the ``motif_cnn`` architecture (the default)."""
 
-    ``easyflow`` is EasyFlow's TFBS CNN with its bugs fixed
-    (:class:`tf_models.model.TFBSNet`); ``factornet`` is a strand-shared
-    wide-filter CNN with a pooled BiLSTM or attention layer
-    (:class:`tf_models.factornet.FactorNet`). The ``dna_filters``,
-    ``dna_kernel`` and ``dna_pool_size`` keys are EasyFlow's only; the
-    ``factornet`` section is FactorNet's only; everything else is shared.
-    """
+    filters: int = Field(64, gt=0, description="motif detectors")
+    kernel: int = Field(15, gt=0, description="filter width, bp (most TF motifs are 8-20 bp)")
+    protein_gate: bool = Field(True, description="the TF's protein selects the filters (a sigmoid gate per filter)")
 
-    architecture: Literal["easyflow", "factornet"] = "easyflow"
+
+class EasyFlowConfig(_Section):
+    """The DNA branch of the ``easyflow`` architecture, EasyFlow's sizes by default."""
+
     dna_filters: list[int] = Field(default_factory=lambda: [32, 32, 32], min_length=1)
     dna_kernel: int = Field(3, gt=0)
     dna_pool_size: int = Field(2, gt=0, description="max-pool before the last DNA convolution")
-    aa_filters: list[int] = Field(default_factory=lambda: [32, 64, 64], min_length=1)
-    aa_kernel: int = Field(3, gt=0)
+    pool: Literal["flatten", "global_max"] = Field(
+        "flatten", description="how the DNA and protein maps become vectors (EasyFlow: flatten)"
+    )
+
+
+class ModelConfig(_Section):
+    """The TFBS model with the amino-acid branch, picked by ``architecture``.
+
+    ``motif_cnn`` (the default, :class:`tf_models.motif_cnn.MotifCNN`) scans
+    the bin with strand-shared motif filters gated by the TF's protein;
+    ``easyflow`` is EasyFlow's TFBS CNN with its bugs fixed
+    (:class:`tf_models.model.TFBSNet`); ``factornet`` is a strand-shared
+    wide-filter CNN with a pooled BiLSTM or attention layer
+    (:class:`tf_models.factornet.FactorNet`). Each has its own section for
+    its DNA branch; the protein branch, the cell, DNase, dense and dropout
+    keys are shared.
+    """
+
+    architecture: Literal["motif_cnn", "easyflow", "factornet"] = "motif_cnn"
+    aa_filters: list[int] = Field(default_factory=lambda: [16, 32, 32], min_length=1)
+    aa_kernel: int = Field(9, gt=0)
     aa_pool_size: int = Field(2, gt=0)
     aa_max_length: int = Field(800, gt=0)
-    pool: Literal["flatten", "global_max"] = "flatten"
     dna_center_bp: int | None = Field(
-        None, gt=0, description="reduce only the DNA features of the central N bp (None: whole window)"
+        300, gt=0, description="use only DNA features of the central N bp: the bin and a margin (None: whole window)"
     )
-    dense_units: int = Field(1024, gt=0)
+    dense_units: int = Field(64, gt=0)
     dropout: float = Field(0.25, ge=0, lt=1)
-    use_dnase: bool = True
+    use_dnase: bool = Field(True, description="the DNase overlap as an input (switched off when the data has none)")
     use_cell_type: bool = True
+    motif_cnn: MotifCNNConfig = Field(default_factory=MotifCNNConfig)
+    easyflow: EasyFlowConfig = Field(default_factory=EasyFlowConfig)
     factornet: FactorNetConfig = Field(default_factory=FactorNetConfig)
 
 
@@ -253,20 +288,32 @@ class TrainConfig(_Section):
     num_ps: int = Field(1, ge=0)
     num_workers: int = Field(2, gt=0)
     seed: int = 17
-    batch_size: int = Field(128, gt=0)
-    steps: int = Field(1000, gt=0)
+    batch_size: int = Field(
+        128,
+        gt=1,
+        description="examples per training step, whatever the strategy (all-reduce splits it across replicas)",
+    )
+    epochs: int = Field(10, gt=0, description="passes over the training positives (negatives are redrawn per epoch)")
+    steps: int | None = Field(None, gt=0, description="train exactly this many steps instead of `epochs`")
     steps_per_execution: int = Field(20, gt=0, description="steps per scheduled closure")
     learning_rate: float = Field(1e-3, gt=0)
     decay_rate: float = Field(0.96, gt=0, le=1)
     decay_steps: int = Field(2000, gt=0)
-    checkpoint_every_steps: int = Field(200, gt=0)
+    checkpoint_every_steps: int | None = Field(
+        None, gt=0, description="checkpoint and validate this often (None: once per epoch)"
+    )
     shuffle_buffer: int = Field(8192, gt=0)
     early_stopping_patience: int | None = Field(
-        None, gt=0, description="stop after this many checkpoints without a better validation auPRC (None: off)"
+        3, gt=0, description="stop after this many checkpoints without a better validation auPRC (None: off)"
     )
     validation_examples: int = Field(20000, gt=0, description="validation rows scored at each checkpoint")
     positive_fraction: float | None = Field(
         None, gt=0, lt=1, description="share of positives per batch (None: as drawn by preprocessing)"
+    )
+    record_cache_dir: str = Field(
+        "/tmp/tfbs-records",
+        min_length=1,
+        description="local folder, the same on every node, for copies of remote (hdfs://) training records",
     )
     worker_wait_timeout_s: int = Field(3600, gt=0, description="how long ps/workers wait for the chief")
     timeout_s: int = Field(7200, gt=0, description="the whole distributed run, start-up included")
@@ -293,7 +340,7 @@ class TrainConfig(_Section):
         if gpu_keys:
             # One source of truth: tf_models.gpus derives these from gpus_per_worker.
             raise ValueError(f"spark_conf: set gpus_per_worker / gpu_discovery_script instead of {gpu_keys}")
-        if self.checkpoint_every_steps % self.steps_per_execution:
+        if self.checkpoint_every_steps and self.checkpoint_every_steps % self.steps_per_execution:
             raise ValueError("checkpoint_every_steps must be a multiple of steps_per_execution")
         return self
 
@@ -303,6 +350,17 @@ class EvaluateConfig(_Section):
 
     batch_size: int = Field(512, gt=0)
     min_mean_auroc: float | None = Field(None, ge=0, le=1, description="fail the stage below this")
+    motif_db: str | None = Field(
+        None, description="MEME file of the motif-scan baseline (default: generate.motif_db when generated)"
+    )
+    motifs: dict[str, str] = Field(
+        default_factory=dict, description="TF -> motif id in motif_db (default: generate.tfs' motifs)"
+    )
+
+    @field_validator("motif_db")
+    @classmethod
+    def _motif_db_uri(cls, value: str | None) -> str | None:
+        return None if value is None else to_uri(value)
 
 
 class PipelineConfig(_Section):
@@ -323,6 +381,15 @@ class PipelineConfig(_Section):
         run_dir = to_uri(self.run_dir)
         object.__setattr__(self, "run_dir", run_dir)
         object.__setattr__(self, "shards_dir", to_uri(self.shards_dir) if self.shards_dir else f"{run_dir}/shards")
+        return self
+
+    @model_validator(mode="after")
+    def _baseline_motifs(self) -> "PipelineConfig":
+        # Generated data: the motif scan reads the motifs the generator planted.
+        if self.generate is not None and self.evaluate.motif_db is None:
+            motifs = {spec.name: spec.motif for spec in self.generate.tfs}
+            evaluate = self.evaluate.model_copy(update={"motif_db": self.generate.motif_db, "motifs": motifs})
+            object.__setattr__(self, "evaluate", evaluate)
         return self
 
     def digest(self, sections: set[str] | None = None) -> str:

@@ -6,8 +6,8 @@ manifests, reports) and in Spark tasks (label files, FASTA ranges, shards),
 so one code path serves a laptop directory, a cluster's HDFS and a bucket:
 
 - ``file://`` (and plain paths): ``pyarrow.fs.LocalFileSystem``.
-- ``hdfs://``: ``pyarrow.fs.HadoopFileSystem`` (needs a JVM, ``libhdfs.so``
-  and the Hadoop jars on ``CLASSPATH``; see :func:`filesystem`).
+- ``hdfs://``: HDFS's RPC protocol through ``hdfs-native``, behind pyarrow's
+  file system interface (no Hadoop install, JVM or ``libhdfs`` needed).
 - ``gs://`` (or ``gcs://``): ``pyarrow.fs.GcsFileSystem`` with Google's
   default credentials, or, when ``STORAGE_EMULATOR_HOST`` is set (the
   variable Google's storage clients honour), the same client pointed at
@@ -21,6 +21,8 @@ import functools
 import gzip
 import io
 import os
+import socket
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -34,6 +36,8 @@ import pyarrow.fs as pafs
 _REMOTE_SCHEMES = ("hdfs", "gs", "gcs", "s3", "s3a")
 _GCS_SCHEMES = ("gs", "gcs")
 _HDFS_SCHEMES = ("hdfs",)
+#: The name node's RPC port when an ``hdfs://host/`` URI names none.
+HDFS_DEFAULT_PORT = 8020
 #: pyarrow file system type names that have no rename (objects, not files).
 _OBJECT_STORES = ("gcs", "s3")
 
@@ -43,7 +47,6 @@ EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 
 #: The file ``replace_dir`` writes last on object stores; readers trust a
 #: directory only once it exists.
-MANIFEST_NAME = "manifest.json"
 
 _T = TypeVar("_T")
 
@@ -104,11 +107,6 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
         The file system and the path to pass to its methods (``bucket/key``
         on GCS, ``/path`` on HDFS and locally).
 
-    Raises
-    ------
-    OSError
-        For ``hdfs://`` when pyarrow cannot load the JVM or ``libhdfs``; the
-        message names the URI and the variables to set.
     """
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
@@ -159,19 +157,44 @@ def _gcs_filesystem(emulator: str | None, pid: int) -> pafs.GcsFileSystem:
 
 
 def _hdfs_filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
-    """pyarrow's HadoopFileSystem for ``uri``, with an actionable error."""
+    """HDFS for ``uri`` and the path in it; ``hdfs:///path`` uses ``fs.defaultFS``."""
+    parsed = urlparse(uri)
+    return _hdfs_client(parsed.netloc, os.getpid()), parsed.path or "/"
+
+
+@functools.lru_cache(maxsize=8)
+def _hdfs_client(netloc: str, pid: int) -> pafs.FileSystem:
+    """One HDFS client per name node and process.
+
+    HDFS's own RPC protocol through ``hdfs-native`` (no JVM, no
+    ``libhdfs.so``, which pyarrow's HadoopFileSystem needs and no package
+    registry ships), behind pyarrow's file system interface, so the driver
+    and every Spark task use the same calls on HDFS as on a local disk or a
+    bucket. Without a ``host:port`` the client reads ``fs.defaultFS`` (and
+    HA name services) from ``$HADOOP_CONF_DIR``.
+
+    Parameters
+    ----------
+    netloc
+        ``host:port`` of the name node, or ``""``.
+    pid
+        The calling process: a forked child never reuses its parent's connections.
+    """
+    del pid
     try:
-        return pafs.FileSystem.from_uri(uri)
+        from hdfs_native.fsspec import HdfsFileSystem
+    except ImportError:
+        raise ImportError("hdfs:// needs the hdfs extra: pip install 'tfbs-spark[hdfs]'") from None
+    host, _, port = netloc.partition(":")
+    if not host:
+        return pafs.PyFileSystem(pafs.FSSpecHandler(HdfsFileSystem()))
+    number = int(port or HDFS_DEFAULT_PORT)
+    # The client retries an unreachable name node without end: fail in seconds, naming it.
+    try:
+        socket.create_connection((host, number), timeout=10).close()
     except OSError as err:
-        first_line = str(err).splitlines()[0] if str(err) else type(err).__name__
-        if "libhdfs" in str(err) or "libjvm" in str(err):
-            raise OSError(
-                f"{uri}: pyarrow's HadoopFileSystem cannot start ({first_line}). hdfs:// needs "
-                "JAVA_HOME set to a JDK, libhdfs.so found through ARROW_LIBHDFS_DIR (or "
-                "HADOOP_HOME/lib/native), and the Hadoop jars on CLASSPATH "
-                "(export CLASSPATH=$(hadoop classpath --glob)), on the driver and every executor"
-            ) from None
-        raise OSError(f"{uri}: {first_line}") from None
+        raise OSError(f"hdfs://{netloc}: cannot reach the HDFS name node at {host}:{number} ({err})") from None
+    return pafs.PyFileSystem(pafs.FSSpecHandler(HdfsFileSystem(host=host, port=number)))
 
 
 def _is_object_store(fs: pafs.FileSystem) -> bool:
@@ -297,18 +320,18 @@ def delete_dir(uri: str) -> None:
         fs.delete_dir(path)
 
 
-def replace_dir(staging_uri: str, final_uri: str) -> None:
+def replace_dir(staging_uri: str, final_uri: str, commit_marker: str) -> None:
     """Swap a fully written directory in under its final name.
 
-    Readers must trust a shard directory only when its ``manifest.json``
-    exists: that file is the commit marker.
+    Readers must trust the directory only when its ``commit_marker`` file
+    (the shards' ``manifest.json``) exists.
 
     - Local and HDFS file systems: the old directory is removed and the
       staging directory renamed, atomically, so readers see either no
       directory or a whole one.
     - Object stores (GCS, S3) have no rename. The old directory is deleted
-      first, then every staging object except the manifest(s) is copied,
-      then the top-level ``manifest.json`` last, then the staging objects
+      first, then every staging object except the marker(s) is copied,
+      then the top-level marker last, then the staging objects
       are deleted. A reader in between sees a directory without a manifest
       (incomplete, to be ignored), never old and new objects mixed under a
       manifest. A failure part-way leaves the staging copy whole for a retry.
@@ -319,6 +342,8 @@ def replace_dir(staging_uri: str, final_uri: str) -> None:
         The fully written directory.
     final_uri
         Its final name, on the same file system.
+    commit_marker
+        Name of the file whose presence says the directory is whole.
     """
     fs, final_path = filesystem(final_uri)
     _, staging_path = filesystem(staging_uri)
@@ -335,12 +360,12 @@ def replace_dir(staging_uri: str, final_uri: str) -> None:
     prefix = staging_path.rstrip("/") + "/"
 
     def copy(source: str) -> None:
-        fs.copy_file(source, final_path + "/" + source[len(prefix):])
+        fs.copy_file(source, final_path + "/" + source[len(prefix) :])
 
-    # Manifests go last, the top-level one very last: it commits the directory.
-    top_manifest = prefix + MANIFEST_NAME
-    body = [s for s in sources if s.rsplit("/", 1)[-1] != MANIFEST_NAME]
-    nested = sorted(s for s in sources if s.rsplit("/", 1)[-1] == MANIFEST_NAME and s != top_manifest)
+    # Markers go last, the top-level one very last: it commits the directory.
+    top_manifest = prefix + commit_marker
+    body = [s for s in sources if s.rsplit("/", 1)[-1] != commit_marker]
+    nested = sorted(s for s in sources if s.rsplit("/", 1)[-1] == commit_marker and s != top_manifest)
     # Server-side copies are independent round trips; a few in flight at once
     # keep a shard directory of hundreds of files from taking minutes.
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -488,3 +513,94 @@ def stage_local(uri: str, directory: str | os.PathLike[str]) -> str:
                 out.write(chunk)
     partial.replace(target)
     return str(target)
+
+
+def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
+    """Copy the file at ``uri`` to the local ``target``, unless a copy of the same size is there.
+
+    The copy is written under a temporary name and renamed, so processes
+    fetching the same file at once never read a half-written one.
+
+    Returns
+    -------
+    bool
+        Whether a copy was made.
+    """
+    target = Path(target)
+    fs, path = filesystem(uri)
+    if target.exists() and target.stat().st_size == fs.get_file_info(path).size:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(f"{target.name}.part-{os.getpid()}")
+    with open_input(uri, compression=None) as stream, open(partial, "wb") as out:
+        while chunk := stream.read(1 << 22):
+            out.write(chunk)
+    partial.replace(target)
+    return True
+
+
+def download_tree(uri: str, directory: str | os.PathLike[str]) -> int:
+    """Copy every file under ``uri`` into ``directory``, keeping relative paths.
+
+    Files already there with the same size are left alone. Returns the
+    number of files copied (0 when nothing exists at ``uri``).
+    """
+    if not exists(uri):
+        return 0
+    base = uri.rstrip("/") + "/"
+    return sum(fetch_file(source, Path(directory) / source[len(base) :]) for source in list_files(uri))
+
+
+def upload_tree(
+    directory: str | os.PathLike[str], uri: str, last: tuple[str, ...] = (), uploaded: dict | None = None
+) -> int:
+    """Copy the files under ``directory`` to ``uri``, keeping relative paths.
+
+    Parameters
+    ----------
+    directory
+        The local tree.
+    uri
+        Where it goes.
+    last
+        File names copied after all others, so a reader that trusts them
+        (TensorFlow's ``checkpoint`` state file) never finds them pointing at
+        files not copied yet.
+    uploaded
+        ``{local path: (size, mtime_ns)}`` of earlier uploads, updated here:
+        files unchanged since are skipped.
+
+    Returns
+    -------
+    int
+        The number of files copied.
+    """
+    root = Path(directory)
+    memo = {} if uploaded is None else uploaded
+    files = sorted((p for p in root.rglob("*") if p.is_file()), key=lambda p: (p.name in last, str(p)))
+    copied = 0
+    for source in files:
+        stat = source.stat()
+        if memo.get(str(source)) == (stat.st_size, stat.st_mtime_ns):
+            continue
+        write_bytes(f"{uri.rstrip('/')}/{source.relative_to(root).as_posix()}", source.read_bytes())
+        memo[str(source)] = (stat.st_size, stat.st_mtime_ns)
+        copied += 1
+    return copied
+
+
+def write_through_local(uri: str, write: Callable[[str], None]) -> None:
+    """Have ``write`` produce a file at a local path, and put it at ``uri``.
+
+    For writers that take only local paths (matplotlib's ``savefig``): a
+    local URI is written in place, a remote one via a temporary file.
+    """
+    if not is_remote(uri):
+        target = local_path(uri)
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        write(target)
+        return
+    with tempfile.TemporaryDirectory(prefix="tfbs-") as scratch:
+        staged = str(Path(scratch) / urlparse(uri).path.rsplit("/", 1)[-1])
+        write(staged)
+        write_bytes(uri, Path(staged).read_bytes())

@@ -1,4 +1,0 @@
-"""The embedded ENCODE-DREAM-format data set: genome, peaks, labels, proteins.
-
-Entry point: :func:`preprocess.synthetic.generate.generate_dataset`.
-"""

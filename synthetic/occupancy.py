@@ -1,0 +1,236 @@
+"""Simulate who binds where: sites of every TF, open chromatin, occupancy.
+
+The building blocks and the biology they encode are in
+:mod:`synthetic.sites`; this module runs them in order over the
+whole genome and returns one :class:`Occupancy`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from synthetic.sites import (
+    MOTIFLESS,
+    STRONG,
+    WEAK,
+    Sites,
+    assign_sites,
+    binding_probability,
+    free_slots,
+    join_sites,
+    match_scores,
+    open_chromatin,
+    plant_motifs,
+    site_counts,
+    strength_from_scores,
+)
+from tfbs.config import GenerateConfig
+from tfbs.errors import ConfigError
+from tfbs.motifs import log_odds
+
+#: Mean probability that an open site is bound, strong motifs / other kinds
+#: (see :func:`binding_probability`); used to size the site sets.
+P_STRONG, P_OTHER = 0.75, 0.9
+
+
+@dataclass
+class Occupancy:
+    """The simulated state of every location, TF and cell."""
+
+    chrom: np.ndarray  # chromosome index of each location
+    centre: np.ndarray  # centre of each location
+    is_open: np.ndarray  # (locations, cells) open chromatin
+    background: np.ndarray  # ids of the open-region locations without a site
+    sites: dict[str, Sites]  # per TF
+    bound: dict[str, np.ndarray]  # per TF, (sites, cells)
+
+
+@dataclass
+class SlotPool:
+    """Free genome slots handed out in a random order, one feature each."""
+
+    chrom: np.ndarray
+    start: np.ndarray
+    order: np.ndarray
+    slot: int
+    used: int = 0
+
+    def take(self, n: int, what: str, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+        """Chromosome index and a jittered centre for ``n`` new features."""
+        if self.used + n > self.order.shape[0]:
+            raise ConfigError(
+                f"generate: the genome has {self.order.shape[0]} free {self.slot} bp slots, too few for the "
+                f"{what}; lower sites_per_mb / dnase_background_per_mb or enlarge generate.chromosomes"
+            )
+        picked = self.order[self.used : self.used + n]
+        self.used += n
+        centre = self.start[picked] + self.slot // 2 + rng.integers(-50, 51, size=n)
+        return self.chrom[picked], centre
+
+
+def simulate_occupancy(
+    gen: GenerateConfig,
+    genome: list[np.ndarray],
+    masks: list[np.ndarray],
+    pwms: dict[str, np.ndarray],
+    rngs: tuple[np.random.Generator, np.random.Generator],
+) -> Occupancy:
+    """Plant every TF's sites into ``genome`` and decide occupancy per cell.
+
+    Parameters
+    ----------
+    gen
+        Rates, fractions, TFs (in order; the first of a family leads it) and cells.
+    genome
+        Per chromosome base codes, modified in place (motifs are planted).
+    masks
+        Per chromosome, True where a base is N or blacklisted (kept free).
+    pwms
+        Probability matrix of each TF.
+    rngs
+        ``(sites_rng, chromatin_rng)``: placement and planting, then
+        chromatin and binding draws.
+
+    Returns
+    -------
+    Occupancy
+    """
+    site_rng, chromatin_rng = rngs
+    gc, slot = gen.gc_content, gen.slot_bp
+    slot_chrom, slot_start = free_slots(masks, slot)
+    pool = SlotPool(slot_chrom, slot_start, site_rng.permutation(slot_chrom.shape[0]), slot)
+    usable_mb = float(sum(int((~m).sum()) for m in masks)) / 1e6
+    at = (1.0 - gc) / 2.0
+    base_freqs = (at, gc / 2.0, gc / 2.0, at)
+
+    chrom_parts: list[np.ndarray] = []
+    centre_parts: list[np.ndarray] = []
+    strength_parts: list[np.ndarray] = []
+    n_locations = 0
+    sites: dict[str, Sites] = {}
+    family_lead: dict[str, str] = {}
+    for spec in gen.tfs:
+        counts = site_counts(
+            gen.sites_per_mb * usable_mb,
+            gen.weak_motif_fraction,
+            gen.motifless_bound_fraction,
+            P_STRONG,
+            P_OTHER,
+            site_rng,
+        )
+        inherited, new_kinds = assign_sites(
+            counts, sites.get(family_lead.get(spec.family, "")), gen.family_share, site_rng
+        )
+        chrom, centre = pool.take(new_kinds.shape[0], f"sites of {spec.name}", site_rng)
+        has_motif = new_kinds != MOTIFLESS
+        plant_motifs(
+            genome,
+            chrom[has_motif],
+            centre[has_motif],
+            pwms[spec.name],
+            new_kinds[has_motif] == WEAK,
+            site_rng,
+            sharpen=gen.motif_sharpen,
+        )
+        fresh = Sites(
+            loc=np.arange(n_locations, n_locations + new_kinds.shape[0]),
+            kind=new_kinds,
+            strength=site_rng.random(size=int(new_kinds.shape[0])),
+            shared=np.zeros(new_kinds.shape[0], dtype=bool),
+        )
+        n_locations += new_kinds.shape[0]
+        chrom_parts.append(chrom)
+        centre_parts.append(centre)
+        both = join_sites(inherited, fresh)
+        # Strong sites are occupied according to how well *this* TF's PWM
+        # matches them (inherited family sites included, so paralogues differ
+        # a little); weak and motif-less sites are bound through partners.
+        strong = np.flatnonzero(both.kind == STRONG)
+        all_chrom, all_centre = np.concatenate(chrom_parts), np.concatenate(centre_parts)
+        matched = match_scores(
+            genome, all_chrom[both.loc[strong]], all_centre[both.loc[strong]], log_odds(pwms[spec.name], base_freqs)
+        )
+        both.strength[strong] = strength_from_scores(matched, site_rng)
+        strength_parts.append(both.strength[inherited.loc.shape[0] :])
+        sites[spec.name] = both
+        family_lead.setdefault(spec.family, spec.name)
+
+    # Open regions without a site come from a pool shared by the cells, so
+    # background DNase peaks recur across cell types as real ones do.
+    pool_share = 2.0 / 3.0
+    chrom, centre = pool.take(
+        math.ceil(gen.dnase_background_per_mb * usable_mb / pool_share), "DNase background regions", site_rng
+    )
+    background = np.arange(n_locations, n_locations + chrom.shape[0])
+    n_cells = len(gen.cells)
+    is_open = np.concatenate(
+        [
+            open_chromatin(np.concatenate(strength_parts), n_cells, gen.open_fraction, chromatin_rng),
+            open_chromatin(
+                chromatin_rng.random(size=int(chrom.shape[0])), n_cells, pool_share, chromatin_rng, strength_weight=0.0
+            ),
+        ]
+    )
+    dice = chromatin_rng.random(is_open.shape)
+    bound = {
+        tf: is_open[s.loc] & (dice[s.loc] < binding_probability(s.kind, s.strength, P_OTHER)[:, None])
+        for tf, s in sites.items()
+    }
+    return Occupancy(
+        chrom=np.concatenate([*chrom_parts, chrom]).astype(np.int64),
+        centre=np.concatenate([*centre_parts, centre]).astype(np.int64),
+        is_open=is_open,
+        background=background,
+        sites=sites,
+        bound=bound,
+    )
+
+
+def relaxed_only_locations(
+    tf_sites: Sites,
+    bound: np.ndarray,
+    is_open: np.ndarray,
+    background: np.ndarray,
+    per_bound: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Locations of the weak peaks found only in the relaxed set of one TF and cell.
+
+    Half sit at open but unbound motif sites of the TF (weak occupancy the
+    IDR step rejects), half in open regions without a site; each half takes
+    from the other when it runs short.
+
+    Parameters
+    ----------
+    tf_sites
+        The TF's sites.
+    bound
+        Per site, bound in this cell.
+    is_open
+        Per location, open in this cell.
+    background
+        Ids of the site-less open-region locations.
+    per_bound
+        Expected relaxed-only peaks per bound site.
+    rng
+        Source of randomness.
+
+    Returns
+    -------
+    numpy.ndarray
+        Location ids.
+    """
+    n = int(rng.poisson(per_bound * bound.sum()))
+    motif_open = tf_sites.loc[(tf_sites.kind != MOTIFLESS) & is_open[tf_sites.loc] & ~bound]
+    open_background = background[is_open[background]]
+    from_sites = min(motif_open.shape[0], n - min(n // 2, open_background.shape[0]))
+    from_background = min(open_background.shape[0], n - from_sites)
+    return np.concatenate(
+        [
+            rng.choice(motif_open, size=from_sites, replace=False),
+            rng.choice(open_background, size=from_background, replace=False),
+        ]
+    ).astype(np.int64)

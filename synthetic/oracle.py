@@ -1,0 +1,170 @@
+"""The generator's oracle: the probability each bin is labelled B, from the simulation itself.
+
+A model only sees sequence, the cell and DNase peaks; the generator knows,
+for every TF site, its kind, its strength and whether its location is open
+in each cell, and it decided binding by a coin with probability
+:func:`~synthetic.sites.binding_probability`. The oracle scores a
+bin with that probability, times the chance that a bound site's peak covers
+the bin enough for the official rule to call it B (the peak's width and
+summit are random, :func:`label_geometry`). Scored like a submission, it is
+the ceiling a model of this data can approach: it knows the coin's odds,
+not its outcome, and it sees the motif-less sites no sequence model can.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+
+from synthetic.formats import write_gzip
+from synthetic.occupancy import P_OTHER, Occupancy
+from synthetic.peaks import CHIP_SUMMIT_SD, CHIP_WIDTH_RANGE
+from synthetic.sites import binding_probability
+
+#: Bins farther than this from a site's centre cannot touch its peak.
+_REACH_BP = 600
+
+
+def label_geometry(
+    bin_size: int = 200,
+    width_range: tuple[int, int] = CHIP_WIDTH_RANGE,
+    summit_sd: float = CHIP_SUMMIT_SD,
+    samples: int = 4000,
+    seed: int = 0,
+) -> np.ndarray:
+    """P(a bin is B | a bound site) by the bin's start relative to the site centre.
+
+    The conservative peak of a bound site is drawn as in
+    :func:`~synthetic.peaks.peaks_around`; a bin is B when the
+    peak covers half the bin or half the peak (``bedtools intersect -f 0.5
+    -F 0.5 -e``, the official rule).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``float64`` of length ``2 * 600 + 1``; entry ``i`` is for a bin
+        starting ``i - 600`` bp from the centre.
+
+    Examples
+    --------
+    >>> table = label_geometry()
+    >>> round(float(table[600 - 100]), 2), float(table[0])  # bin centred on the site, bin far away
+    (1.0, 0.0)
+    """
+    rng = np.random.default_rng(seed)
+    width = rng.integers(width_range[0], width_range[1] + 1, samples)
+    left = np.rint(width * rng.uniform(0.35, 0.65, samples)).astype(np.int64)
+    start = np.rint(rng.normal(0.0, summit_sd, samples)).astype(np.int64) - left
+    end = start + width
+    bin_start = np.arange(-_REACH_BP, _REACH_BP + 1)[:, None]
+    overlap = np.clip(np.minimum(end, bin_start + bin_size) - np.maximum(start, bin_start), 0, None)
+    return ((overlap >= bin_size / 2) | (overlap >= width / 2)).mean(axis=1)
+
+
+def oracle_scores(
+    occupancy: Occupancy, tf: str, chrom_index: int, starts: np.ndarray, geometry: np.ndarray
+) -> np.ndarray:
+    """P(B) of each bin of one chromosome for ``tf``, per cell.
+
+    Parameters
+    ----------
+    occupancy
+        The simulation.
+    tf
+        The TF.
+    chrom_index
+        The chromosome's index in the generated genome.
+    starts
+        Bin starts on that chromosome.
+    geometry
+        :func:`label_geometry`.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``float64`` (bins, cells): one minus the chance that no nearby site is
+        bound and labels the bin.
+    """
+    sites = occupancy.sites[tf]
+    on_chrom = np.flatnonzero(occupancy.chrom[sites.loc] == chrom_index)
+    centre = occupancy.centre[sites.loc[on_chrom]]
+    order = np.argsort(centre, kind="stable")
+    centre, on_chrom = centre[order], on_chrom[order]
+    # (sites, cells): bound with the kind's probability, and only where open.
+    p_bound = (
+        binding_probability(sites.kind[on_chrom], sites.strength[on_chrom], P_OTHER)[:, None]
+        * occupancy.is_open[sites.loc[on_chrom]]
+    )
+    first = np.searchsorted(centre, starts - _REACH_BP)
+    last = np.searchsorted(centre, starts + _REACH_BP, side="right")
+    unlabelled = np.ones((starts.shape[0], p_bound.shape[1]))
+    for k in range(int((last - first).max(initial=0))):
+        site = first + k
+        near = site < last
+        site = np.where(near, site, 0)
+        offset = np.clip(starts - centre[site] + _REACH_BP, 0, 2 * _REACH_BP)
+        chance = np.where(near, geometry[offset], 0.0)[:, None] * p_bound[site]
+        unlabelled *= 1.0 - chance
+    return 1.0 - unlabelled
+
+
+def read_label_table(path: str, chroms: list[str]) -> tuple[list[str], pa.Table]:
+    """Rows of a DREAM label file on the given chromosomes.
+
+    Returns
+    -------
+    tuple[list[str], pyarrow.Table]
+        The cell names (header order) and a table ``chr, start, stop, <cells>``.
+    """
+    table = pacsv.read_csv(
+        path,
+        parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False),
+        convert_options=pacsv.ConvertOptions(
+            column_types={"chr": pa.string(), "start": pa.int64(), "stop": pa.int64()}
+        ),
+    )
+    cells = table.column_names[3:]
+    return cells, table.filter(pc.is_in(table["chr"], value_set=pa.array(list(chroms))))
+
+
+def write_oracle_table(
+    occupancy: Occupancy,
+    tf: str,
+    labels_path: str,
+    chrom_names: list[str],
+    cell_names: list[str],
+    chroms: list[str],
+    out_path: str,
+) -> int:
+    """Write the oracle of ``tf`` for the bins of its label file on ``chroms``.
+
+    The file has the label file's layout, a probability in place of each
+    label: header ``chr start stop <cells...>``, tab-separated, gzipped.
+    ``chrom_names`` and ``cell_names`` are in the simulation's order (its
+    chromosome indices and occupancy columns).
+
+    Returns
+    -------
+    int
+        Bins written.
+    """
+    cells, table = read_label_table(labels_path, chroms)
+    chrom = table["chr"].to_numpy(zero_copy_only=False)
+    starts = table["start"].to_numpy()
+    bin_size = int(table["stop"][0].as_py() - starts[0]) if table.num_rows else 200
+    geometry = label_geometry(bin_size)
+    scores = np.zeros((table.num_rows, len(cells)))
+    for name in chroms:
+        rows = np.flatnonzero(chrom == name)
+        if rows.size:
+            by_cell = oracle_scores(occupancy, tf, chrom_names.index(name), starts[rows], geometry)
+            # The label file orders its cells alphabetically, the simulation as configured.
+            scores[rows] = by_cell[:, [cell_names.index(cell) for cell in cells]]
+    lines = [
+        f"{c}\t{s}\t{e}\t" + "\t".join(f"{p:.4g}" for p in row)
+        for c, s, e, row in zip(chrom, starts, table["stop"].to_numpy(), scores)
+    ]
+    write_gzip(out_path, "\t".join(["chr", "start", "stop", *cells]) + "\n" + "".join(line + "\n" for line in lines))
+    return table.num_rows

@@ -1,0 +1,122 @@
+"""Distributed TensorFlow on Spark executors, with TensorFlowOnSpark kept inside.
+
+Only this package imports ``tensorflowonspark`` (TFoS 2.2.5, unmaintained
+since 2022), and only inside functions, so TFoS can be replaced later without
+touching the rest of the code. You write one function ``node_main(args,
+info)`` that branches on ``info.job_name`` (``"chief"``, ``"ps"`` or
+``"worker"``) and never sees the TFoS context. :func:`run_cluster` runs it
+on the executors::
+
+    TFoS node index 0 .. num_ps-1  -> ps:0 ..      start_server(); wait_for_chief()
+    next                           -> chief:0      PSS coordinator / MWMS chief
+    the rest                       -> worker:0 ..  start_server(); wait_for_chief()  (PSS)
+                                                   or the same loop as the chief     (MWMS)
+
+Modules:
+
+:mod:`~tf_models.cluster.node`
+    What ``node_main`` uses on a node: :class:`NodeInfo`,
+    :func:`start_server`, :func:`wait_for_chief`, :func:`mark_chief_done`.
+:mod:`~tf_models.cluster.task`
+    The Spark task of a node: TFoS's entry function and the forked, watched
+    process that runs the node's TensorFlow.
+:mod:`~tf_models.cluster.node_files`
+    The per-node JSON file recording the node's pid and how it ended.
+:mod:`~tf_models.cluster.driver`
+    :func:`run_cluster`, in the driver.
+:mod:`~tf_models.cluster.spark_status`
+    Executors, node stage and task placement, from Spark's status tracker.
+:mod:`~tf_models.cluster.failures`
+    :class:`ClusterFailed` and the one-line explanation of a failed node.
+
+Each node task runs on its own Spark executor. TFoS uses ``InputMode.TENSORFLOW``
+with ``master_node='chief'`` (TFoS exports ``TF_CONFIG`` only then).
+
+What we saw with pyspark 4.3.0, tensorflow-cpu 2.21.0, Keras 3,
+tensorflowonspark 2.2.5, Python 3.11 and Java 17 on ``local-cluster[4,1,1024]``,
+and how it shaped this package:
+
+* The TF cluster needs exactly one node task per executor. TFoS keys its
+  state by executor. Two node tasks on one executor fail with "TFManager
+  already started". An idle extra executor can pick up TFoS's shutdown task
+  and fail with "No executor_id file found". So the application needs exactly
+  ``num_ps + num_workers + 1`` executors, one task slot each, and no dynamic
+  allocation. :func:`run_cluster` checks this.
+* TFoS runs ps nodes in a forked daemon process. It runs chief and worker
+  nodes inside the PySpark worker process, and PySpark reuses that process
+  for later tasks. So TF state stayed behind: gRPC servers, coordinator
+  threads and ~700 MB RSS per node. A second training in the same
+  application then failed ("Collective ops must be configured at program
+  startup"). Chief and worker nodes therefore run in a forked child process
+  that exits when the node ends (:func:`tf_models.cluster.task.run_isolated`).
+* A dead node stalled the run instead of failing it (SIGKILL of the TF
+  process, measured). The PSS coordinator treats a lost worker as preempted
+  and waits for it to come back; TFoS's ps task only polls TFoS's queues
+  and never notices its ps process is gone. So every node's TF code, the ps
+  included, runs in a forked child whose parent watches it: a death fails
+  the node's Spark task at once, naming the node. With
+  ``spark.task.maxFailures=1`` Spark aborts the node job and kills the other
+  node tasks, whose TF processes die with them (parent-death signal), and
+  :func:`run_cluster` raises :class:`ClusterFailed` ("TF node worker:1
+  (Spark executor 3, host h, pid 42) died: its process was killed by
+  SIGKILL"). Measured on 2 loaded cores: 7 s from killing a worker and
+  13 s from killing the ps to the exit of ``tfbs train``.
+* TFoS's shutdown waits until every non-ps task has returned. PSS workers
+  therefore poll for a marker that the chief writes
+  (:func:`mark_chief_done` / :func:`wait_for_chief`). ps nodes should wait
+  the same way instead of calling ``server.join()``. A joined ps lived on as a
+  ~400 MB process until the Spark application ended.
+* ``TFCluster.shutdown(timeout=t)`` enforces ``t`` with ``SIGALRM`` and never
+  disarms it. The alarm fired 50 s after ``shutdown()`` had returned: it
+  stopped the SparkContext and raised ``SystemExit`` in unrelated driver
+  code. TFoS also handles a failed node with ``sc.stop(); sys.exit(1)``.
+  :func:`run_cluster` waits and enforces the timeout itself, then calls
+  ``shutdown(timeout=-1)``. It raises :class:`ClusterFailed` and leaves the
+  SparkContext usable.
+* Spark retries failed tasks, and TFoS would re-run the node. A re-run node
+  cannot rejoin the TF cluster, so retries fail at once (see
+  :class:`tf_models.cluster.task.NodeEntry`). A failed node then ends the
+  run after Spark's ``spark.task.maxFailures`` quick attempts. Each attempt
+  still starts a Python worker that imports TF, about 30 s on 2 cores. Set
+  ``spark.task.maxFailures=1`` for faster failure.
+* ``import tensorflowonspark`` calls ``logging.basicConfig(level=INFO)`` and
+  imports TensorFlow (``tensorflowonspark.compat``), so it is imported lazily.
+  Importing this package loads neither TFoS, TensorFlow nor pyspark.
+* TFoS's reservation server accepts unauthenticated pickle on a driver TCP
+  port. Run it only on a trusted cluster network.
+* Where node output goes: Python workers write to their executor's stderr.
+  On standalone / ``local-cluster`` that is
+  ``$SPARK_HOME/work/<app-id>/<executor-id>/stderr``. With pip pyspark,
+  ``SPARK_HOME`` is the installed ``pyspark`` package, so that directory is
+  inside the virtualenv unless ``SPARK_HOME`` points elsewhere. On YARN it is
+  the container's stderr. The driver log gets one "tfbs placement" line per
+  node from :func:`run_cluster`.
+"""
+
+from tf_models.cluster.driver import run_cluster
+from tf_models.cluster.failures import ClusterFailed
+from tf_models.cluster.node import (
+    CHIEF,
+    NODE_DIR_ARG,
+    PS,
+    WORKER,
+    NodeInfo,
+    NodeMain,
+    mark_chief_done,
+    start_server,
+    wait_for_chief,
+)
+
+__all__ = [
+    "CHIEF",
+    "NODE_DIR_ARG",
+    "PS",
+    "WORKER",
+    "ClusterFailed",
+    "NodeInfo",
+    "NodeMain",
+    "mark_chief_done",
+    "run_cluster",
+    "start_server",
+    "wait_for_chief",
+]

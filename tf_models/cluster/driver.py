@@ -1,0 +1,299 @@
+"""The driver side: start the TF cluster through TFoS, follow its nodes, shut it down.
+
+:func:`run_cluster` checks the executor layout, reserves the cluster, logs
+one "tfbs placement" line per node, logs each node's TF process as it
+appears, and turns a failed or dead node or a timeout into
+:class:`~tf_models.cluster.failures.ClusterFailed` while leaving the
+SparkContext usable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from tf_models.cluster.failures import ClusterFailed, failure_message
+from tf_models.cluster.node import CHIEF, NODE_DIR_ARG, NodeMain
+from tf_models.cluster.node_files import read_node_files
+from tf_models.cluster.spark_status import await_executors, node_stage_id, spark_placement
+from tf_models.cluster.task import NodeEntry
+
+if TYPE_CHECKING:  # typing only: pyspark loads lazily
+    from pyspark import SparkContext
+
+logger = logging.getLogger(__name__)
+
+
+def _tfos_error() -> str | None:
+    """The error TFoS's launcher thread recorded for the node job, if any."""
+    from tensorflowonspark import TFCluster
+
+    return TFCluster.tf_status.get("error")
+
+
+def _log_node_processes(node_dir: str | None, run_id: str, nodes: list[dict[str, Any]], logged: set[str]) -> None:
+    """Log a "tfbs node process" line for each node whose process file has appeared.
+
+    Nodes write the file once their TF process is forked (after the
+    reservation the placement lines come from), so the driver picks them up
+    while it waits.
+
+    Parameters
+    ----------
+    node_dir : str or None
+        The directory of the node files; ``None`` logs nothing.
+    run_id : str
+        This run's id.
+    nodes : list of dict
+        The placement records.
+    logged : set of str
+        The nodes (``"worker:1"``) already logged; updated in place.
+    """
+    if not node_dir or len(logged) == len(nodes):
+        return
+    for record in read_node_files(node_dir, run_id, nodes):
+        name = f"{record['job_name']}:{record['task_index']}"
+        if name not in logged:
+            logged.add(name)
+            logger.info(
+                "tfbs node process: job=%s task=%s spark_executor=%s host=%s pid=%s",
+                record["job_name"],
+                record["task_index"],
+                record.get("spark_executor"),
+                record.get("host"),
+                record.get("pid"),
+            )
+
+
+def _fail(sc: SparkContext, cluster: Any, message: str) -> ClusterFailed:
+    """Cancel the node job, stop the reservation server and build the error to raise.
+
+    After a node failure Spark has already aborted the node job and killed
+    its tasks; cancelling again costs nothing and also covers jobs TFoS
+    started around it. TFoS submits the node job from its own thread and
+    exposes no job id, so every running job of the application is
+    cancelled. Killed tasks take their TF processes with them (see
+    :func:`tf_models.cluster.task.set_parent_death_signal`), so no node is
+    left waiting on TFoS's shutdown timeout.
+    """
+    sc.cancelAllJobs()
+    cluster.server.stop()
+    logger.error("tfbs cluster: %s", message)
+    return ClusterFailed(message)
+
+
+def _await_nodes(
+    sc: SparkContext,
+    cluster: Any,
+    stage_id: int | None,
+    num_done: int,
+    deadline: float,
+    nodes: list[dict[str, Any]],
+    run_id: str,
+    node_dir: str | None = None,
+) -> None:
+    """Block until ``num_done`` node tasks (all but the ps) have succeeded.
+
+    ps tasks run until TFoS's shutdown stops them, so "done" means that the
+    node stage has ``num_done`` successful tasks. Counting running tasks was
+    wrong: while Spark retried a failed node, the stage briefly ran fewer
+    tasks, TFoS's shutdown started, met the failure and stopped the
+    SparkContext.
+
+    A node that fails or dies fails its Spark task at once (the watching
+    parent of :func:`tf_models.cluster.task.run_isolated`), Spark aborts the
+    node job, and TFoS's launcher thread records the error; this loop polls
+    for it every second.
+
+    Raises
+    ------
+    ClusterFailed
+        If the node job failed (the message names the node, its Spark
+        executor and the cause) or ``deadline`` (on the ``time.monotonic()``
+        clock) passed. Running jobs are cancelled and the reservation server
+        is stopped.
+    """
+    tracker = sc.statusTracker()
+    if stage_id is None:
+        logger.warning("tfbs cluster: node stage not found; relying on TFoS's shutdown")
+        return
+    logged: set[str] = set()
+    while True:
+        _log_node_processes(node_dir, run_id, nodes, logged)
+        error = _tfos_error()
+        if error is not None:
+            raise _fail(sc, cluster, failure_message(error, nodes, node_dir, run_id))
+        if time.monotonic() > deadline:
+            raise _fail(sc, cluster, "TF cluster did not finish within shutdown_timeout")
+        stage = tracker.getStageInfo(stage_id)
+        if stage is None or stage.numCompletedTasks >= num_done:
+            return
+        if stage_id not in tracker.getActiveStageIds():
+            # The stage ended early, so it failed. TFoS's launcher thread
+            # records the error a moment later.
+            time.sleep(2)
+            error = _tfos_error() or "node stage failed"
+            raise _fail(sc, cluster, failure_message(error, nodes, node_dir, run_id))
+        time.sleep(1)
+
+
+def run_cluster(
+    sc: SparkContext,
+    node_main: NodeMain,
+    node_args: dict,
+    num_ps: int,
+    num_workers: int,
+    log_dir: str | None = None,
+    reservation_timeout: int = 120,
+    shutdown_timeout: int = 300,
+    node_dir: str | None = None,
+) -> list[dict[str, Any]]:
+    """Run ``node_main`` on a TF cluster of one chief, ``num_ps`` ps and ``num_workers`` workers.
+
+    Blocks until every node has finished. TFoS stops the ps nodes after the
+    chief and workers have returned.
+
+    Parameters
+    ----------
+    sc : SparkContext
+        Needs exactly ``num_ps + num_workers + 1`` executors, each running one
+        task at a time, with dynamic allocation off.
+    node_main : callable
+        ``node_main(args, info)``, run on every node and branching on
+        ``info.job_name``. cloudpickle must be able to pickle it. Import
+        TensorFlow inside it or in an importable module. Every node runs
+        it in a forked child that its Spark task watches. Every node must
+        return when training is over; PSS ps and workers use
+        :func:`~tf_models.cluster.node.wait_for_chief` for that.
+    node_args : dict
+        Picklable arguments for ``node_main``. A ``"run_id"`` entry is added if
+        missing, for :func:`~tf_models.cluster.node.mark_chief_done` and
+        :func:`~tf_models.cluster.node.wait_for_chief`.
+    num_ps : int
+        Number of parameter servers; 0 for MultiWorkerMirroredStrategy.
+    num_workers : int
+        Number of workers, not counting the chief.
+    log_dir : str or None
+        Passed to TFoS as its TensorBoard log dir (TensorBoard is not started).
+    reservation_timeout : int
+        Seconds to wait for the executors, then for all nodes to register.
+    shutdown_timeout : int
+        Seconds allowed from reservation to the end of training, the same span
+        TFoS's ``shutdown(timeout=...)`` covers. Size it to fit the training.
+        When it runs out, running jobs are cancelled and
+        :class:`ClusterFailed` is raised. Works from any driver thread
+        (no ``SIGALRM``).
+    node_dir : str or None
+        A directory every node and the driver can reach (any
+        :mod:`tfbs.uri` URI). Each node writes
+        ``<job>-<index>.json`` there with the pid of the OS process that runs
+        its TensorFlow, and the driver logs it as a "tfbs node process"
+        line. ``None`` writes nothing.
+
+    Returns
+    -------
+    list of dict
+        One record per node, in TFoS node order: ``{"job_name",
+        "task_index", "tfos_index", "spark_executor", "host", "port"}``.
+        These are also logged as "tfbs placement" lines.
+
+    Raises
+    ------
+    ClusterFailed
+        If the executor layout is wrong, a node failed or died, or the run
+        timed out. A dead node is reported within seconds, by name
+        (``TF node worker:1 (Spark executor 3, ...) died: its process was
+        killed by SIGKILL``), and the node job is cancelled. The
+        SparkContext remains usable, except when a node fails before all
+        nodes have registered: TFoS then stops the SparkContext itself.
+    """
+    # Imported here: importing it configures root logging and loads TF.
+    from tensorflowonspark import TFCluster
+
+    num_nodes = num_ps + num_workers + 1
+    found = await_executors(sc, num_nodes, timeout=reservation_timeout)
+    if found != num_nodes:
+        raise ClusterFailed(
+            f"TF cluster needs exactly {num_nodes} Spark executors "
+            f"(1 chief + {num_ps} ps + {num_workers} workers), found {found}"
+        )
+    cores = sc.getConf().get("spark.executor.cores")
+    task_cpus = int(sc.getConf().get("spark.task.cpus", "1"))
+    if cores is not None and int(cores) > task_cpus:
+        raise ClusterFailed(
+            f"one TF node per executor needs spark.task.cpus == spark.executor.cores (got {task_cpus} and {cores})"
+        )
+
+    args = dict(node_args)
+    args.setdefault("run_id", uuid.uuid4().hex)
+    if node_dir:
+        args[NODE_DIR_ARG] = node_dir
+    # A Namespace, not a dict: TFoS checks `'num_gpus' in tf_args` and then
+    # reads `tf_args.num_gpus` as an attribute.
+    tf_args = argparse.Namespace(**args)
+
+    # TFoS keeps the error in a module-level dict that nothing resets.
+    TFCluster.tf_status.clear()
+    t0 = time.monotonic()
+    try:
+        cluster = TFCluster.run(
+            sc,
+            NodeEntry(node_main),
+            tf_args,
+            num_executors=num_nodes,
+            num_ps=num_ps,
+            tensorboard=False,
+            input_mode=TFCluster.InputMode.TENSORFLOW,
+            log_dir=log_dir,
+            master_node=CHIEF,
+            reservation_timeout=reservation_timeout,
+        )
+    except SystemExit as exc:  # TFoS: sc.stop(); sys.exit(1)
+        raise ClusterFailed(f"a TF node failed during reservation: {_tfos_error()}") from exc
+    except Exception as exc:  # reservation timed out; node tasks still running
+        sc.cancelAllJobs()
+        raise ClusterFailed(f"TF cluster did not start: {exc}") from exc
+    logger.info("tfbs cluster: %d nodes reserved in %.1f s", num_nodes, time.monotonic() - t0)
+
+    stage_id = node_stage_id(sc, num_nodes)
+    placement = spark_placement(sc, stage_id, num_nodes)
+    nodes = []
+    for node in sorted(cluster.cluster_info, key=lambda n: n["executor_id"]):
+        record = {
+            "job_name": node["job_name"],
+            "task_index": node["task_index"],
+            "tfos_index": node["executor_id"],
+            "spark_executor": placement.get(node["executor_id"]),
+            "host": node["host"],
+            "port": node["port"],
+        }
+        nodes.append(record)
+        logger.info(
+            "tfbs placement: job=%(job_name)s task=%(task_index)s "
+            "spark_executor=%(spark_executor)s tfos_index=%(tfos_index)s "
+            "host=%(host)s port=%(port)s",
+            record,
+        )
+
+    _await_nodes(
+        sc,
+        cluster,
+        stage_id,
+        num_done=num_nodes - num_ps,
+        deadline=t0 + shutdown_timeout,
+        nodes=nodes,
+        run_id=args["run_id"],
+        node_dir=node_dir,
+    )
+    try:
+        # Only ps tasks are left now. TFoS stops the worker-side managers and
+        # tells the ps tasks to end. Its fixed polling (5 s sleeps, three
+        # confirmations) adds ~20 s. timeout=-1 means no SIGALRM.
+        cluster.shutdown(timeout=-1)
+    except SystemExit as exc:  # TFoS: sc.stop(); sys.exit(1)
+        raise ClusterFailed(f"a TF node failed during shutdown: {_tfos_error()}") from exc
+    logger.info("tfbs cluster: finished in %.1f s", time.monotonic() - t0)
+    return nodes

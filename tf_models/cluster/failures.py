@@ -1,0 +1,187 @@
+"""How a failed or dead TF node is explained in one line.
+
+A node's watcher (:func:`tf_models.cluster.task.run_isolated`) names its
+node when it fails its Spark task (``TF node worker:1 (Spark executor 3,
+host vm, pid 28216) died: its process was killed by SIGKILL``, or
+``... failed:`` and the traceback). After Spark aborts the node job, the
+driver turns Spark's error and the node files into the message of
+:class:`ClusterFailed`, naming the node that died first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from typing import Any
+
+from tf_models.cluster.node_files import read_node_files
+
+
+class ClusterFailed(RuntimeError):
+    """A TF node failed, or the cluster did not start or finish in time."""
+
+
+#: How :func:`tf_models.cluster.task.run_isolated` names a failed node:
+#: ``TF node worker:1 (Spark executor 3, host h, pid 42) died: its process was
+#: killed by SIGKILL``, or ``... failed:`` followed by the node's traceback.
+_NODE_FAILURE = re.compile(r"TF node (?P<node>\w+:\d+) \((?P<where>[^)]*)\) (?P<what>died: [^\n]*|failed:)")
+#: Spark's line for the task attempt that made it abort the job.
+_LOST_TASK = re.compile(r"Lost task (?P<index>\d+)\.\d+ in stage \S+ \(TID \d+\) \([^)]*\): (?P<reason>[^\n]*)")
+#: A Python exception line: ``ValueError: ...``, ``tensorflow...UnavailableError: ...``.
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")
+
+
+def node_label(job_name: str, task_index: int, spark_executor: str | None, host: str | None, pid: int | None) -> str:
+    """``TF node worker:1 (Spark executor 3, host h, pid 42)``: how errors name a node.
+
+    Parameters
+    ----------
+    job_name : str
+        ``"chief"``, ``"ps"`` or ``"worker"``.
+    task_index : int
+        Index within ``job_name``.
+    spark_executor : str or None
+        The Spark executor id.
+    host : str or None
+        Host name of the executor.
+    pid : int or None
+        The OS process that runs the node's TensorFlow.
+
+    Returns
+    -------
+    str
+        The label, without a trailing verb.
+    """
+    return f"TF node {job_name}:{task_index} (Spark executor {spark_executor}, host {host}, pid {pid})"
+
+
+def exit_reason(wait_status: int) -> str:
+    """How a process ended, from an ``os.waitpid`` status.
+
+    Parameters
+    ----------
+    wait_status : int
+        The status ``os.waitpid`` returned.
+
+    Returns
+    -------
+    str
+        ``"was killed by SIGKILL"`` or ``"exited with code 3"``.
+    """
+    code = os.waitstatus_to_exitcode(wait_status)
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        return f"was killed by {signal.Signals(-code).name}"
+    except ValueError:
+        return f"was killed by signal {-code}"
+
+
+def exception_line(traceback_text: str) -> str:
+    """The ``ValueError: ...`` line of the first Python traceback in ``traceback_text``.
+
+    Spark appends the Java stack (``\\tat org.apache...``) to the Python
+    traceback of a failed task, so the traceback ends where that starts. Of
+    chained exceptions the last one is taken. TF error messages run over
+    several lines; only the first is kept.
+
+    Parameters
+    ----------
+    traceback_text : str
+        A Python traceback, possibly followed by Spark's Java stack.
+
+    Returns
+    -------
+    str
+        The exception line (at most 300 characters), or a pointer to the
+        executor log if there is none.
+    """
+    found = ""
+    for line in traceback_text.splitlines():
+        if line.startswith("\tat ") or line.startswith("\t..."):
+            break
+        if _EXCEPTION_LINE.match(line.strip()):
+            found = line.strip()
+    return found[:300] or "see the node's executor log"
+
+
+def describe_failure(error: str, nodes: list[dict[str, Any]]) -> str:
+    """One line naming the TF node that failed the node job, and why.
+
+    Parameters
+    ----------
+    error : str
+        The error TFoS's launcher thread recorded: Spark's job-abort message
+        with the failed task's Python traceback and the Java stack.
+    nodes : list of dict
+        The placement records of :func:`tf_models.cluster.run_cluster`, to
+        name a node that Spark reports only by task index (e.g. its executor
+        was lost).
+
+    Returns
+    -------
+    str
+        ``TF node chief:0 (...) failed: ...``, or ``the TF node job failed:
+        ...`` when no node can be named.
+    """
+    match = _NODE_FAILURE.search(error)
+    if match is not None:
+        if match["what"].startswith("died"):
+            return f"TF node {match['node']} ({match['where']}) {match['what']}"
+        return f"TF node {match['node']} ({match['where']}) failed: {exception_line(error[match.end() :])}"
+    lost = _LOST_TASK.search(error)
+    if lost is not None:
+        for node in nodes:
+            if node["tfos_index"] == int(lost["index"]):
+                return (
+                    f"TF node {node['job_name']}:{node['task_index']} (Spark executor "
+                    f"{node['spark_executor']}, host {node['host']}) failed: {lost['reason']}"
+                )
+    first = error.strip().splitlines()[0] if error.strip() else "no error recorded"
+    return f"the TF node job failed: {first}"
+
+
+def failure_message(error: str, nodes: list[dict[str, Any]], node_dir: str | None, run_id: str) -> str:
+    """Name the node that caused a failed node job: the first that died, else Spark's failed task.
+
+    When a ps dies, the chief's coordinator fails at the same moment, and
+    whichever task reaches Spark first aborts the job. So a node that died
+    (from its node file) is named first, and the task Spark stopped on is
+    added when it is another node.
+
+    Parameters
+    ----------
+    error : str
+        The error TFoS's launcher thread recorded (see :func:`describe_failure`).
+    nodes : list of dict
+        The placement records of :func:`tf_models.cluster.run_cluster`.
+    node_dir : str or None
+        The directory of the node files, if the run has one.
+    run_id : str
+        This run's id.
+
+    Returns
+    -------
+    str
+        The message for :class:`ClusterFailed`.
+    """
+    # The watcher of a node that died at the same moment writes within
+    # milliseconds; give it a moment before reading.
+    time.sleep(1)
+    spark_side = describe_failure(error, nodes)
+    dead = sorted(
+        (r for r in read_node_files(node_dir, run_id, nodes) if r.get("state") == "died"),
+        key=lambda r: r.get("time", 0.0),
+    )
+    if not dead:
+        return spark_side
+    first = dead[0]
+    label = node_label(
+        first["job_name"], first["task_index"], first.get("spark_executor"), first.get("host"), first.get("pid")
+    )
+    message = f"{label} died: {first.get('reason')}"
+    if not spark_side.startswith(f"TF node {first['job_name']}:{first['task_index']} "):
+        message += f" (then {spark_side.removeprefix('TF node ')})"
+    return message

@@ -1,0 +1,249 @@
+"""The Spark task of one TF node: what TFoS calls on the executor, and the watched TF process.
+
+TFoS runs :class:`NodeEntry` in each node's Spark task. It builds the
+:class:`~tf_models.cluster.node.NodeInfo`, refuses Spark's retries, and
+runs ``node_main`` in a forked child process (:func:`run_isolated`) whose
+parent is the node's watchdog: when the child fails or dies, the Spark
+task fails at once, naming the node.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import signal
+import socket
+import sys
+import traceback
+from typing import Any
+
+from tf_models.cluster.failures import exception_line, exit_reason, node_label
+from tf_models.cluster.node import NODE_DIR_ARG, PS, NodeInfo, NodeMain
+from tf_models.cluster.node_files import write_node_file
+
+
+def _spark_executor_id() -> str | None:
+    """Best-effort Spark executor id from inside a PySpark worker.
+
+    ``TaskContext`` has no executor id. Standalone workers (used by
+    ``local-cluster``) export ``SPARK_LOG_URL_STDERR=...&executorId=N&...``
+    to the executor, and PySpark workers inherit it. YARN exports
+    ``CONTAINER_ID``.
+
+    Returns
+    -------
+    str or None
+        The executor id, the YARN container id, or ``None``.
+    """
+    url = os.environ.get("SPARK_LOG_URL_STDERR", "")
+    for part in url.replace("?", "&").split("&"):
+        if part.startswith("executorId="):
+            return part.split("=", 1)[1]
+    return os.environ.get("CONTAINER_ID")
+
+
+def set_parent_death_signal() -> None:
+    """Ask the kernel to SIGKILL this process when its parent dies (Linux).
+
+    When Spark kills a node task (job cancelled, timeout, executor lost), it
+    kills the PySpark worker but not that worker's children. Without this
+    call a node process would live on and keep its TF port. Best effort:
+    does nothing where ``prctl`` is missing.
+    """
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # 1 == PR_SET_PDEATHSIG
+    except Exception:  # noqa: BLE001 - not Linux, or no prctl
+        pass
+
+
+def _child_main(node_main: NodeMain, args: dict, info: NodeInfo, conn: Any, parent_pid: int) -> None:
+    """Body of the forked node process: run the node, report, then ``os._exit``.
+
+    Parameters
+    ----------
+    node_main : callable
+        ``node_main(args, info)``.
+    args : dict
+        Arguments for ``node_main``.
+    info : NodeInfo
+        This node.
+    conn : multiprocessing.connection.Connection
+        Sending end of the pipe to the watching parent: ``None`` on success,
+        the formatted traceback on failure.
+    parent_pid : int
+        The watching parent's pid, to detect that it died before the death
+        signal was armed.
+    """
+    set_parent_death_signal()
+    if os.getppid() != parent_pid:
+        # The parent died between fork() and prctl(): the death signal was
+        # armed too late to fire, so leave now rather than run unwatched.
+        os._exit(1)
+    code = 0
+    try:
+        node_main(args, info)
+        conn.send(None)
+    except BaseException:  # noqa: BLE001 - every failure goes to the parent
+        code = 1
+        conn.send(traceback.format_exc())
+    finally:
+        conn.close()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # os._exit rather than a normal exit, because (1) the fork shares the
+        # PySpark worker's socket to the JVM, and interpreter teardown could
+        # flush stray bytes into it; (2) TF's gRPC server and coordinator
+        # threads have no clean shutdown and can hang teardown.
+        os._exit(code)
+
+
+def run_isolated(node_main: NodeMain, args: dict, info: NodeInfo, node_dir: str | None = None) -> None:
+    """Run ``node_main`` in a forked child process, watch it, and fail here when it fails or dies.
+
+    Why a child process: TFoS runs chief and worker nodes inside the PySpark
+    worker, which PySpark reuses for later tasks. A child process takes every
+    piece of TF state with it when it exits: the gRPC server, coordinator
+    threads, the collective-ops configuration and the memory. Measured
+    without it: MWMS after PSS in the same application failed in the reused
+    worker, and the old coordinator kept logging gRPC errors.
+
+    Why the parent waits: it is the watchdog that makes a dead node fail
+    fast. A ParameterServerStrategy coordinator treats a lost worker as
+    preempted and waits for it to come back, and nothing in TFoS notices a
+    lost ps, so a killed TF process alone stalls the run until TFoS's
+    3-day shutdown timeout. The parent sees the death at once (end of file
+    on the pipe) and raises a :class:`RuntimeError` naming the node; that
+    fails the node's Spark task, and with ``spark.task.maxFailures=1`` Spark
+    aborts the node job, which :func:`tf_models.cluster.run_cluster` reports.
+
+    ``os.fork`` rather than ``multiprocessing``: TFoS runs ps nodes in a
+    daemonic ``multiprocessing`` process, which may not start
+    ``multiprocessing`` children. ``fork`` rather than ``spawn``, because
+    ``node_main`` may live in a driver script's ``__main__``. TFoS already
+    imported TensorFlow into the parent but has not started its runtime.
+
+    Parameters
+    ----------
+    node_main : callable
+        ``node_main(args, info)``.
+    args : dict
+        Arguments for ``node_main``, with the run's ``"run_id"``.
+    info : NodeInfo
+        This node.
+    node_dir : str or None
+        Where to write this node's file (see
+        :mod:`tf_models.cluster.node_files`); ``None`` writes nothing.
+
+    Raises
+    ------
+    RuntimeError
+        ``TF node worker:1 (...) failed:`` and the child's traceback, or
+        ``TF node worker:1 (...) died: its process was killed by SIGKILL``.
+    """
+    recv_end, send_end = multiprocessing.Pipe(duplex=False)
+    sys.stdout.flush()  # or the child would print the parent's buffered output again
+    sys.stderr.flush()
+    parent_pid = os.getpid()
+    pid = os.fork()
+    if pid == 0:
+        recv_end.close()
+        _child_main(node_main, args, info, send_end, parent_pid)  # never returns
+    send_end.close()
+    print(f"tfbs node process: job={info.job_name} task={info.task_index} pid={pid}", file=sys.stderr, flush=True)
+    if node_dir:
+        write_node_file(node_dir, info, pid, str(args.get("run_id")))
+    try:
+        error = recv_end.recv()
+    except EOFError:  # the child died without reporting (killed, crashed)
+        error = None
+    _, status = os.waitpid(pid, 0)
+    label = node_label(info.job_name, info.task_index, info.spark_executor_id, info.hostname, pid)
+    if error is not None:
+        state, reason = "failed", exception_line(error)
+    elif status != 0:
+        state, reason = "died", f"its process {exit_reason(status)}"
+    else:
+        state, reason = "done", ""
+    if node_dir:
+        # Before raising: Spark may kill this task at once when a peer's
+        # failure reaches it first, and the driver must still learn who died.
+        write_node_file(node_dir, info, pid, str(args.get("run_id")), state, reason)
+    if state == "failed":
+        raise RuntimeError(f"{label} failed:\n{error}")
+    if state == "died":
+        raise RuntimeError(f"{label} died: {reason}")
+
+
+class NodeEntry:
+    """The ``fn(tf_args, ctx)`` that TFoS runs on each executor.
+
+    This is a module-level class rather than a closure, so cloudpickle
+    sends it by reference (the executor imports this module), while
+    ``node_main`` may be pickled by value.
+
+    Parameters
+    ----------
+    node_main : callable
+        ``node_main(args, info)``, run by every node.
+    """
+
+    def __init__(self, node_main: NodeMain) -> None:
+        self.node_main = node_main
+
+    def __call__(self, tf_args: argparse.Namespace, ctx: Any) -> None:
+        """Run this node: called by TFoS in the node's Spark task.
+
+        Parameters
+        ----------
+        tf_args : argparse.Namespace
+            The ``node_args`` of :func:`tf_models.cluster.run_cluster`.
+        ctx : tensorflowonspark.TFNode.TFNodeContext
+            TFoS's context of this node.
+        """
+        info = NodeInfo(
+            job_name=ctx.job_name,
+            task_index=int(ctx.task_index),
+            executor_id=int(ctx.executor_id),
+            spark_executor_id=_spark_executor_id(),
+            cluster_spec={k: list(v) for k, v in ctx.cluster_spec.items()},
+            hostname=socket.gethostname(),
+            pid=os.getpid(),
+            default_fs=ctx.defaultFS,
+        )
+        # Spark retries a failed task, and TFoS would re-run the node on its
+        # old port, but the TF cluster cannot take the node back: a restarted
+        # MWMS member cannot rejoin the collectives, and a restarted chief
+        # would start training again. Fail every retry at once, so Spark
+        # aborts the job and the driver reports the first attempt's error.
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        if task is not None and task.attemptNumber() > 0:
+            raise RuntimeError(
+                f"TF node {info.job_name}:{info.task_index} is not retried "
+                f"(attempt {task.attemptNumber()}); see the first attempt's error"
+            )
+        # Report unreachable peers at once instead of retrying gRPC calls
+        # (the TF ParameterServerStrategy tutorial sets the same value).
+        os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
+        args = dict(vars(tf_args))
+        # print + flush to stderr: it reaches the executor's stderr file
+        # whatever the worker's logging setup (see the package docstring).
+        print(info.describe(), file=sys.stderr, flush=True)
+        if info.job_name == PS:
+            # TFoS runs ps nodes in a forked daemon process, and its task only
+            # polls TFoS's queues: a dead ps process would go unnoticed. So
+            # this daemon forks once more and watches the ps like the other
+            # nodes; TFoS passes the watcher's error on and fails the task.
+            # The death signal stops the watcher outliving a killed task.
+            set_parent_death_signal()
+        run_isolated(self.node_main, args, info, node_dir=args.get(NODE_DIR_ARG))
+        print(
+            f"tfbs node done: job={info.job_name} task={info.task_index} executor={info.spark_executor_id}",
+            file=sys.stderr,
+            flush=True,
+        )
