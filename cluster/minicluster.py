@@ -1,0 +1,1014 @@
+#!/usr/bin/env python3
+"""A real single-machine Hadoop 3.5.0 cluster (HDFS + YARN) for tests and demos.
+
+One JVM runs ``org.apache.hadoop.mapreduce.MiniHadoopClusterManager`` (the class
+behind ``mapred minicluster``): a NameNode with WebHDFS, one DataNode, a
+ResourceManager, one NodeManager and a MapReduce JobHistoryServer, all on
+127.0.0.1 and on free ports picked at start.  Every start formats a fresh, empty
+HDFS.  The class path (199 jars, ~114 MB) is fetched once with Maven from
+``pom.xml`` beside this file.
+
+Standard library only, so it runs before any virtualenv exists::
+
+    python cluster/minicluster.py start  --workdir DIR [--detach]
+    python cluster/minicluster.py status --workdir DIR
+    python cluster/minicluster.py logs   --workdir DIR [--app APPLICATION_ID]
+    python cluster/minicluster.py stop   --workdir DIR
+
+``DIR/conf`` is a client configuration usable as ``HADOOP_CONF_DIR`` and
+``YARN_CONF_DIR``; ``DIR/cluster.json`` describes the running cluster.  From
+Python::
+
+    with MiniCluster(workdir) as cluster:
+        subprocess.run([...], env={**os.environ, **cluster.env()})
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import shlex
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import ExitStack, suppress
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, NamedTuple
+from xml.sax.saxutils import escape
+
+HADOOP_VERSION = "3.5.0"
+POM = Path(__file__).resolve().with_name("pom.xml")
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tfbs-spark" / f"hadoop-{HADOOP_VERSION}"
+MAIN_CLASS = "org.apache.hadoop.mapreduce.MiniHadoopClusterManager"
+LOOPBACK = "127.0.0.1"
+#: -Xmx of the cluster JVM: NameNode, DataNode, ResourceManager, NodeManager and
+#: JobHistoryServer share it (idle they take ~500 MB of RSS)
+DEFAULT_HEAP = "1g"
+#: start-up takes 8-40 s on a 2-core machine, depending on its load
+DEFAULT_STARTUP_TIMEOUT = 180.0
+
+#: Ports chosen before the start, so that the client configuration can be
+#: written up front.  The DataNode and NodeManager take ephemeral ports: no
+#: client configuration names them (the NodeManager's web address is read
+#: from the ResourceManager once the node has registered).
+PORT_NAMES = (
+    "namenode",
+    "namenode_http",
+    "rm",
+    "rm_scheduler",
+    "rm_tracker",
+    "rm_admin",
+    "rm_web",
+    "jhs",
+    "jhs_web",
+    "jhs_admin",
+)
+
+# The defaults log every block, RPC call and container-monitor sample at INFO,
+# which buries the lines that explain a failed start.
+LOG4J_PROPERTIES = """\
+log4j.rootLogger=INFO,stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{2} - %m%n
+log4j.logger.org.apache.hadoop.hdfs.StateChange=WARN
+log4j.logger.BlockStateChange=WARN
+log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
+log4j.logger.org.apache.hadoop.hdfs.server.datanode.DataNode.clienttrace=WARN
+log4j.logger.org.apache.hadoop.ipc.Server=WARN
+log4j.logger.org.apache.hadoop.metrics2=WARN
+log4j.logger.org.apache.hadoop.yarn.server.nodemanager.containermanager.monitor=WARN
+log4j.logger.org.eclipse.jetty=WARN
+log4j.logger.http.requests=WARN
+"""
+
+log = logging.getLogger("minicluster")
+
+
+class MiniClusterError(RuntimeError):
+    """The mini cluster could not be fetched, started, reached or stopped."""
+
+
+# --------------------------------------------------------------------- tools
+
+
+def require_tool(name: str, hint: str) -> str:
+    """Return the path of executable ``name`` on PATH.
+
+    Raises
+    ------
+    MiniClusterError
+        If it is missing; the message names the tool and how to get it.
+    """
+    path = shutil.which(name)
+    if path is None:
+        raise MiniClusterError(f"`{name}` not found on PATH: {hint}")
+    return path
+
+
+def find_java_home() -> Path:
+    """Return ``$JAVA_HOME``, else the JDK of the ``java`` found on PATH.
+
+    Raises
+    ------
+    MiniClusterError
+        If neither gives a ``bin/java``.
+    """
+    configured = os.environ.get("JAVA_HOME")
+    if configured:
+        if not (Path(configured) / "bin" / "java").is_file():
+            raise MiniClusterError(f"JAVA_HOME={configured} has no bin/java")
+        return Path(configured)
+    java = require_tool("java", "install a JDK 17 (apt-get install openjdk-17-jdk-headless) or set JAVA_HOME")
+    return Path(java).resolve().parent.parent
+
+
+def ensure_classpath(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
+    """Return the folder of the mini cluster's jars, fetching them if needed.
+
+    The jars are copied by Maven into a staging folder and moved into place
+    only when complete, with a stamp holding the hash of ``pom.xml``: an
+    interrupted fetch is never mistaken for a class path, and editing the pom
+    fetches again.  Calling it again is a no-op.
+
+    Parameters
+    ----------
+    cache_dir
+        Folder holding ``lib/``; Maven's own repository stays ``~/.m2``.
+
+    Returns
+    -------
+    Path
+        ``cache_dir / "lib"``.
+
+    Raises
+    ------
+    MiniClusterError
+        If ``mvn`` or ``java`` is missing, or Maven fails (with its output).
+    """
+    lib = cache_dir / "lib"
+    stamp = lib / ".pom.sha256"
+    want = hashlib.sha256(POM.read_bytes()).hexdigest()
+    if stamp.is_file() and stamp.read_text().strip() == want:
+        return lib
+    find_java_home()  # Maven needs a JDK as well: report that first, it is the real cause
+    mvn = require_tool("mvn", "install Apache Maven 3.6.3 or newer (apt-get install maven)")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=cache_dir))
+    log.info("fetching the Hadoop %s class path with Maven into %s", HADOOP_VERSION, lib)
+    started = time.monotonic()
+    try:
+        command = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-Dcache.dir={staging}"]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise MiniClusterError(
+                f"Maven could not fetch the class path (exit {result.returncode}):\n"
+                f"{_tail(result.stdout + result.stderr)}"
+            )
+        (staging / "lib" / stamp.name).write_text(want + "\n")
+        shutil.rmtree(lib, ignore_errors=True)
+        (staging / "lib").rename(lib)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    log.info("fetched %d jars in %.1f s", len(list(lib.glob("*.jar"))), time.monotonic() - started)
+    return lib
+
+
+# ------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class Resources:
+    """What the one NodeManager offers to YARN.
+
+    YARN only books these figures (the memory checks are off); containers use
+    the machine's real memory.  The defaults fit a Spark application with an
+    ApplicationMaster and four 512 MB executors (896 MB each with overhead).
+    """
+
+    memory_mb: int = 8192
+    vcores: int = 8
+    #: Spark's 512 MB + 384 MB overhead would round up to 1 GB at YARN's default 1024.
+    min_allocation_mb: int = 128
+
+
+def free_ports(names: Iterable[str]) -> dict[str, int]:
+    """Return distinct free loopback ports, one per name.
+
+    All sockets stay bound until every port is picked, so no two names can
+    get the same port.
+    """
+    with ExitStack() as stack:
+        sockets = {name: stack.enter_context(socket.socket()) for name in names}
+        for sock in sockets.values():
+            sock.bind((LOOPBACK, 0))
+        return {name: sock.getsockname()[1] for name, sock in sockets.items()}
+
+
+def _address(ports: Mapping[str, int], name: str) -> str:
+    return f"{LOOPBACK}:{ports[name]}"
+
+
+def server_conf(ports: Mapping[str, int], tmp_dir: Path, resources: Resources) -> dict[str, str]:
+    """Hadoop settings given to the daemons with ``-D``.
+
+    Parameters
+    ----------
+    ports
+        Port of each name in `PORT_NAMES`.
+    tmp_dir
+        Folder for ``hadoop.tmp.dir`` (inside the work dir).
+    resources
+        Size of the NodeManager.
+    """
+    return {
+        "hadoop.tmp.dir": str(tmp_dir),
+        # one DataNode: the default of 3 would leave every block under-replicated
+        "dfs.replication": "1",
+        # a single-user scratch cluster: any client user name may write anywhere
+        "dfs.permissions.enabled": "false",
+        # every ResourceManager and JobHistoryServer endpoint on a known loopback
+        # port, so that the client configuration can name them
+        "yarn.resourcemanager.hostname": LOOPBACK,
+        "yarn.resourcemanager.address": _address(ports, "rm"),
+        "yarn.resourcemanager.scheduler.address": _address(ports, "rm_scheduler"),
+        "yarn.resourcemanager.resource-tracker.address": _address(ports, "rm_tracker"),
+        "yarn.resourcemanager.admin.address": _address(ports, "rm_admin"),
+        "yarn.resourcemanager.webapp.address": _address(ports, "rm_web"),
+        "mapreduce.jobhistory.address": _address(ports, "jhs"),
+        "mapreduce.jobhistory.webapp.address": _address(ports, "jhs_web"),
+        "mapreduce.jobhistory.admin.address": _address(ports, "jhs_admin"),
+        # MiniYARNCluster sizes its NodeManagers from this key (default 4096),
+        # not from yarn.nodemanager.resource.memory-mb
+        "yarn.minicluster.yarn.nodemanager.resource.memory-mb": str(resources.memory_mb),
+        "yarn.nodemanager.resource.cpu-vcores": str(resources.vcores),
+        "yarn.scheduler.minimum-allocation-mb": str(resources.min_allocation_mb),
+        # a request bigger than the node is refused at submission instead of waiting forever
+        "yarn.scheduler.maximum-allocation-mb": str(resources.memory_mb),
+        "yarn.scheduler.maximum-allocation-vcores": str(resources.vcores),
+        # the queue comes from capacity-scheduler.xml of the yarn-server-tests jar,
+        # whose AM share of 0.1 lets only one application run at a time
+        "yarn.scheduler.capacity.maximum-am-resource-percent": "0.5",
+        # a disk more than 90% full would mark the node unhealthy: no containers
+        "yarn.nodemanager.disk-health-checker.max-disk-utilization-per-disk-percentage": "100.0",
+        # JVMs reserve far more virtual memory than YARN's 2.1 ratio allows, and the
+        # booked sizes above are not meant as limits
+        "yarn.nodemanager.vmem-check-enabled": "false",
+        "yarn.nodemanager.pmem-check-enabled": "false",
+        # keep finished containers' work dirs for 10 minutes, to read what they left
+        "yarn.nodemanager.delete.debug-delay-sec": "600",
+    }
+
+
+def client_conf(ports: Mapping[str, int], server: Mapping[str, str]) -> dict[str, dict[str, str]]:
+    """The client configuration files (name -> properties) of ``DIR/conf``.
+
+    MiniHadoopClusterManager's ``-writeConfig`` output is not usable as a
+    HADOOP_CONF_DIR (it holds the daemons' own paths and test settings), so
+    the client files are written from the chosen ports.
+    """
+    return {
+        "core-site.xml": {"fs.defaultFS": f"hdfs://{_address(ports, 'namenode')}"},
+        "hdfs-site.xml": {
+            "dfs.replication": "1",
+            "dfs.namenode.rpc-address": _address(ports, "namenode"),
+            "dfs.namenode.http-address": _address(ports, "namenode_http"),
+        },
+        "yarn-site.xml": {key: value for key, value in server.items() if key.startswith("yarn.resourcemanager.")},
+        "mapred-site.xml": {
+            "mapreduce.framework.name": "yarn",
+            "mapreduce.jobhistory.address": server["mapreduce.jobhistory.address"],
+            "mapreduce.jobhistory.webapp.address": server["mapreduce.jobhistory.webapp.address"],
+        },
+    }
+
+
+def site_xml(properties: Mapping[str, str]) -> str:
+    """Render properties as a Hadoop ``*-site.xml`` document."""
+    lines = ['<?xml version="1.0"?>', "<configuration>"]
+    lines += [
+        f"  <property><name>{escape(key)}</name><value>{escape(value)}</value></property>"
+        for key, value in properties.items()
+    ]
+    return "\n".join([*lines, "</configuration>", ""])
+
+
+def java_command(
+    java_home: Path, lib: Path, workdir: Path, ports: Mapping[str, int], conf: Mapping[str, str], heap: str
+) -> list[str]:
+    """The command line of the cluster JVM."""
+    command = [
+        str(java_home / "bin" / "java"),
+        f"-Xmx{heap}",
+        # MiniDFSCluster and MiniYARNCluster put every storage, local and log
+        # dir under test.build.data; java.io.tmpdir keeps Jetty's files in the work dir
+        f"-Dtest.build.data={workdir / 'data'}",
+        f"-Djava.io.tmpdir={workdir / 'tmp'}",
+        f"-Dlog4j.configuration=file:{workdir / 'log4j.properties'}",
+        # IPv4 only, the default of Hadoop's own launch scripts (hadoop-functions.sh)
+        "-Djava.net.preferIPv4Stack=true",
+        "-cp",
+        f"{lib}/*",
+        MAIN_CLASS,
+        "-format",
+        "-nnport",
+        str(ports["namenode"]),
+        "-nnhttpport",
+        str(ports["namenode_http"]),
+        "-rmport",
+        str(ports["rm"]),
+        "-jhsport",
+        str(ports["jhs"]),
+    ]
+    for key, value in conf.items():
+        command += ["-D", f"{key}={value}"]
+    return command
+
+
+# ----------------------------------------------------------------- processes
+
+
+def _proc_read(pid: int, name: str) -> bytes | None:
+    try:
+        return Path(f"/proc/{pid}/{name}").read_bytes()
+    except OSError:  # gone, or not ours
+        return None
+
+
+def _stat_fields(stat: bytes) -> list[bytes]:
+    """Fields 3... of /proc/<pid>/stat (state, ppid, ...).
+
+    The command name in field 2 may hold spaces and parentheses: split after the last ")".
+    """
+    return stat[stat.rindex(b")") + 2 :].split()
+
+
+def _parent_pid(stat: bytes) -> int:
+    return int(_stat_fields(stat)[1])
+
+
+def start_ticks(pid: int) -> int | None:
+    """Return when ``pid`` started (clock ticks since boot), None once it is gone.
+
+    Together with the pid it names one process: a pid may be reused later.
+    """
+    stat = _proc_read(pid, "stat")
+    return None if stat is None else int(_stat_fields(stat)[19])
+
+
+def _pids() -> list[int]:
+    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
+
+
+def descendants(pid: int) -> list[int]:
+    """Return the live descendants of ``pid``, parents before children."""
+    children: dict[int, list[int]] = {}
+    for child in _pids():
+        stat = _proc_read(child, "stat")
+        if stat is not None:
+            children.setdefault(_parent_pid(stat), []).append(child)
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        for child in children.get(pending.pop(0), []):
+            found.append(child)
+            pending.append(child)
+    return found
+
+
+def is_alive(pid: int) -> bool:
+    """Return whether any thread of ``pid`` still runs.
+
+    A JVM whose main thread has ended shows as a zombie while its other
+    threads still run and hold its ports, so the leader's state is not enough.
+    """
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for thread in threads:
+        stat = _proc_read(pid, f"task/{thread}/stat")
+        if stat is not None and _stat_fields(stat)[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def argv(pid: int) -> list[str]:
+    """Return the command line of ``pid`` (empty once it is gone)."""
+    raw = _proc_read(pid, "cmdline") or b""
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
+
+
+def terminate(pids: Sequence[int], grace: float) -> list[int]:
+    """Send SIGTERM to ``pids``, SIGKILL to those alive after ``grace`` seconds.
+
+    Returns
+    -------
+    list[int]
+        The processes still alive 5 s after SIGKILL (none, normally).
+    """
+    survivors = list(pids)
+    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
+        for pid in survivors:
+            with suppress(ProcessLookupError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + wait
+        while survivors and time.monotonic() < deadline:
+            time.sleep(0.1)
+            survivors = [pid for pid in survivors if is_alive(pid)]
+        if not survivors:
+            break
+    return survivors
+
+
+def _rss_mb(pid: int) -> float:
+    for line in (_proc_read(pid, "status") or b"").decode().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+class ContainerProcess(NamedTuple):
+    """A process running inside a YARN container of the mini cluster."""
+
+    container_id: str
+    pid: int
+    argv: list[str]
+
+
+class NotReady(NamedTuple):
+    """A service of the cluster that does not serve yet."""
+
+    service: str
+    reason: str
+
+
+class ContainerLogs(NamedTuple):
+    """Where a container's output lands on disk."""
+
+    directory: Path
+    stdout: Path
+    stderr: Path
+
+
+def application_of(container_id: str) -> str:
+    """Return the application id of a container id.
+
+    ``container_[e<epoch>_]<cluster>_<app>_<attempt>_<n>`` belongs to
+    ``application_<cluster>_<app>``.
+    """
+    fields = container_id.split("_")[1:]
+    if fields[0].startswith("e"):
+        fields = fields[1:]
+    return f"application_{fields[0]}_{fields[1]}"
+
+
+def _container_id(pid: int, workdir: Path) -> str | None:
+    """The container a process runs in, if it belongs to this work dir's cluster.
+
+    The NodeManager gives every container process CONTAINER_ID and a working
+    directory under its local dirs: both must match, so that neither a shell
+    opened in a container dir nor another cluster's container is taken.
+    """
+    try:
+        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
+    except OSError:
+        return None
+    if not cwd.is_relative_to(workdir / "data"):
+        return None
+    for entry in (_proc_read(pid, "environ") or b"").split(b"\0"):
+        if entry.startswith(b"CONTAINER_ID="):
+            return entry.partition(b"=")[2].decode()
+    return None
+
+
+# ------------------------------------------------------------------- cluster
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """What ``DIR/cluster.json`` holds about a started cluster."""
+
+    pid: int
+    #: start time of the JVM (see `start_ticks`): tells it from a later process with the same pid
+    pid_start_ticks: int
+    workdir: str
+    conf_dir: str
+    log_file: str
+    java_home: str
+    fs_default_fs: str
+    webhdfs_url: str
+    rm_url: str
+    nm_url: str
+    ports: dict[str, int]
+    startup_seconds: float
+
+
+def http_json(url: str, timeout: float = 5.0) -> Any:
+    """GET ``url`` and decode its JSON body."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.load(response)
+
+
+def _tail(text: str, lines: int = 40) -> str:
+    return "\n".join(text.splitlines()[-lines:])
+
+
+class MiniCluster:
+    """A Hadoop mini cluster living in one work dir.
+
+    Constructing it starts nothing: it reads ``DIR/cluster.json`` if present,
+    so `status`, `stop` and the log helpers work on a cluster started by
+    another process.  As a context manager it starts on entry and stops on exit.
+
+    Parameters
+    ----------
+    workdir
+        Folder of the cluster's state, configuration and logs.  A start wipes
+        the state of the previous run in it.
+    cache_dir
+        Folder of the class path (see `ensure_classpath`).
+    resources
+        Size of the NodeManager.
+    heap
+        ``-Xmx`` of the cluster JVM (all daemons share it).
+    startup_timeout
+        Seconds to wait for readiness before giving up.
+    extra_conf
+        More ``-D`` settings for the daemons; they override the defaults.
+    """
+
+    def __init__(
+        self,
+        workdir: str | os.PathLike[str],
+        *,
+        cache_dir: Path = DEFAULT_CACHE_DIR,
+        resources: Resources = Resources(),
+        heap: str = DEFAULT_HEAP,
+        startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        extra_conf: Mapping[str, str] | None = None,
+    ) -> None:
+        self.workdir = Path(workdir).resolve()
+        self.cache_dir = Path(cache_dir)
+        self.resources = resources
+        self.heap = heap
+        self.startup_timeout = startup_timeout
+        self.extra_conf = dict(extra_conf or {})
+        self._process: subprocess.Popen[bytes] | None = None
+        self.info: ClusterInfo | None = None
+        if self.info_file.is_file():
+            self.info = ClusterInfo(**json.loads(self.info_file.read_text()))
+
+    # -- paths and addresses
+
+    @property
+    def conf_dir(self) -> Path:
+        """The client configuration: HADOOP_CONF_DIR and YARN_CONF_DIR."""
+        return self.workdir / "conf"
+
+    @property
+    def info_file(self) -> Path:
+        """``DIR/cluster.json``."""
+        return self.workdir / "cluster.json"
+
+    @property
+    def log_file(self) -> Path:
+        """Output of the cluster JVM."""
+        return self.workdir / "minicluster.log"
+
+    def _started(self) -> ClusterInfo:
+        if self.info is None:
+            raise MiniClusterError(f"no mini cluster was started in {self.workdir}")
+        return self.info
+
+    @property
+    def pid(self) -> int:
+        """Process id of the cluster JVM."""
+        return self._started().pid
+
+    @property
+    def fs_default_fs(self) -> str:
+        """``hdfs://127.0.0.1:<port>``."""
+        return self._started().fs_default_fs
+
+    @property
+    def webhdfs_url(self) -> str:
+        """NameNode HTTP address serving ``/webhdfs/v1``."""
+        return self._started().webhdfs_url
+
+    @property
+    def rm_url(self) -> str:
+        """ResourceManager web address (UI and ``/ws/v1/cluster``)."""
+        return self._started().rm_url
+
+    @property
+    def nm_url(self) -> str:
+        """NodeManager web address (``/ws/v1/node``, container logs)."""
+        return self._started().nm_url
+
+    @property
+    def ports(self) -> dict[str, int]:
+        """The loopback port of each name in `PORT_NAMES`."""
+        return dict(self._started().ports)
+
+    def env(self) -> dict[str, str]:
+        """Environment for Hadoop, YARN and Spark clients of this cluster.
+
+        SPARK_LOCAL_IP keeps Spark's driver on loopback: the host name may
+        resolve to 127.0.0.1 while Spark would otherwise advertise eth0.
+        """
+        info = self._started()
+        return {
+            "HADOOP_CONF_DIR": info.conf_dir,
+            "YARN_CONF_DIR": info.conf_dir,
+            "JAVA_HOME": info.java_home,
+            "SPARK_LOCAL_IP": LOOPBACK,
+        }
+
+    # -- life cycle
+
+    def is_running(self) -> bool:
+        """Whether this work dir's cluster JVM is alive.
+
+        A stale cluster.json may name a pid since reused by another process,
+        hence the start time check.
+        """
+        return (
+            self.info is not None
+            and is_alive(self.info.pid)
+            and start_ticks(self.info.pid) == self.info.pid_start_ticks
+        )
+
+    def start(self) -> ClusterInfo:
+        """Start a fresh cluster and wait until HDFS and YARN serve.
+
+        Returns
+        -------
+        ClusterInfo
+            Also written to ``DIR/cluster.json``.
+
+        Raises
+        ------
+        MiniClusterError
+            If a cluster already runs from this work dir, the class path
+            cannot be fetched, or the cluster is not ready within
+            ``startup_timeout`` (the message ends with the JVM's log tail).
+        """
+        if self.is_running():
+            raise MiniClusterError(f"a mini cluster already runs from {self.workdir} (pid {self.pid})")
+        java_home = find_java_home()
+        lib = ensure_classpath(self.cache_dir)
+        started = time.monotonic()
+        self._reset_workdir()
+        ports = free_ports(PORT_NAMES)
+        conf = {**server_conf(ports, self.workdir / "tmp", self.resources), **self.extra_conf}
+        for name, properties in client_conf(ports, conf).items():
+            (self.conf_dir / name).write_text(site_xml(properties))
+        log.info(
+            "starting the Hadoop %s mini cluster in %s (HDFS %s, YARN %s)",
+            HADOOP_VERSION,
+            self.workdir,
+            _address(ports, "namenode"),
+            _address(ports, "rm"),
+        )
+        self._process = self._launch(java_command(java_home, lib, self.workdir, ports, conf, self.heap), java_home)
+        self.info = ClusterInfo(
+            pid=self._process.pid,
+            pid_start_ticks=start_ticks(self._process.pid) or 0,
+            workdir=str(self.workdir),
+            conf_dir=str(self.conf_dir),
+            log_file=str(self.log_file),
+            java_home=str(java_home),
+            fs_default_fs=f"hdfs://{_address(ports, 'namenode')}",
+            webhdfs_url=f"http://{_address(ports, 'namenode_http')}",
+            rm_url=f"http://{_address(ports, 'rm_web')}",
+            nm_url="",
+            ports=ports,
+            startup_seconds=0.0,
+        )
+        # written at once, so that `stop` finds the JVM even if waiting is interrupted
+        self._write_info()
+        try:
+            self._wait_ready(self.startup_timeout)
+            nm_url = f"http://{self._running_nodes()[0]['nodeHTTPAddress']}"
+        except BaseException:
+            self.stop()
+            raise
+        self.info = ClusterInfo(
+            **{**asdict(self.info), "nm_url": nm_url, "startup_seconds": round(time.monotonic() - started, 1)}
+        )
+        self._write_info()
+        log.info(
+            "mini cluster ready in %.1f s: %s, YARN %s", self.info.startup_seconds, self.fs_default_fs, self.rm_url
+        )
+        return self.info
+
+    def _reset_workdir(self) -> None:
+        for sub in ("conf", "data", "tmp"):
+            shutil.rmtree(self.workdir / sub, ignore_errors=True)
+            (self.workdir / sub).mkdir(parents=True)
+        self.info_file.unlink(missing_ok=True)
+        (self.workdir / "log4j.properties").write_text(LOG4J_PROPERTIES)
+
+    def _launch(self, command: Sequence[str], java_home: Path) -> subprocess.Popen[bytes]:
+        env = dict(os.environ)
+        # Containers inherit these from the NodeManager (yarn.nodemanager.env-whitelist):
+        # launch scripts run $JAVA_HOME/bin/java, and Python code in a container
+        # (hdfs_native.Client()) finds the cluster through HADOOP_CONF_DIR.
+        env.update(JAVA_HOME=str(java_home), HADOOP_CONF_DIR=str(self.conf_dir), YARN_CONF_DIR=str(self.conf_dir))
+        with open(self.log_file, "wb") as output:
+            # a session of its own: Ctrl-C in the terminal reaches this script,
+            # which then stops the cluster in order, not the JVM directly
+            return subprocess.Popen(
+                command,
+                cwd=self.workdir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+
+    def _write_info(self) -> None:
+        self.info_file.write_text(json.dumps(asdict(self._started()), indent=2) + "\n")
+
+    def readiness(self) -> NotReady | None:
+        """Return the first service not serving yet, or None when all serve.
+
+        HDFS serves when WebHDFS lists ``/`` and the NameNode is out of safe
+        mode with a live DataNode; YARN when the ResourceManager has started
+        and a NodeManager has registered.
+        """
+        service = "NameNode"
+        try:
+            listing = http_json(f"{self.webhdfs_url}/webhdfs/v1/?op=LISTSTATUS")
+            if "FileStatuses" not in listing:
+                return NotReady(service, f"WebHDFS answered {listing}")
+            beans = http_json(f"{self.webhdfs_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")["beans"]
+            if not beans or beans[0]["Safemode"]:
+                return NotReady(service, "in safe mode")
+            service = "DataNode"
+            if not json.loads(beans[0]["LiveNodes"]):
+                return NotReady(service, "not registered with the NameNode")
+            service = "ResourceManager"
+            state = http_json(f"{self.rm_url}/ws/v1/cluster/info")["clusterInfo"]["state"]
+            if state != "STARTED":
+                return NotReady(service, f"state {state}")
+            service = "NodeManager"
+            if not self._running_nodes():
+                return NotReady(service, "not registered with the ResourceManager")
+        except (OSError, ValueError, KeyError) as error:  # URLError is an OSError
+            return NotReady(service, f"{type(error).__name__}: {error}")
+        return None
+
+    def _running_nodes(self) -> list[dict[str, Any]]:
+        # "nodes" is null, not an empty object, while no node has registered
+        nodes: list[dict[str, Any]] = (
+            http_json(f"{self.rm_url}/ws/v1/cluster/nodes?states=RUNNING")["nodes"] or {}
+        ).get("node", [])
+        return nodes
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Poll `readiness` until all services serve, logging each one waited for."""
+        deadline = time.monotonic() + timeout
+        waiting_for = ""
+        while (not_ready := self.readiness()) is not None:
+            if self._process is not None and self._process.poll() is not None:
+                raise MiniClusterError(
+                    f"the mini cluster JVM exited with code {self._process.returncode}; "
+                    f"end of {self.log_file}:\n{self.log_tail()}"
+                )
+            if time.monotonic() > deadline:
+                raise MiniClusterError(
+                    f"mini cluster not ready after {timeout:.0f} s: {not_ready.service} {not_ready.reason}; "
+                    f"end of {self.log_file}:\n{self.log_tail()}"
+                )
+            if not_ready.service != waiting_for:
+                log.info("waiting for the %s", not_ready.service)
+                waiting_for = not_ready.service
+            time.sleep(0.5)
+
+    def log_tail(self, lines: int = 40) -> str:
+        """Return the last lines of the cluster JVM's log."""
+        try:
+            return _tail(self.log_file.read_text(errors="replace"), lines)
+        except OSError:
+            return ""
+
+    def processes(self) -> list[int]:
+        """Return the cluster JVM and every process of its containers.
+
+        Containers run in sessions of their own (``setsid``) and may outlive a
+        dead parent, so besides the JVM's descendants every process marked as a
+        container of this work dir is taken (see `container_processes`).
+        """
+        if not self.is_running():
+            return [process.pid for process in self.container_processes()]
+        tree = [self.pid, *descendants(self.pid)]
+        return tree + [process.pid for process in self.container_processes() if process.pid not in tree]
+
+    def stop(self, grace: float = 10.0) -> None:
+        """Stop the cluster and every container process; no-op if none runs.
+
+        SIGTERM first (daemons shut down, executors exit), SIGKILL to whatever
+        is left after ``grace`` seconds.
+
+        Raises
+        ------
+        MiniClusterError
+            If a process survives SIGKILL.
+        """
+        processes = self.processes()
+        if processes:
+            log.info("stopping the mini cluster in %s (%d processes)", self.workdir, len(processes))
+            started = time.monotonic()
+            survivors = terminate(processes, grace)
+            if survivors:
+                raise MiniClusterError(f"processes {survivors} of the mini cluster survived SIGKILL")
+            log.info("mini cluster stopped in %.1f s", time.monotonic() - started)
+        if self._process is not None:
+            self._process.wait()  # reap our child; a detached start's JVM is reaped by init
+            self._process = None
+
+    def __enter__(self) -> MiniCluster:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    # -- inspection
+
+    def status(self) -> dict[str, Any]:
+        """Return whether the cluster runs and serves, its addresses and its memory use."""
+        if not self.is_running():
+            return {"running": False, "workdir": str(self.workdir)}
+        not_ready = self.readiness()
+        processes = self.processes()
+        return {
+            "running": True,
+            "ready": not_ready is None,
+            **({"waiting_for": f"{not_ready.service}: {not_ready.reason}"} if not_ready else {}),
+            **asdict(self._started()),
+            "processes": len(processes),
+            "rss_mb": round(sum(_rss_mb(pid) for pid in processes)),
+        }
+
+    def container_processes(self, app_id: str | None = None) -> list[ContainerProcess]:
+        """Return the processes running in YARN containers, found in /proc.
+
+        The NodeManager REST API lists containers but not their pids, so the
+        processes are recognised by their CONTAINER_ID and working directory.
+        Useful to kill an executor or a Python worker in a failure test.
+
+        Parameters
+        ----------
+        app_id
+            Only this application's containers; all when None.
+        """
+        found = []
+        for pid in _pids():
+            container = _container_id(pid, self.workdir)
+            if container and (app_id is None or application_of(container) == app_id):
+                found.append(ContainerProcess(container, pid, argv(pid)))
+        return sorted(found)
+
+    def container_logs(self, app_id: str | None = None) -> dict[str, ContainerLogs]:
+        """Return where each container's stdout and stderr are, by container id.
+
+        The NodeManager spreads containers over its log dirs
+        ``data/MiniHadoopClusterManager/yarn-<n>/*-logDir-nm-0_<i>/<app>/<container>/``; with
+        log aggregation off they stay there, so no ``yarn logs`` is needed.
+
+        Parameters
+        ----------
+        app_id
+            Only this application's containers; all when None.
+        """
+        pattern = f"data/*/yarn-*/*-logDir-nm-*/{app_id or 'application_*'}/container_*"
+        return {
+            directory.name: ContainerLogs(directory, directory / "stdout", directory / "stderr")
+            for directory in sorted(self.workdir.glob(pattern))
+        }
+
+
+# ----------------------------------------------------------------------- CLI
+
+
+def _exports(env: Mapping[str, str]) -> str:
+    return "\n".join(f"export {key}={shlex.quote(value)}" for key, value in env.items())
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _run_foreground(cluster: MiniCluster) -> int:
+    """Keep the cluster up until Ctrl-C (or SIGTERM/SIGHUP), then stop it."""
+    try:
+        while cluster.is_running():
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        cluster.stop()
+        return 0
+    log.error("the mini cluster JVM died; end of %s:\n%s", cluster.log_file, cluster.log_tail())
+    cluster.stop()
+    return 1
+
+
+def _start(cluster: MiniCluster, detach: bool) -> int:
+    if not detach:
+        # `make` or a terminal closing sends these: stop the cluster as for Ctrl-C
+        # (also while starting, where start() stops what it launched)
+        for sig in (signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, _raise_interrupt)
+    info = cluster.start()
+    stop_hint = (
+        f"stop: python3 {shlex.quote(str(Path(__file__).resolve()))} stop --workdir {shlex.quote(info.workdir)}"
+        if detach
+        else "stop: Ctrl-C"
+    )
+    print(
+        f"# HDFS {info.fs_default_fs} (WebHDFS {info.webhdfs_url}), YARN {info.rm_url}, NodeManager {info.nm_url}\n"
+        f"# details: {cluster.info_file}; {stop_hint}\n{_exports(cluster.env())}",
+        flush=True,  # stdout is a pipe under make: without it nothing shows until the end
+    )
+    return 0 if detach else _run_foreground(cluster)
+
+
+def _logs(cluster: MiniCluster, app_id: str | None) -> int:
+    logs = cluster.container_logs(app_id)
+    for container, paths in logs.items():
+        print(f"{container}\t{paths.stdout}\t{paths.stderr}")
+    return 0 if logs else 1
+
+
+def parse_args(args: Sequence[str] | None = None) -> argparse.Namespace:
+    """Parse the command line."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("action", choices=("start", "status", "stop", "logs"))
+    parser.add_argument("--workdir", required=True, type=Path, help="cluster state, conf/ and logs")
+    parser.add_argument("--detach", action="store_true", help="start: return once ready, leave it running")
+    parser.add_argument("--app", help="logs: only this application id")
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="holds lib/, the class path")
+    parser.add_argument("--nm-memory-mb", type=int, default=Resources.memory_mb, help="memory YARN may book")
+    parser.add_argument("--nm-vcores", type=int, default=Resources.vcores, help="vcores YARN may book")
+    parser.add_argument("--heap", default=DEFAULT_HEAP, help="-Xmx of the cluster JVM")
+    parser.add_argument(
+        "--timeout", type=float, default=DEFAULT_STARTUP_TIMEOUT, help="start: seconds to wait for readiness"
+    )
+    parser.add_argument(
+        "-D", dest="conf", action="append", default=[], metavar="KEY=VALUE", help="extra daemon setting"
+    )
+    return parser.parse_args(args)
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit code.
+
+    ``status`` exits 0 only when the cluster runs and serves, ``logs`` only
+    when it found container logs.
+    """
+    options = parse_args(args)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
+    cluster = MiniCluster(
+        options.workdir,
+        cache_dir=options.cache_dir,
+        resources=Resources(memory_mb=options.nm_memory_mb, vcores=options.nm_vcores),
+        heap=options.heap,
+        startup_timeout=options.timeout,
+        extra_conf=dict(setting.split("=", 1) for setting in options.conf),
+    )
+    try:
+        if options.action == "start":
+            return _start(cluster, options.detach)
+        if options.action == "stop":
+            cluster.stop()
+            return 0
+        if options.action == "logs":
+            return _logs(cluster, options.app)
+        status = cluster.status()
+        print(json.dumps(status, indent=2))
+        return 0 if status.get("ready") else 1
+    except MiniClusterError as error:
+        log.error("%s", error)
+        return 1
+    except KeyboardInterrupt:  # during start: start() has stopped what it launched
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,158 @@
+"""HDFS for real (Hadoop's mini cluster): the storage layer's round trips, and
+the whole pipeline with its data and run directory on ``hdfs://``.
+
+The pipeline reads and writes through its own clients (hdfs-native in the
+driver and the tasks, Spark's Hadoop client for DataFrames); every check of
+what it wrote goes through a third, independent one: WebHDFS (the ``hdfs``
+package).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+
+from tfbs import uri as storage
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def webhdfs(hadoop):
+    """An independent HDFS client: WebHDFS over the name node's HTTP port."""
+    from hdfs import InsecureClient
+
+    return InsecureClient(hadoop.webhdfs_url, user="root")
+
+
+def _path(uri: str) -> str:
+    """The HDFS path of an ``hdfs://host:port/path`` URI."""
+    return "/" + uri.split("://", 1)[1].split("/", 1)[1]
+
+
+def test_storage_round_trips(hadoop, webhdfs, tmp_path):
+    base = f"{hadoop.fs_default_fs}/roundtrip"
+    storage.write_text(f"{base}/a/one.txt", "one\n")
+    storage.write_bytes(f"{base}/a/b/two.bin", bytes(range(256)) * 1000)
+    assert storage.read_text(f"{base}/a/one.txt") == "one\n"
+    assert storage.read_range(f"{base}/a/b/two.bin", 256, 4) == bytes([0, 1, 2, 3])
+    assert storage.list_files(f"{base}/a") == [f"{base}/a/b/two.bin", f"{base}/a/one.txt"]
+    assert webhdfs.status("/roundtrip/a/b/two.bin")["length"] == 256_000
+
+    with storage.open_output(f"{base}/labels.tsv.gz") as out:  # compressed by its name
+        out.write(b"chr\tstart\tstop\tK562\n")
+    assert gzip.decompress(_read(webhdfs, "/roundtrip/labels.tsv.gz")).startswith(b"chr\t")
+
+    # A staged directory replaces the old one whole (a rename on HDFS).
+    storage.write_text(f"{base}/staging/manifest.json", "{}")
+    storage.write_text(f"{base}/final/old.txt", "old")
+    storage.replace_dir(f"{base}/staging", f"{base}/final", commit_marker="manifest.json")
+    assert webhdfs.list("/roundtrip/final") == ["manifest.json"]
+    assert not storage.exists(f"{base}/staging")
+
+    # Trees both ways, as the model directory's local mirror uses them.
+    (tmp_path / "up" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "up" / "checkpoints" / "checkpoint").write_text("state")
+    (tmp_path / "up" / "checkpoints" / "ckpt-1.index").write_text("index")
+    uploaded: dict = {}
+    assert storage.upload_tree(tmp_path / "up", f"{base}/model", last=("checkpoint",), uploaded=uploaded) == 2
+    assert storage.upload_tree(tmp_path / "up", f"{base}/model", last=("checkpoint",), uploaded=uploaded) == 0
+    assert storage.download_tree(f"{base}/model", tmp_path / "down") == 2
+    assert (tmp_path / "down" / "checkpoints" / "checkpoint").read_text() == "state"
+
+
+def _read(client, path: str) -> bytes:
+    with client.read(path) as reader:
+        return reader.read()
+
+
+def _stage(stage: str, data_root: str, run_dir: str, *extra: str) -> subprocess.CompletedProcess:
+    overrides = [*SMALL_OVERRIDES, f"data.root={data_root}", f"run_dir={run_dir}", *extra]
+    command = [sys.executable, "-m", f"jobs.{stage}", "--config", str(DEMO_CONFIG)]
+    for override in overrides:
+        command += ["--set", override]
+    return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1200)
+
+
+@pytest.fixture(scope="module")
+def pipeline_on_hdfs(hadoop, hdfs_dataset, tmp_path_factory):
+    """preprocess -> train (ps + 2 workers on a local-cluster) -> evaluate -> predict,
+    data and run directory on HDFS."""
+    run_dir = f"{hadoop.fs_default_fs}/dream/run"
+    runs = {stage: _stage(stage, hdfs_dataset, run_dir) for stage in ("preprocess", "train", "evaluate")}
+    regions = f"{hadoop.fs_default_fs}/dream/regions.bed"
+    storage.write_text(regions, "chr8\t10000\t10200\nchr21\t5000\t5200\n")
+    runs["predict"] = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jobs.predict",
+            "--config",
+            str(DEMO_CONFIG),
+            *[
+                arg
+                for o in [*SMALL_OVERRIDES, f"data.root={hdfs_dataset}", f"run_dir={run_dir}"]
+                for arg in ("--set", o)
+            ],
+            "--regions",
+            regions,
+            "--tf",
+            "CTCF",
+            "--cell",
+            "K562",
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
+    return run_dir, runs
+
+
+@pytest.mark.parametrize("stage", ["preprocess", "train", "evaluate", "predict"])
+def test_each_stage_runs_on_hdfs(pipeline_on_hdfs, stage):
+    _, runs = pipeline_on_hdfs
+    assert runs[stage].returncode == 0, runs[stage].stderr[-4000:]
+
+
+def test_everything_the_run_wrote_is_on_hdfs(pipeline_on_hdfs, webhdfs):
+    run_dir, _ = pipeline_on_hdfs
+    run = _path(run_dir)
+    manifest = json.loads(_read(webhdfs, f"{run}/shards/manifest.json"))
+    assert manifest["tfs"] == ["CTCF", "FOXA1"]
+    assert all(entry["path"].startswith("hdfs://") for entry in manifest["parquet"]["train"])
+    assert webhdfs.list(f"{run}/shards/records/train") == ["negatives-0", "positives"]
+
+    model = f"{run}/model"
+    history = json.loads(_read(webhdfs, f"{model}/history.json"))
+    assert [entry["step"] for entry in history] == [30, 60]
+    assert "checkpoint" in webhdfs.list(f"{model}/checkpoints")
+    assert any(name.startswith("ckpt-60") for name in webhdfs.list(f"{model}/checkpoints"))
+    assert webhdfs.list(f"{model}/best")
+    assert any(name.startswith("events.out.tfevents") for name in webhdfs.list(f"{model}/tensorboard"))
+    assert {"saved_model.pb", "variables", "tfbs_metadata.json"} <= set(webhdfs.list(f"{model}/export"))
+    assert json.loads(_read(webhdfs, f"{model}/export/tfbs_metadata.json"))["strategy"] == "parameter_server"
+    assert webhdfs.status(f"{model}/history.png")["length"] > 1000
+    # The ps and workers were released by the chief's marker on HDFS.
+    assert json.loads(_read(webhdfs, f"{model}/_TRAINING_DONE"))["status"] == "ok"
+
+    report = json.loads(_read(webhdfs, f"{run}/report/report.json"))
+    assert len(report["results"]) == 6 and set(report["baselines"]) == set(report["results"])
+    for name in ("curves.png", "baselines.png"):
+        assert webhdfs.status(f"{run}/report/{name}")["length"] > 1000
+    submission = gzip.decompress(_read(webhdfs, f"{run}/report/F.CTCF.K562.tab.gz")).decode().splitlines()
+    assert [line.split("\t")[:2] for line in submission] == [["chr8", "10000"], ["chr21", "5000"]]
+
+
+def test_a_resumed_run_continues_from_the_checkpoint_on_hdfs(pipeline_on_hdfs, hdfs_dataset, webhdfs):
+    run_dir, _ = pipeline_on_hdfs
+    longer = _stage("train", hdfs_dataset, run_dir, "train.steps=90", "train.strategy=local")
+    assert longer.returncode == 0, longer.stderr[-4000:]
+    assert "resumed from" in longer.stderr and "at step 60" in longer.stderr
+    history = json.loads(_read(webhdfs, f"{_path(run_dir)}/model/history.json"))
+    assert [entry["step"] for entry in history] == [30, 60, 90]

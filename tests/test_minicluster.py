@@ -1,0 +1,163 @@
+"""The Hadoop mini cluster of cluster/minicluster.py, used the way the
+pipeline's clients use HDFS: WebHDFS (`hdfs`), HDFS RPC (`hdfs-native`) and
+Spark through HADOOP_CONF_DIR.  One cluster serves the whole module; the last
+test stops it and checks that nothing of it is left.  YARN submission is tested
+with the project's packed environment elsewhere."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from minicluster import (
+    DEFAULT_CACHE_DIR,
+    MiniCluster,
+    MiniClusterError,
+    application_of,
+    argv,
+    ensure_classpath,
+    find_java_home,
+    is_alive,
+)
+
+MINICLUSTER_PY = Path(__file__).resolve().parents[1] / "cluster" / "minicluster.py"
+
+#: Run by a fresh interpreter with the cluster's environment: writes parquet to
+#: a path without a scheme (so HDFS only if HADOOP_CONF_DIR is honoured), reads
+#: it back and prints what it saw.
+SPARK_ROUND_TRIP = """
+import json, sys
+from pyspark.sql import SparkSession
+
+spark = SparkSession.builder.master("local[2]").appName("minicluster-test").config("spark.ui.enabled", "false").getOrCreate()
+rows = [(i, f"row-{i}") for i in range(1000)]
+spark.createDataFrame(rows, "id long, name string").repartition(3).write.parquet(sys.argv[1])
+back = sorted(tuple(row) for row in spark.read.parquet(sys.argv[1]).collect())
+default_fs = spark.sparkContext._jsc.hadoopConfiguration().get("fs.defaultFS")
+spark.stop()
+print(json.dumps({"default_fs": default_fs, "same_rows": back == rows, "rows": len(back)}))
+"""
+
+
+@pytest.fixture(scope="module")
+def minicluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MiniCluster]:
+    """One HDFS + YARN cluster for this module.
+
+    `test_stop_leaves_no_process_and_frees_the_ports` stops it, so it must stay
+    the module's last test; stopping again here is a no-op.
+    """
+    with MiniCluster(tmp_path_factory.mktemp("minicluster")) as cluster:
+        yield cluster
+
+
+def test_ensure_classpath_names_missing_maven(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(find_java_home()))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(MiniClusterError, match="`mvn` not found"):
+        ensure_classpath(tmp_path / "cache")
+
+
+def test_application_of_container_ids() -> None:
+    assert application_of("container_1795420813666_0002_01_000003") == "application_1795420813666_0002"
+    assert application_of("container_e17_1795420813666_0002_01_000003") == "application_1795420813666_0002"
+
+
+@pytest.mark.cluster
+def test_cluster_json_and_cli_describe_the_running_cluster(minicluster: MiniCluster) -> None:
+    recorded = json.loads(minicluster.info_file.read_text())
+    assert recorded["pid"] == minicluster.pid and is_alive(minicluster.pid)
+    assert recorded["fs_default_fs"] == f"hdfs://127.0.0.1:{recorded['ports']['namenode']}"
+    assert recorded["nm_url"].startswith("http://") and recorded["startup_seconds"] > 0
+    assert f"<value>{minicluster.fs_default_fs}</value>" in (minicluster.conf_dir / "core-site.xml").read_text()
+    # a second process attaches through cluster.json
+    status = subprocess.run(
+        [sys.executable, str(MINICLUSTER_PY), "status", "--workdir", str(minicluster.workdir)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert status.returncode == 0, status.stderr
+    assert json.loads(status.stdout)["ready"] is True
+    # the class path is complete: fetching again needs no Maven
+    assert ensure_classpath(DEFAULT_CACHE_DIR) == DEFAULT_CACHE_DIR / "lib"
+
+
+@pytest.mark.cluster
+def test_webhdfs_round_trip(minicluster: MiniCluster) -> None:
+    from hdfs import InsecureClient
+
+    client = InsecureClient(minicluster.webhdfs_url, user=getpass.getuser())
+    payload = os.urandom(3 * 2**20 + 7)  # several packets, not a round size
+    client.write("/webhdfs/blob.bin", data=payload)
+    with client.read("/webhdfs/blob.bin") as reader:
+        assert reader.read() == payload
+    listing = dict(client.list("/webhdfs", status=True))
+    assert list(listing) == ["blob.bin"]
+    assert (listing["blob.bin"]["type"], listing["blob.bin"]["length"]) == ("FILE", len(payload))
+
+
+@pytest.mark.cluster
+def test_hdfs_native_round_trip_through_the_conf_dir(minicluster: MiniCluster, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hdfs_native import Client
+
+    monkeypatch.setenv("HADOOP_CONF_DIR", str(minicluster.conf_dir))
+    client = Client()  # the NameNode from conf/core-site.xml, as in a YARN container
+    payload = os.urandom(2**20 + 3)
+    client.mkdirs("/native", create_parent=True)
+    with client.create("/native/a.bin") as writer:
+        writer.write(payload)
+    with client.read("/native/a.bin") as reader:
+        assert reader.read() == payload
+    client.rename("/native/a.bin", "/native/b.bin")
+    assert [status.path for status in client.list_status("/native")] == ["/native/b.bin"]
+    assert client.get_file_info("/native/b.bin").length == len(payload)
+    assert client.delete("/native/b.bin")
+    assert list(client.list_status("/native")) == []
+
+
+@pytest.mark.cluster
+def test_spark_writes_parquet_to_hdfs_through_hadoop_conf_dir(minicluster: MiniCluster) -> None:
+    from hdfs import InsecureClient
+
+    run = subprocess.run(
+        [sys.executable, "-c", SPARK_ROUND_TRIP, "/spark/rows.parquet"],
+        env={**os.environ, **minicluster.env()},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    result = json.loads(run.stdout.splitlines()[-1])
+    assert result == {"default_fs": minicluster.fs_default_fs, "same_rows": True, "rows": 1000}
+    files = InsecureClient(minicluster.webhdfs_url, user=getpass.getuser()).list("/spark/rows.parquet")
+    assert "_SUCCESS" in files
+    assert len([name for name in files if name.endswith(".parquet")]) == 3
+
+
+@pytest.mark.cluster
+def test_stop_leaves_no_process_and_frees_the_ports(minicluster: MiniCluster) -> None:
+    processes = minicluster.processes()
+    assert minicluster.pid in processes
+    ports = minicluster.ports
+    minicluster.stop()
+    assert not minicluster.is_running()
+    assert [pid for pid in processes if is_alive(pid)] == []
+    # nor any process elsewhere that still works in the cluster's folder
+    workdir = str(minicluster.workdir)
+    assert [pid for pid in map(int, filter(str.isdigit, os.listdir("/proc"))) if workdir in " ".join(argv(pid))] == []
+    for name, port in ports.items():
+        with socket.socket() as sock:
+            # as servers do: binding fails only while something listens on the port
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError as error:
+                pytest.fail(f"port {port} ({name}) still taken: {error}")
