@@ -6,6 +6,8 @@ for set-up more than once."""
 from __future__ import annotations
 
 import os
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -65,6 +67,36 @@ MOTIF_OVERRIDES = [
     f"generate.motif_db={DREAM_DATA / 'annotations' / 'HOCOMOCOv9.meme'}",
     "evaluate.min_mean_auroc=null",
 ]
+
+
+class StreamedProcess:
+    """A running command (in the checkout) whose merged stdout/stderr is collected as it arrives."""
+
+    def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.append(line)
+
+    @property
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait(self, timeout: float) -> int:
+        code = self.proc.wait(timeout=timeout)
+        self.reader.join(timeout=10)
+        return code
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
 
 def small_config(root: Path, *extra: str) -> PipelineConfig:

@@ -1,37 +1,62 @@
-"""The Airflow DAG in ``dags/``, loaded and run by a real Airflow.
+"""The Airflow DAG in ``airflow_dags/``, loaded and run by a real Airflow.
 
 Airflow runs in subprocesses (its own ``AIRFLOW_HOME`` in a temporary folder,
 a SQLite metadata database migrated there, example DAGs off), so its settings
 and logging never leak into the rest of the test session:
 
-- a DagBag over ``dags/`` has no import errors, and the DAG has the expected
-  tasks, order, schedule and retries;
-- ``airflow dags test`` runs the whole DAG (generate -> preprocess -> train on
-  a TensorFlowOnSpark local-cluster -> evaluate) on the small configuration
-  of ``conftest.py``, and the run's outputs and task states are checked;
+- a DagBag over ``airflow_dags/`` has no import errors and loads no pipeline
+  code; the DAG has the expected tasks, operators, order, schedule, params and
+  retries, and builds the expected ``spark-submit`` commands for YARN with a
+  packed environment;
+- ``airflow dags test`` runs the whole DAG (wait for labels -> preprocess ->
+  train -> evaluate -> predict, each stage a spark-submit on ``local[2]``) on
+  the small generated data set of ``conftest.py``, and the run's outputs and
+  task states are checked;
+- the sensor waits while a label file is missing, succeeds once it appears,
+  and fails the run when it never does;
 - a training task that fails fails the DAG run at once: no retry, evaluation
-  never starts.
+  never starts;
+- the same DAG runs on the Hadoop mini cluster: data and run on HDFS, every
+  stage submitted to YARN.
 """
 
 from __future__ import annotations
 
+import gzip
+import importlib.metadata
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
+from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
 
-from conftest import REPO, SMALL_OVERRIDES, small_config
-from tfbs.uri import local_path
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-DAGS = REPO / "dags"
+DAGS = REPO / "airflow_dags"
 DAG_ID = "tfbs_pipeline"
-STAGES = ["generate", "preprocess", "train", "evaluate"]
+SENSOR = "wait_for_labels"
+STAGES = ["preprocess", "train", "evaluate", "predict"]
+TASKS = [SENSOR, *STAGES]
+BIN = Path(sys.executable).parent
 #: The ``airflow`` command of the interpreter running the tests.
-AIRFLOW = Path(sys.executable).parent / "airflow"
+AIRFLOW = BIN / "airflow"
+#: Regions scored by predict: two overlapping bins on chr8, one on chr21.
+REGIONS = "chr8\t10000\t10200\nchr8\t10050\t10250\nchr21\t5000\t5200\n"
+#: Deployment Variables a developer's shell might set; the tests choose their own.
+_DEPLOYMENT_VARIABLES = [
+    f"AIRFLOW_VAR_TFBS_{name}" for name in ("PROJECT_DIR", "ENV_ARCHIVE", "SPARK_CONF", "HADOOP_CONF_DIR")
+]
+
+
+def _connection(host: str, **extra: str) -> str:
+    """``spark_default`` in the JSON form of an ``AIRFLOW_CONN_`` variable."""
+    return json.dumps({"conn_type": "spark", "host": host, "extra": extra})
 
 
 @pytest.fixture(scope="module")
@@ -44,14 +69,29 @@ def airflow_env(tmp_path_factory) -> dict[str, str]:
         "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
-        # The DAG's deployment Variable, as a deployment sets it: the tfbs
-        # command of this interpreter's environment. tfbs_project_dir keeps
-        # its default, the folder above dags/.
-        "AIRFLOW_VAR_TFBS_BIN_DIR": str(Path(sys.executable).parent),
+        # The DAG's deployment Variable, as a deployment sets it: the
+        # environment of this interpreter (its spark-submit and python).
+        # tfbs_project_dir keeps its default, the folder above airflow_dags/.
+        "AIRFLOW_VAR_TFBS_BIN_DIR": str(BIN),
+        # Every stage on local[2]; training runs in the driver (train.strategy=local).
+        "AIRFLOW_CONN_SPARK_DEFAULT": _connection("local[2]"),
     }
-    env.pop("AIRFLOW_VAR_TFBS_PROJECT_DIR", None)
+    for name in _DEPLOYMENT_VARIABLES:
+        env.pop(name, None)
     _airflow(env, "db", "migrate")
     return env
+
+
+@pytest.fixture(scope="module")
+def small_data(tmp_path_factory) -> Path:
+    """The small data set, written by ``tfbs generate`` as a user would."""
+    root = tmp_path_factory.mktemp("airflow-data")
+    command = [str(BIN / "tfbs"), "generate", "--config", str(DEMO_CONFIG)]
+    for override in [f"data.root={root}", f"run_dir={root / 'unused-run'}", *SMALL_OVERRIDES]:
+        command += ["--set", override]
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return root
 
 
 def _airflow(env: dict[str, str], *args: str, timeout: float = 120, check: bool = True):
@@ -66,6 +106,12 @@ def _airflow(env: dict[str, str], *args: str, timeout: float = 120, check: bool 
         f"airflow {' '.join(args)} exited {done.returncode}\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
     )
     return done.stdout
+
+
+def _dags_test(env: dict[str, str], logical_date: str, run_conf: dict, *extra: str, timeout: float = 900):
+    """``airflow dags test`` of the DAG; returns the completed process."""
+    args = ["dags", "test", DAG_ID, logical_date, "--conf", json.dumps(run_conf), *extra]
+    return _airflow(env, *args, timeout=timeout, check=False)
 
 
 def _task_states(env: dict[str, str], logical_date: str) -> dict[str, str]:
@@ -84,76 +130,20 @@ def _json_tail(stdout: str):
     raise AssertionError(f"no JSON in:\n{stdout[-3000:]}")
 
 
-#: Loads the DagBag the way the DAG processor does and describes what it found.
-_DESCRIBE = textwrap.dedent(
-    """
-    import json, sys
-    from airflow.dag_processing.dagbag import DagBag
-
-    bag = DagBag(sys.argv[1])
-    dag = bag.dags.get(sys.argv[2])
-    print(json.dumps({
-        "import_errors": {str(k): str(v) for k, v in bag.import_errors.items()},
-        "dag_ids": sorted(bag.dags),
-        "schedule": None if dag is None else str(dag.schedule),
-        "catchup": None if dag is None else dag.catchup,
-        "max_active_runs": None if dag is None else dag.max_active_runs,
-        "params": None if dag is None else {k: dag.params[k] for k in dag.params},
-        "tasks": None if dag is None else {
-            t.task_id: {
-                "type": type(t).__name__,
-                "upstream": sorted(t.upstream_task_ids),
-                "retries": t.retries,
-                "bash_command": t.bash_command,
-            }
-            for t in dag.tasks
-        },
-    }))
-    """
-)
-
-
-def test_dagbag_loads_the_dag_without_import_errors(airflow_env):
-    done = subprocess.run(
-        [sys.executable, "-c", _DESCRIBE, str(DAGS), DAG_ID],
-        env=airflow_env, capture_output=True, text=True, timeout=120,
-    )
-    assert done.returncode == 0, done.stderr[-5000:]
-    found = _json_tail(done.stdout)
-
-    assert found["import_errors"] == {}
-    assert found["dag_ids"] == [DAG_ID]
-    assert found["schedule"] == "@weekly"
-    assert found["catchup"] is False
-    assert found["max_active_runs"] == 1
-    assert found["params"] == {"config": "conf/demo.yaml", "overrides": []}
-
-    tasks = found["tasks"]
-    assert sorted(tasks) == sorted(STAGES)
-    # A chain: each stage waits for the one before it, and only for it.
-    for before, stage in zip([None, *STAGES], STAGES):
-        assert tasks[stage]["upstream"] == ([before] if before else []), stage
-    assert {t["type"] for t in tasks.values()} == {"BashOperator"}
-    for stage in STAGES:
-        assert f"/tfbs {stage} --config " in tasks[stage]["bash_command"]
-    # A failed distributed training run surfaces; the other stages retry.
-    assert tasks["train"]["retries"] == 0
-    assert all(tasks[s]["retries"] > 0 for s in STAGES if s != "train")
-
-
-def test_airflow_runs_the_pipeline_on_the_small_configuration(airflow_env, tmp_path):
-    config = small_config(tmp_path)  # the same overrides, checked by the configuration loader
-    run_conf = {
+def _small_run_conf(data: Path, run_dir: str, root: Path, *extra: str) -> dict:
+    """Params of a run over the small data set, predict scoring ``REGIONS`` for CTCF in K562."""
+    regions = root / "regions.bed"
+    regions.write_text(REGIONS)
+    return {
         "config": "conf/demo.yaml",
-        "overrides": [f"run_dir={tmp_path / 'run'}", f"data.root={tmp_path / 'data'}", *SMALL_OVERRIDES],
+        "overrides": [f"run_dir={run_dir}", f"data.root={data}", *SMALL_OVERRIDES, *extra],
+        "predict": {"regions": str(regions), "tf": "CTCF", "cell": "K562", "out": str(root / "F.CTCF.K562.tab.gz")},
     }
-    _airflow(airflow_env, "dags", "test", DAG_ID, "2026-01-05", "--conf", json.dumps(run_conf), timeout=1800)
 
-    # Every stage wrote what it is for, where the run's overrides said.
-    for tf_name in ("CTCF", "FOXA1"):
-        assert Path(local_path(config.data.labels_uri(tf_name))).stat().st_size > 0, tf_name
 
-    manifest = json.loads(Path(local_path(config.shards_uri), "manifest.json").read_text())
+def _check_outputs(run: Path, submission: Path) -> None:
+    """What preprocess, train, evaluate and predict wrote, in the local folder ``run``."""
+    manifest = json.loads((run / "shards" / "manifest.json").read_text())
     assert manifest["tfs"] == ["CTCF", "FOXA1"]
     for tf_name, cells in manifest["counts"].items():
         assert cells, f"no cells counted for {tf_name}"
@@ -162,10 +152,9 @@ def test_airflow_runs_the_pipeline_on_the_small_configuration(airflow_env, tmp_p
             assert kept["train"]["B"] > 0 and kept["train"]["U"] > 0, (tf_name, cell, kept)
             assert kept["test"]["B"] > 0 and kept["test"]["U"] > 0, (tf_name, cell, kept)
 
-    assert Path(local_path(config.model_uri), "export", "saved_model.pb").is_file()
+    assert (run / "model" / "export" / "saved_model.pb").is_file()
 
-    report_dir = Path(local_path(config.report_uri))
-    report = json.loads((report_dir / "report.json").read_text())
+    report = json.loads((run / "report" / "report.json").read_text())
     expected = {f"{tf_name}/{cell}" for tf_name, cells in manifest["counts"].items() for cell in cells}
     assert set(report["results"]) == expected
     for key, result in report["results"].items():
@@ -175,32 +164,324 @@ def test_airflow_runs_the_pipeline_on_the_small_configuration(airflow_env, tmp_p
         for metric in ("auroc", "auprc", "recall_at_fdr_10", "recall_at_fdr_50"):
             assert 0.0 <= result[metric] <= 1.0, (key, metric)
     assert 0.0 <= report["mean_auroc"] <= 1.0 and 0.0 <= report["mean_auprc"] <= 1.0
-    assert (report_dir / "curves.png").stat().st_size > 1000
+    assert (run / "report" / "curves.png").stat().st_size > 1000
 
+    # The DREAM submission: one probability per region, in the regions' order.
+    with gzip.open(submission, "rt") as handle:
+        rows = [line.split("\t") for line in handle.read().splitlines()]
+    assert [row[:3] for row in rows] == [line.split("\t") for line in REGIONS.splitlines()]
+    assert all(0.0 <= float(row[3]) <= 1.0 for row in rows)
+
+
+# --------------------------------------------------------------------------
+# The DAG as the DAG processor sees it
+# --------------------------------------------------------------------------
+
+#: Loads the DagBag the way the DAG processor does and describes what it found,
+#: including the spark-submit command of each stage for a YARN connection and a
+#: packed environment (argv[3], argv[4]), built as the operator builds it.
+_DESCRIBE = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+    from airflow.dag_processing.dagbag import DagBag
+    from airflow.sdk.definitions.param import ParamsDict
+
+    bag = DagBag(sys.argv[1])
+    dag = bag.dags.get(sys.argv[2])
+    pipeline_modules = sorted(
+        name for name in sys.modules
+        if name.split(".")[0] in ("tensorflow", "tensorflowonspark", "pyspark", "tfbs", "preprocess",
+                                  "tf_models", "synthetic", "jobs")
+    )
+    found = {
+        "import_errors": {str(k): str(v) for k, v in bag.import_errors.items()},
+        "dag_ids": sorted(bag.dags),
+        "pipeline_modules": pipeline_modules,
+    }
+    if dag is not None:
+        found |= {
+            "schedule": str(dag.schedule),
+            "catchup": dag.catchup,
+            "max_active_runs": dag.max_active_runs,
+            "params": {k: dag.params[k] for k in dag.params},
+            "tasks": {
+                t.task_id: {
+                    "type": type(t).__name__,
+                    "upstream": sorted(t.upstream_task_ids),
+                    "retries": t.retries,
+                    "conn_id": getattr(t, "_conn_id", None),
+                    "mode": getattr(t, "mode", None),
+                }
+                for t in dag.tasks
+            },
+        }
+        # Params the trigger form would refuse: a regions file without its TF and cell.
+        try:
+            ParamsDict(dag.params)["predict"] = {"regions": "r.bed", "tf": "", "cell": ""}
+            found["predict_without_tf"] = "accepted"
+        except Exception as err:
+            found["predict_without_tf"] = type(err).__name__
+
+        module = sys.modules[type(dag.get_task("train")).__module__]
+        deployment = module.Deployment(
+            project_dir=Path(sys.argv[3]),
+            bin_dir=Path(sys.argv[3]) / "env" / "bin",
+            env_archive=sys.argv[4],
+            spark_conf={"spark.executor.memory": "2g"},
+            hadoop_conf_dir="/etc/hadoop/conf",
+        )
+        params = {k: dag.params[k] for k in dag.params}
+        params |= {"num_ps": 2, "num_workers": 3, "predict": {"regions": "r.bed", "tf": "CTCF", "cell": "K562"}}
+        commands = {}
+        for stage in ("preprocess", "train", "evaluate", "predict"):
+            task = dag.get_task(stage)
+            task.prepare(deployment, params)
+            hook = task._get_hook()
+            commands[stage] = {"argv": hook._build_spark_submit_command(task.application), "env": task.env_vars}
+        found["yarn_commands"] = commands
+    print(json.dumps(found))
+    """
+)
+
+
+def test_the_spark_provider_left_pyspark_alone():
+    """The provider's 6.x line would bring pyspark-client, which installs over pyspark's files."""
+    provider = importlib.metadata.version("apache-airflow-providers-apache-spark")
+    assert provider.startswith("5."), provider
+    assert importlib.metadata.version("pyspark") == "4.3.0"
+    with pytest.raises(importlib.metadata.PackageNotFoundError):
+        importlib.metadata.version("pyspark-client")
+
+
+def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
+    env = {**airflow_env, "AIRFLOW_CONN_SPARK_DEFAULT": _connection("yarn", **{"deploy-mode": "client", "queue": "q"})}
+    archive = "hdfs:///envs/tfbs-env.tar.gz"
+    done = subprocess.run(
+        [sys.executable, "-c", _DESCRIBE, str(DAGS), DAG_ID, str(tmp_path), archive],
+        env=env,
+        cwd="/tmp",
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    found = _json_tail(done.stdout)
+
+    assert found["import_errors"] == {}
+    assert found["dag_ids"] == [DAG_ID]
+    # The DAG submits jobs: parsing it loads no TensorFlow, Spark or pipeline code.
+    assert found["pipeline_modules"] == []
+    assert found["schedule"] == "@weekly"
+    assert found["catchup"] is False
+    assert found["max_active_runs"] == 1
+    assert found["params"] == {
+        "config": "conf/demo.yaml",
+        "overrides": [],
+        "labels": [],
+        "labels_poke_interval": 600,
+        "labels_timeout": 6 * 24 * 3600,
+        "num_ps": 1,
+        "num_workers": 2,
+        "predict": {"regions": "", "tf": "", "cell": "", "out": ""},
+    }
+    assert found["predict_without_tf"] == "ParamValidationError"
+
+    tasks = found["tasks"]
+    assert sorted(tasks) == sorted(TASKS)
+    # A chain: each task waits for the one before it, and only for it.
+    for before, task in zip([None, *TASKS], TASKS):
+        assert tasks[task]["upstream"] == ([before] if before else []), task
+    assert tasks[SENSOR]["type"] == "LabelFilesSensor" and tasks[SENSOR]["mode"] == "reschedule"
+    for stage in STAGES:
+        assert tasks[stage]["type"] == "StageSubmitOperator" and tasks[stage]["conn_id"] == "spark_default"
+    # A failed distributed training run surfaces; the other tasks retry.
+    assert tasks["train"]["retries"] == 0
+    assert all(tasks[t]["retries"] > 0 for t in TASKS if t != "train")
+
+    # The commands for YARN: the project's spark-submit, the packed environment
+    # for executors, the driver on the project's python, one single-core
+    # executor per TF node for training, the connection's queue and deploy mode.
+    commands = found["yarn_commands"]
+    for stage, command in commands.items():
+        argv = command["argv"]
+        assert argv[0] == str(tmp_path / "env" / "bin" / "spark-submit")
+        pairs = list(zip(argv, argv[1:]))
+        assert ("--master", "yarn") in pairs and ("--deploy-mode", "client") in pairs and ("--queue", "q") in pairs
+        assert ("--archives", f"{archive}#environment") in pairs
+        for setting in (
+            "spark.pyspark.python=./environment/bin/python",
+            f"spark.pyspark.driver.python={tmp_path / 'env' / 'bin' / 'python'}",
+            "spark.executor.memory=2g",
+            "spark.executorEnv.HADOOP_CONF_DIR=./__spark_conf__/__hadoop_conf__",
+        ):
+            assert ("--conf", setting) in pairs, (stage, setting)
+        application = argv.index(str(tmp_path / "jobs" / f"{stage}.py"))
+        assert argv[application + 1 : application + 3] == ["--config", str(tmp_path / "conf" / "demo.yaml")]
+        assert command["env"] == {
+            "PYSPARK_PYTHON": str(tmp_path / "env" / "bin" / "python"),
+            "HADOOP_CONF_DIR": "/etc/hadoop/conf",
+            "YARN_CONF_DIR": "/etc/hadoop/conf",
+        }
+        executors = ("--num-executors", "6") in pairs and ("--executor-cores", "1") in pairs
+        assert executors == (stage == "train"), stage
+    train = commands["train"]["argv"]
+    assert train[-4:] == ["--set", "train.num_ps=2", "--set", "train.num_workers=3"]
+    predict = commands["predict"]["argv"]
+    assert predict[-6:] == ["--regions", "r.bed", "--tf", "CTCF", "--cell", "K562"]
+
+
+# --------------------------------------------------------------------------
+# Runs on local Spark
+# --------------------------------------------------------------------------
+
+
+def test_airflow_runs_the_pipeline_on_the_small_configuration(airflow_env, small_data, tmp_path):
+    run_conf = _small_run_conf(small_data, str(tmp_path / "run"), tmp_path, "train.strategy=local")
+    started = time.monotonic()
+    done = _dags_test(airflow_env, "2026-01-05", run_conf, timeout=1200)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-8000:]
+    print(f"local DAG run: {time.monotonic() - started:.0f} s")
+
+    # Each stage was a spark-submit of its job file, with the project's spark-submit.
+    for stage in STAGES:
+        assert f"{BIN / 'spark-submit'} --master local[2]" in output and f"jobs/{stage}.py --config" in output, stage
+    # The sensor found the configuration's label files.
+    assert "all 2 label files are there" in output
+
+    _check_outputs(tmp_path / "run", tmp_path / "F.CTCF.K562.tab.gz")
     # And Airflow recorded the run: every task instance a success.
-    assert _task_states(airflow_env, "2026-01-05") == {"dag_run": "success", **{stage: "success" for stage in STAGES}}
+    assert _task_states(airflow_env, "2026-01-05") == {"dag_run": "success", **{task: "success" for task in TASKS}}
+
+
+def test_the_sensor_waits_for_the_labels_then_lets_the_run_go_on(airflow_env, tmp_path):
+    """One label file appears only once the sensor has reported it missing;
+    the stages are marked successful, not run. The sensor looks every second
+    and lets the run go on once both files are there."""
+    present, late = tmp_path / "CTCF.train.labels.tsv.gz", tmp_path / "labels" / "FOXA1.train.labels.tsv.gz"
+    present.write_bytes(gzip.compress(b"chr\tstart\tstop\tK562\n"))
+    run_conf = {"labels": [str(present), late.as_uri()], "labels_poke_interval": 1, "labels_timeout": 300}
+    waiting = f"waiting for 1 of 2 label files: {late.as_uri()}"
+    args = ["dags", "test", DAG_ID, "2026-01-19", "--conf", json.dumps(run_conf)]
+    args += ["--mark-success-pattern", "|".join(STAGES)]
+    run = subprocess.Popen(
+        [str(AIRFLOW), *args], env=airflow_env, cwd="/tmp", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    )
+    lines: list[str] = []
+    try:
+        for line in run.stdout:
+            lines.append(line)
+            if waiting in line and not late.exists():
+                late.parent.mkdir()
+                late.write_bytes(gzip.compress(b"chr\tstart\tstop\tK562\n"))
+        code = run.wait(timeout=300)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    output = "".join(lines)
+    assert code == 0, output[-6000:]
+    assert late.exists(), f"the sensor never reported the missing file:\n{output[-6000:]}"
+    assert "all 2 label files are there" in output
+    assert _task_states(airflow_env, "2026-01-19") == {"dag_run": "success", **{task: "success" for task in TASKS}}
+
+
+def test_the_sensor_fails_the_run_when_the_labels_never_come(airflow_env, tmp_path):
+    run_conf = {"labels": [str(tmp_path / "never.train.labels.tsv.gz")], "labels_poke_interval": 1, "labels_timeout": 3}
+    done = _dags_test(airflow_env, "2026-01-26", run_conf, timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output[-6000:]
+    assert "Sensor has timed out" in output
+    # A timed-out sensor is not retried; nothing downstream starts.
+    assert _task_states(airflow_env, "2026-01-26") == {
+        "dag_run": "failed",
+        SENSOR: "failed",
+        **{stage: "upstream_failed" for stage in STAGES},
+    }
 
 
 def test_a_failed_training_fails_the_run_without_retry(airflow_env, tmp_path):
     """Training on a run directory without shards: the stage stops with its
     one-line error, the run fails at once (no retry, no 5-minute wait) and
-    evaluation never starts. generate and preprocess are marked successful,
-    not run."""
+    evaluation never starts. The sensor and preprocess are marked
+    successful, not run."""
     run_conf = {"config": "conf/demo.yaml", "overrides": [f"run_dir={tmp_path / 'empty-run'}"]}
-    done = _airflow(
-        airflow_env, "dags", "test", DAG_ID, "2026-01-12", "--conf", json.dumps(run_conf),
-        "--mark-success-pattern", "generate|preprocess", timeout=600, check=False,
+    done = _dags_test(
+        airflow_env, "2026-01-12", run_conf, "--mark-success-pattern", f"{SENSOR}|preprocess", timeout=600
     )
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-6000:]
     assert "DagRun failed" in output
-    # The stage's own one-line error reaches the task log.
+    # The stage's own one-line error reaches the task log, through spark-submit's output.
     error_lines = [line for line in output.splitlines() if "error: " in line and "empty-run" in line]
     assert any("manifest" in line and "not found" in line for line in error_lines), output[-6000:]
     assert _task_states(airflow_env, "2026-01-12") == {
         "dag_run": "failed",
-        "generate": "success",
+        SENSOR: "success",
         "preprocess": "success",
         "train": "failed",
         "evaluate": "upstream_failed",
+        "predict": "upstream_failed",
     }
+
+
+# --------------------------------------------------------------------------
+# The same DAG on the Hadoop mini cluster: HDFS and YARN
+# --------------------------------------------------------------------------
+
+
+@pytest.mark.cluster
+def test_airflow_runs_the_pipeline_on_yarn(airflow_env, small_data, hadoop, yarn_archives, tmp_path):
+    """spark_default is ``yarn`` (client mode); data and run live on HDFS.
+
+    Deployed as on a cluster: executors run the packed environment of ``make
+    dist`` (``tfbs_env_archive``) with Spark's jars from its zip
+    (``spark.yarn.archive``), both on HDFS.
+    """
+    from tfbs.uri import download_tree, upload_tree, write_text
+
+    spark_conf = {
+        "spark.yarn.archive": yarn_archives["spark"],
+        "spark.executor.memory": "512m",
+        "spark.yarn.am.memory": "512m",
+        "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
+        "spark.yarn.appMasterEnv.SPARK_LOCAL_IP": "127.0.0.1",
+        "spark.ui.enabled": "false",
+    }
+    hdfs = f"{hadoop.fs_default_fs}/tfbs"
+    upload_tree(small_data, f"{hdfs}/data")
+    write_text(f"{hdfs}/regions/regions.bed", REGIONS)
+    env = {
+        **airflow_env,
+        **hadoop.env(),
+        "AIRFLOW_CONN_SPARK_DEFAULT": _connection("yarn", **{"deploy-mode": "client"}),
+        "AIRFLOW_VAR_TFBS_SPARK_CONF": json.dumps(spark_conf),
+        "AIRFLOW_VAR_TFBS_ENV_ARCHIVE": yarn_archives["env"],
+    }
+    run_conf = {
+        "config": "conf/demo.yaml",
+        "overrides": [f"run_dir={hdfs}/run", f"data.root={hdfs}/data", *SMALL_OVERRIDES],
+        # TensorFlowOnSpark on YARN: a ps, a worker and the chief, one single-core executor each.
+        "num_ps": 1,
+        "num_workers": 1,
+        "predict": {
+            "regions": f"{hdfs}/regions/regions.bed",
+            "tf": "CTCF",
+            "cell": "K562",
+            "out": f"{hdfs}/run/F.CTCF.K562.tab.gz",
+        },
+    }
+    started = time.monotonic()
+    done = _dags_test(env, "2026-02-02", run_conf, timeout=1500)
+    output = done.stdout + done.stderr
+    print(f"YARN DAG run: {time.monotonic() - started:.0f} s")
+    states = _task_states(env, "2026-02-02")
+    assert done.returncode == 0, output[-10000:]
+    for stage in STAGES:
+        assert "--master yarn --conf" in output and f"jobs/{stage}.py --config" in output, stage
+    assert "all 2 label files are there" in output
+
+    local_run = tmp_path / "run"
+    download_tree(f"{hdfs}/run", local_run)
+    _check_outputs(local_run, local_run / "F.CTCF.K562.tab.gz")
+    assert states == {"dag_run": "success", **{task: "success" for task in TASKS}}

@@ -16,13 +16,12 @@ import re
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 import tensorflow as tf
-from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES, StreamedProcess
 
 from tf_models.cluster import NodeInfo
 from tf_models.cluster.failures import describe_failure, failure_message
@@ -67,34 +66,6 @@ def _command(small_shards, run_dir: Path) -> list[str]:
     return command
 
 
-class _Training:
-    """A running ``tfbs train`` whose merged stdout/stderr is collected as it arrives."""
-
-    def __init__(self, command: list[str]) -> None:
-        self.proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.lines: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.append(line)
-
-    @property
-    def output(self) -> str:
-        return "".join(self.lines)
-
-    def wait(self, timeout: float) -> int:
-        code = self.proc.wait(timeout=timeout)
-        self.reader.join(timeout=10)
-        return code
-
-    def kill(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-
-
 def _run_processes(run_dir: Path) -> dict[int, str]:
     """Live processes started for this run: pid -> command line.
 
@@ -123,7 +94,7 @@ def _checkpoint_step(model_dir: Path) -> int:
     return int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
-def _kill_mid_training(training: _Training, run_dir: Path, job: str, task: int) -> tuple[int, str, float]:
+def _kill_mid_training(training: StreamedProcess, run_dir: Path, job: str, task: int) -> tuple[int, str, float]:
     """Wait for a checkpoint and the chief's progress, then SIGKILL ``job:task``'s TF process.
 
     Returns
@@ -166,7 +137,7 @@ def _fail_fast(small_shards, run_dir: Path, job: str, task: int) -> tuple[str, f
 
     Returns the command's output and the seconds from the kill to its exit.
     """
-    training = _Training(_command(small_shards, run_dir))
+    training = StreamedProcess(_command(small_shards, run_dir))
     try:
         pid, executor, killed_at = _kill_mid_training(training, run_dir, job, task)
         code = training.wait(timeout=FAIL_WITHIN_S + 60)

@@ -1,0 +1,453 @@
+"""The tfbs-spark pipeline as a scheduled Airflow DAG.
+
+A sensor waits for the label files, then each stage is one ``spark-submit``
+of its job file through the Spark provider's SparkSubmitOperator::
+
+    wait_for_labels >> preprocess >> train >> evaluate >> predict
+
+``wait_for_labels`` waits until every label file exists (``file://``,
+``hdfs://`` or any fsspec protocol); by default those of the configuration,
+``<data.labels_dir>/<TF>.train.labels.tsv.gz`` for each TF of ``data.tfs``.
+Write them with ``tfbs generate`` (the generated data set) or ``tfbs labels``
+(your own ChIP-seq peaks), or copy them in (``hdfs dfs -put`` writes under a
+temporary name and renames, so a half-copied file is never seen).
+
+Each stage then runs ``spark-submit <project>/jobs/<stage>.py --config
+<config> [--set key=value ...]`` in the project directory (relative paths in
+the configuration resolve there, as by hand). The master, deploy mode and
+queue come from the Airflow connection ``spark_default`` (connection type
+``spark``; host ``local[2]``, ``local-cluster[4,1,1024]`` or ``yarn``; extras
+``deploy-mode`` and ``queue``); spark-submit's ``--master`` wins over the
+configuration's ``spark.master`` and ``train.master``. Only client mode is
+supported: the driver runs on the Airflow worker, from the project checkout.
+The connection's ``spark-binary`` extra is not used: stages are submitted with
+the ``spark-submit`` of the project's own environment, whose pyspark the jobs
+import.
+
+The DAG file imports no pipeline code: TensorFlow, Spark and the ``tfbs``
+packages load only in the spark-submit processes, never in the scheduler or
+the DAG processor.
+
+Run-time parameters ("Trigger DAG w/ config", or ``airflow dags trigger -c
+'{"config": ..., "overrides": [...]}'``):
+
+``config``
+    the pipeline YAML, relative to the project directory (default
+    ``conf/demo.yaml``).
+``overrides``
+    a list of ``key=value`` strings, each passed as ``--set key=value``.
+``labels``
+    the label files (paths or URIs) to wait for; empty (the default): those
+    of the configuration, as above.
+``labels_poke_interval``, ``labels_timeout``
+    seconds between two looks for the label files (the sensor frees its
+    worker slot in between), and how long to wait before the run fails.
+``num_ps``, ``num_workers``
+    the TensorFlowOnSpark cluster of training: passed to the job as
+    ``train.num_ps`` / ``train.num_workers`` (they win over the
+    configuration), and the training application asks for ``num_ps +
+    num_workers + 1`` executors of one core each (the chief's included; use
+    ``num_ps: 0`` for ``train.strategy=multi_worker_mirrored``).
+``predict``
+    ``{"regions": R, "tf": T, "cell": C, "out": O}``: after evaluation, score
+    the regions file R (BED of 200 bp regions) for TF T in cell C as a DREAM
+    submission (default ``<run_dir>/report/F.<T>.<C>.tab.gz``). ``tf`` and
+    ``cell`` are required when ``regions`` is given; without ``regions`` the
+    predict task is skipped.
+
+Deployment settings, as Airflow Variables (or ``AIRFLOW_VAR_<NAME>``
+environment variables), read when a task runs, never when the file is parsed:
+
+``tfbs_project_dir``
+    the checkout the stages run in (default: the folder above this file's
+    ``airflow_dags/``).
+``tfbs_bin_dir``
+    the bin folder of the project's virtualenv (default
+    ``<project>/.venv/bin``): its ``spark-submit`` submits the stages and
+    its ``python`` runs the driver, so Airflow may live in another
+    environment.
+``tfbs_env_archive``
+    for YARN: a packed copy of that environment (``venv-pack`` or
+    ``conda-pack`` archive, a path or an ``hdfs://`` URI), shipped with
+    ``--archives <archive>#environment``; executors then run
+    ``./environment/bin/python``. Unset, executors run the driver's
+    interpreter path, which must exist on every node (true on one machine,
+    or with the virtualenv at the same path on all nodes).
+``tfbs_spark_conf``
+    a JSON object of Spark settings added to every submission (``--conf
+    key=value``), e.g. ``spark.yarn.jars`` or executor memory for a cluster.
+``tfbs_hadoop_conf_dir``
+    ``HADOOP_CONF_DIR`` and ``YARN_CONF_DIR`` for spark-submit and the
+    sensor (default: the worker's own, passed through).
+
+Every run writes to the configuration's ``run_dir``, so runs never overlap
+(``max_active_runs=1``). Training is not retried: a TensorFlowOnSpark cluster
+that lost a node cannot be resumed by running the same command again, and a
+failed distributed run must surface rather than be hidden by a retry.
+
+Tied to apache-airflow-providers-apache-spark 5.6.0 (the 6.x line installs
+``pyspark-client`` over pyspark's files): the stage operator sets the
+operator's archives, executor and spark-submit settings, which that version
+does not template, when the task runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import pendulum
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.sdk import DAG, BaseSensorOperator, Param, PokeReturnValue, Variable
+from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+
+DAG_ID = "tfbs_pipeline"
+
+#: The sensor's task id.
+SENSOR = "wait_for_labels"
+
+#: The spark-submitted stages in pipeline order (``jobs/<stage>.py``).
+STAGES = ("preprocess", "train", "evaluate", "predict")
+
+#: Retries per task: none for training (see above).
+RETRIES = {SENSOR: 2, "preprocess": 2, "train": 0, "evaluate": 2, "predict": 2}
+
+#: Upper bounds on one attempt of each task (for the sensor: one look).
+TIMEOUTS = {
+    SENSOR: timedelta(minutes=10),
+    "preprocess": timedelta(hours=6),
+    "train": timedelta(hours=24),
+    "evaluate": timedelta(hours=6),
+    "predict": timedelta(hours=6),
+}
+
+#: The executors' interpreter inside the archive of ``tfbs_env_archive``.
+ARCHIVE_ALIAS = "environment"
+
+#: Where Spark puts the client's Hadoop configuration in a YARN container.
+HADOOP_CONF_IN_CONTAINER = "./__spark_conf__/__hadoop_conf__"
+
+_PROJECT_DIR = Path(__file__).resolve().parents[1]
+
+#: Name node port of an ``hdfs://host/`` URI that names none.
+_HDFS_DEFAULT_PORT = 8020
+
+
+# --------------------------------------------------------------------------
+# Deployment settings and paths, resolved when a task runs
+# --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """Where the project and its environment are, from the Airflow Variables."""
+
+    project_dir: Path
+    bin_dir: Path
+    env_archive: str = ""
+    spark_conf: dict[str, str] | None = None
+    hadoop_conf_dir: str = ""
+
+    @classmethod
+    def from_variables(cls) -> Deployment:
+        """Read the ``tfbs_*`` Variables (see the module docstring)."""
+        project = Path(Variable.get("tfbs_project_dir", default=str(_PROJECT_DIR)))
+        spark_conf = Variable.get("tfbs_spark_conf", default={}, deserialize_json=True)
+        if not isinstance(spark_conf, dict):
+            raise AirflowFailException(f"Variable tfbs_spark_conf: expected a JSON object, got {spark_conf!r}")
+        return cls(
+            project_dir=project,
+            bin_dir=Path(Variable.get("tfbs_bin_dir", default=str(project / ".venv" / "bin"))),
+            env_archive=Variable.get("tfbs_env_archive", default=""),
+            spark_conf={str(key): str(value) for key, value in spark_conf.items()},
+            hadoop_conf_dir=Variable.get("tfbs_hadoop_conf_dir", default=""),
+        )
+
+    @property
+    def python(self) -> str:
+        """The project environment's interpreter: the driver's, and spark-submit's launcher's."""
+        return str(self.bin_dir / "python")
+
+    def resolve(self, path_or_uri: str) -> str:
+        """A URI as given; a local path made absolute against the project directory."""
+        if "://" in path_or_uri:
+            return path_or_uri
+        return str(self.project_dir / Path(path_or_uri).expanduser())
+
+
+# --------------------------------------------------------------------------
+# The label files
+# --------------------------------------------------------------------------
+
+
+def configured_labels(deployment: Deployment, config: str, overrides: list[str]) -> list[str]:
+    """The label file of every TF of the configuration, after the overrides.
+
+    Reads the YAML directly (the DAG imports no pipeline code) and follows the
+    configuration's rules: ``data.labels_dir`` defaults to
+    ``<data.root>/labels``, relative paths resolve against the project
+    directory, an override's value is YAML.
+
+    Raises
+    ------
+    AirflowFailException
+        If the file is missing or names no TFs or labels folder: a waiting
+        sensor could never succeed, and a retry would not help.
+    """
+    import yaml
+
+    source = deployment.resolve(config)
+    try:
+        tree = yaml.safe_load(Path(source).read_text()) or {}
+    except (OSError, yaml.YAMLError) as err:
+        raise AirflowFailException(f"{source}: cannot read the configuration: {err}") from None
+    for assignment in overrides:
+        dotted, _, raw = assignment.partition("=")
+        *parents, last = dotted.strip().split(".")
+        node = tree
+        for key in parents:
+            node = node.setdefault(key, {})
+            if not isinstance(node, dict):
+                raise AirflowFailException(f"override {assignment!r}: {key} is not a section")
+        node[last] = yaml.safe_load(raw)
+    data = tree.get("data") or {}
+    tfs = data.get("tfs") or []
+    labels_dir = data.get("labels_dir") or (f"{str(data['root']).rstrip('/')}/labels" if data.get("root") else "")
+    if not tfs or not labels_dir:
+        raise AirflowFailException(f"{source}: data.tfs and data.root (or data.labels_dir) are needed to find labels")
+    return [f"{deployment.resolve(str(labels_dir)).rstrip('/')}/{tf}.train.labels.tsv.gz" for tf in tfs]
+
+
+def file_exists(uri: str) -> bool:
+    """Whether a file exists, for a local path or any fsspec URI.
+
+    ``hdfs://`` goes to ``hdfs-native`` (HDFS's RPC protocol, no Hadoop
+    install; ``hdfs:///path`` finds the name node through
+    ``HADOOP_CONF_DIR``). Its client retries an unreachable name node without
+    end, so one that does not answer fails the look in seconds instead.
+    """
+    import fsspec
+
+    parsed = urlparse(uri)
+    if parsed.scheme == "hdfs" and parsed.hostname:
+        port = parsed.port or _HDFS_DEFAULT_PORT
+        try:
+            socket.create_connection((parsed.hostname, port), timeout=10).close()
+        except OSError as err:
+            raise OSError(f"{uri}: cannot reach the HDFS name node at {parsed.hostname}:{port} ({err})") from None
+    fs, path = fsspec.core.url_to_fs(uri)
+    return bool(fs.isfile(path))
+
+
+@contextlib.contextmanager
+def _hadoop_env(conf_dir: str) -> Iterator[None]:
+    """``HADOOP_CONF_DIR`` set to ``conf_dir`` (if any) for the duration."""
+    if not conf_dir:
+        yield
+        return
+    saved = os.environ.get("HADOOP_CONF_DIR")
+    os.environ["HADOOP_CONF_DIR"] = conf_dir
+    try:
+        yield
+    finally:
+        if saved is None:
+            os.environ.pop("HADOOP_CONF_DIR", None)
+        else:
+            os.environ["HADOOP_CONF_DIR"] = saved
+
+
+class LabelFilesSensor(BaseSensorOperator):
+    """Waits until every label file exists; returns their list as its XCom.
+
+    The files are the ``labels`` param, else those of the configuration
+    (:func:`configured_labels`); the time between looks and the time limit
+    are the ``labels_poke_interval`` and ``labels_timeout`` params.
+    """
+
+    def execute(self, context: Any) -> Any:
+        params = context["params"]
+        self.poke_interval = float(params["labels_poke_interval"])
+        self.timeout = float(params["labels_timeout"])
+        return super().execute(context)
+
+    def poke(self, context: Any) -> PokeReturnValue:
+        params = context["params"]
+        deployment = Deployment.from_variables()
+        if params["labels"]:
+            uris = [deployment.resolve(uri) for uri in params["labels"]]
+        else:
+            uris = configured_labels(deployment, params["config"], list(params["overrides"]))
+        with _hadoop_env(deployment.hadoop_conf_dir):
+            missing = [uri for uri in uris if not file_exists(uri)]
+        if missing:
+            self.log.info("waiting for %d of %d label files: %s", len(missing), len(uris), ", ".join(missing))
+        else:
+            self.log.info("all %d label files are there: %s", len(uris), ", ".join(uris))
+        return PokeReturnValue(is_done=not missing, xcom_value=uris)
+
+
+# --------------------------------------------------------------------------
+# The stages
+# --------------------------------------------------------------------------
+
+
+class StageSubmitOperator(SparkSubmitOperator):
+    """``spark-submit <project>/jobs/<stage>.py --config ... --set ...`` on ``conn_id``.
+
+    Everything that depends on the run (params) or the deployment (Variables)
+    is set in :meth:`prepare` when the task runs: application, arguments,
+    environment, Spark settings, the packed environment and, for training,
+    one single-core executor per TensorFlow node.
+    """
+
+    def __init__(self, *, stage: str, **kwargs: Any) -> None:
+        super().__init__(task_id=stage, name=f"{DAG_ID}.{stage}", **kwargs)
+        self.stage = stage
+        self.project_dir = str(_PROJECT_DIR)
+
+    def prepare(self, deployment: Deployment, params: dict[str, Any]) -> None:
+        """Set the submission from the run's params and the deployment."""
+        self.project_dir = str(deployment.project_dir)
+        self.application = str(deployment.project_dir / "jobs" / f"{self.stage}.py")
+        args = ["--config", deployment.resolve(params["config"])]
+        for assignment in params["overrides"]:
+            args += ["--set", assignment]
+
+        # The provider runs the spark-submit it is given; the connection's
+        # spark-binary extra may only name one on the worker's PATH.
+        self._spark_binary = str(deployment.bin_dir / "spark-submit")
+        # spark-submit's launcher finds pyspark with $PYSPARK_PYTHON; the
+        # driver runs spark.pyspark.driver.python (client mode), executors
+        # spark.pyspark.python.
+        self.env_vars = {"PYSPARK_PYTHON": deployment.python}
+        if deployment.hadoop_conf_dir:
+            self.env_vars |= {
+                "HADOOP_CONF_DIR": deployment.hadoop_conf_dir,
+                "YARN_CONF_DIR": deployment.hadoop_conf_dir,
+            }
+        conf = {"spark.pyspark.driver.python": deployment.python, "spark.pyspark.python": deployment.python}
+        if deployment.env_archive:
+            archive, _, alias = deployment.env_archive.partition("#")
+            alias = alias or ARCHIVE_ALIAS
+            self._archives = f"{archive}#{alias}"
+            conf["spark.pyspark.python"] = f"./{alias}/bin/python"
+            # Spark ships the client's Hadoop configuration into every
+            # container: there the tasks' HDFS client finds the cluster.
+            for env_key in ("spark.executorEnv", "spark.yarn.appMasterEnv"):
+                conf[f"{env_key}.HADOOP_CONF_DIR"] = HADOOP_CONF_IN_CONTAINER
+        self.conf = {**conf, **(deployment.spark_conf or {})}
+
+        if self.stage == "train":
+            num_ps, num_workers = int(params["num_ps"]), int(params["num_workers"])
+            args += ["--set", f"train.num_ps={num_ps}", "--set", f"train.num_workers={num_workers}"]
+            # TensorFlowOnSpark runs one TF node per executor: ps, workers and the chief.
+            self._num_executors = num_ps + num_workers + 1
+            self._executor_cores = 1
+        if self.stage == "predict":
+            predict = params["predict"]
+            args += ["--regions", predict["regions"], "--tf", predict["tf"], "--cell", predict["cell"]]
+            if predict.get("out"):
+                args += ["--out", predict["out"]]
+        self.application_args = args
+
+    def execute(self, context: Any) -> None:
+        params = context["params"]
+        if self.stage == "predict" and not params["predict"].get("regions"):
+            raise AirflowSkipException("no predict.regions given: nothing to score")
+        self.prepare(Deployment.from_variables(), params)
+        super().execute(context)
+
+    def _get_hook(self):
+        # The stage runs in the project directory, as it does by hand.
+        hook = super()._get_hook()
+        hook.submit = functools.partial(hook.submit, cwd=self.project_dir)
+        return hook
+
+
+# --------------------------------------------------------------------------
+# The DAG
+# --------------------------------------------------------------------------
+
+_PREDICT_SCHEMA = {
+    "type": "object",
+    "properties": {key: {"type": "string"} for key in ("regions", "tf", "cell", "out")},
+    "additionalProperties": False,
+    # A regions file needs the TF and the cell to score it for.
+    "if": {"properties": {"regions": {"minLength": 1}}, "required": ["regions"]},
+    "then": {
+        "properties": {"tf": {"minLength": 1}, "cell": {"minLength": 1}},
+        "required": ["tf", "cell"],
+    },
+}
+
+with DAG(
+    dag_id=DAG_ID,
+    description="ENCODE-DREAM TFBS pipeline: wait for labels, preprocess, train (TensorFlowOnSpark), evaluate, predict",
+    doc_md=__doc__,
+    schedule="@weekly",
+    start_date=pendulum.datetime(2025, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    tags=["tfbs", "spark", "tensorflow"],
+    params={
+        "config": Param("conf/demo.yaml", type="string", description="pipeline YAML, relative to the project"),
+        "overrides": Param(
+            [],
+            type="array",
+            items={"type": "string", "pattern": "^[^=]+=.*$"},
+            description="configuration overrides, each passed as --set key=value",
+        ),
+        "labels": Param(
+            [],
+            type="array",
+            items={"type": "string", "minLength": 1},
+            description="label files to wait for (paths or URIs); empty: every TF's of the configuration",
+        ),
+        "labels_poke_interval": Param(600, type="integer", minimum=1, description="seconds between looks"),
+        "labels_timeout": Param(
+            6 * 24 * 3600, type="integer", minimum=0, description="seconds to wait for the labels before failing"
+        ),
+        "num_ps": Param(1, type="integer", minimum=0, description="training: parameter servers"),
+        "num_workers": Param(2, type="integer", minimum=1, description="training: workers besides the chief"),
+        "predict": Param(
+            {"regions": "", "tf": "", "cell": "", "out": ""},
+            description="regions file, TF, cell and output of the DREAM submission; no regions: no predict",
+            **_PREDICT_SCHEMA,
+        ),
+    },
+    default_args={
+        "owner": "tfbs",
+        "retry_delay": timedelta(minutes=5),
+    },
+) as dag:
+    wait_for_labels = LabelFilesSensor(
+        task_id=SENSOR,
+        mode="reschedule",
+        retries=RETRIES[SENSOR],
+        execution_timeout=TIMEOUTS[SENSOR],
+    )
+    stages = [
+        StageSubmitOperator(
+            stage=stage,
+            conn_id="spark_default",
+            retries=RETRIES[stage],
+            execution_timeout=TIMEOUTS[stage],
+        )
+        for stage in STAGES
+    ]
+    previous = wait_for_labels
+    for task in stages:
+        previous >> task
+        previous = task
+
+
+if __name__ == "__main__":
+    dag.test()

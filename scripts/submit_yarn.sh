@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Submit one stage to YARN (client mode) in the packed environment of `make dist`:
+#
+#   scripts/submit_yarn.sh <stage> [spark-submit options] -- [stage arguments]
+#   scripts/submit_yarn.sh train --num-executors 4 --executor-cores 1 -- --config conf/yarn.yaml
+#
+# Needs HADOOP_CONF_DIR (the cluster's client configuration). Reads:
+#   TFBS_ENV_ARCHIVE    the packed environment (build/dist/tfbs-env.tar.gz by
+#                       default); better an hdfs:// copy readable by all: YARN
+#                       then caches it on each node across applications
+#   TFBS_SPARK_ARCHIVE  the zip of Spark's jars for spark.yarn.archive, likewise
+#                       (build/dist/spark-jars.zip by default)
+#   TFBS_PYTHON         the driver's Python, default this checkout's .venv
+#   SPARK_LOCAL_IP      passed on to the application master and executors when set
+# Nothing needs to be installed on the cluster's nodes: executors run
+# ./environment/bin/python from the archive, with Spark's jars from the zip.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+stage="${1:?usage: $0 <stage> [spark-submit options] -- [stage arguments]}"
+shift
+submit_options=()
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do submit_options+=("$1"); shift; done
+[ "${1:-}" = "--" ] && shift
+: "${HADOOP_CONF_DIR:?set HADOOP_CONF_DIR to the client configuration of the cluster}"
+
+python="${TFBS_PYTHON:-$PWD/.venv/bin/python}"
+env_archive="${TFBS_ENV_ARCHIVE:-build/dist/tfbs-env.tar.gz}"
+spark_archive="${TFBS_SPARK_ARCHIVE:-build/dist/spark-jars.zip}"
+# pip's pyspark is the Spark of the gateway: its spark-submit, its Python zips.
+if [ -z "${SPARK_HOME:-}" ]; then
+  SPARK_HOME=$("$python" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')
+fi
+export SPARK_HOME YARN_CONF_DIR="${YARN_CONF_DIR:-$HADOOP_CONF_DIR}" PYSPARK_PYTHON="$python"
+
+# Spark puts the client's Hadoop configuration in every container under
+# __spark_conf__/__hadoop_conf__: there hdfs-native finds the cluster.
+conf=(
+  --conf "spark.yarn.archive=$spark_archive"
+  --conf spark.pyspark.python=./environment/bin/python
+  --conf "spark.pyspark.driver.python=$python"
+  --conf spark.executorEnv.HADOOP_CONF_DIR=./__spark_conf__/__hadoop_conf__
+  --conf spark.yarn.appMasterEnv.HADOOP_CONF_DIR=./__spark_conf__/__hadoop_conf__
+)
+if [ -n "${SPARK_LOCAL_IP:-}" ]; then
+  conf+=(--conf "spark.executorEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP" --conf "spark.yarn.appMasterEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP")
+fi
+exec "$SPARK_HOME/bin/spark-submit" --master yarn --deploy-mode client \
+  --archives "$env_archive#environment" "${conf[@]}" "${submit_options[@]}" \
+  "jobs/$stage.py" "$@"
