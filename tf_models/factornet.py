@@ -22,7 +22,7 @@ import keras
 import tensorflow as tf
 
 from tf_models.encoding import reverse_complement
-from tf_models.model import center_crop, protein_branch
+from tf_models.layers import center_crop, protein_branch
 from tfbs.config import FactorNetConfig, ModelConfig
 
 #: FactorNet's dropout after the convolution (its other dropouts are the

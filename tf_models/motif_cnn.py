@@ -23,7 +23,7 @@ import keras
 import tensorflow as tf
 
 from tf_models.encoding import reverse_complement
-from tf_models.model import protein_branch
+from tf_models.layers import protein_branch
 from tfbs.config import ModelConfig
 
 
