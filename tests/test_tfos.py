@@ -97,15 +97,20 @@ def validation_by_strategy(motif_shards, tmp_path_factory) -> dict[str, list[flo
 
 
 def test_strategies_learn_alike_at_equal_examples(validation_by_strategy):
-    """ps/workers and all-reduce reach one process's validation auPRC within 0.02.
+    """ps/workers and all-reduce do no worse than one process, by 0.02 auPRC at most.
 
     Before the record files were dealt at random, each ps worker read its own
     mix of TFs among positives and among negatives and learnt its own TF
     prior; the ps model then trailed one process by 0.2-0.4 auPRC on the demo.
+    That is the failure this guards against. After 4 epochs no run has
+    converged, and runs differ by their data order: one CI run had ps ahead
+    of one process by 0.027 (0.936 against 0.909), so a lead is bounded
+    only loosely.
     """
     local = validation_by_strategy["local"]
     assert len(local) == 4 and local[-1] > 0.7, local  # the task is learnt at all
     for strategy in ("parameter_server", "multi_worker_mirrored"):
         curve = validation_by_strategy[strategy]
         assert len(curve) == 4
-        assert abs(curve[-1] - local[-1]) <= 0.02, (strategy, curve, local)
+        assert curve[-1] >= local[-1] - 0.02, (strategy, curve, local)
+        assert curve[-1] <= local[-1] + 0.05, (strategy, curve, local)
