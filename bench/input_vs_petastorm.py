@@ -19,7 +19,7 @@ and ours/model.
 
     bash scripts/petastorm_env.sh    # once: creates .venv-petastorm
     .venv/bin/python bench/input_vs_petastorm.py --config conf/demo.yaml \
-        --set shards_dir=/work/h7/run/shards --repeats 5
+        --set shards_dir=build/demo/run/shards --repeats 5
 
 Prints JSON and writes it to ``build/bench/input_vs_petastorm.json``.
 """

@@ -6,7 +6,7 @@ nothing from this project, so the project's own pins never meet Petastorm's.
 
     bash scripts/petastorm_env.sh
     .venv-petastorm/bin/python bench/petastorm_reader.py \
-        --manifest /work/h7/run/shards/manifest.json --batch-size 64
+        --manifest build/demo/run/shards/manifest.json --batch-size 64
 
 ``make_batch_reader`` streams the train split's Parquet files (``file://``
 URLs, row groups shuffled, forever) with Petastorm's default thread pool,

@@ -17,7 +17,7 @@ their examples over their summed time. Configurations run interleaved
 (round 1: a, b, c; round 2: ...), medians over the rounds.
 
     .venv/bin/python bench/training_throughput.py --config conf/demo.yaml \
-        --set shards_dir=/work/h7/run/shards --work-dir /work/h7/bench_runs --repeats 3
+        --set shards_dir=build/demo/run/shards --repeats 3
 
 Prints ps_2_workers/local (issue 4's target: >= 0.9, PS at most 10% slower
 than one process on the same cores) and ps_2_workers/ps_1_worker (target

@@ -169,7 +169,7 @@ NODES = [
 CHIEF_FAILED = """Job aborted due to stage failure: Task 1 in stage 0.0 failed 1 times, most recent failure: \
 Lost task 1.0 in stage 0.0 (TID 1) (10.0.0.5 executor 0): org.apache.spark.api.python.PythonException: \
 [PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):
-  File "/work/main/tf_models/cluster/task.py", line 176, in run_isolated
+  File "/opt/tfbs/tf_models/cluster/task.py", line 176, in run_isolated
     raise RuntimeError(f"{label} failed:\\n{error}")
 RuntimeError: TF node chief:0 (Spark executor 0, host vm, pid 3225) failed:
 Traceback (most recent call last):
