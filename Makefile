@@ -31,12 +31,12 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 # Held-out auPRC of every training strategy beside the baselines, on the
-# demo's shards (built by `make demo`); the other benchmarks are in the README.
+# demo's shards (built by `make demo`); the other benchmarks are in docs/benchmarks.md.
 bench: $(STAMP)
 	$(BIN)/python bench/model_quality.py --config conf/demo.yaml
 
 # The packed environment YARN containers run in (build/dist/tfbs-env.tar.gz);
-# see "Running on a cluster" in the README.
+# see docs/cluster.md.
 dist: $(STAMP)
 	@PYTHON=$(PYTHON) bash scripts/build_dist.sh
 
