@@ -106,15 +106,17 @@ def test_a_killed_run_resumes_within_its_version(spark, trained, tmp_path):
     source = local_path(versions.model_uri(config.run_dir, summary["version"]))
     model_dir = local_path(versions.model_uri(rerun.run_dir, summary["version"]))
     shutil.copytree(source, model_dir, ignore=shutil.ignore_patterns("export"))
-    checkpoints = f"{model_dir}/checkpoints"
-    tf.train.update_checkpoint_state(checkpoints, f"{checkpoints}/ckpt-30", [f"{checkpoints}/ckpt-30"])
+    checkpoints = Path(model_dir, "checkpoints")
+    for newer in checkpoints.glob("ckpt-60.*"):
+        newer.unlink()
+    (checkpoints / "checkpoint").write_text('model_checkpoint_path: "ckpt-30"\nall_model_checkpoint_paths: "ckpt-30"\n')
 
     resumed = train_on_spark(spark, rerun, manifest)
     assert resumed["version"] == summary["version"] and not resumed["up_to_date"]
     assert [h["step"] for h in resumed["history"]] == [30, 60]
     # The entry up to the checkpoint is carried over, not retrained.
     assert resumed["history"][0] == summary["history"][0]
-    assert tf.train.latest_checkpoint(checkpoints).endswith("ckpt-60")
+    assert tf.train.latest_checkpoint(str(checkpoints)).endswith("ckpt-60")
     assert json.loads(Path(model_dir, "export", "tfbs_metadata.json").read_text())["steps"] == 60
 
 
