@@ -101,8 +101,16 @@ def test_version_names_are_deterministic(small_shards, tmp_path):
     assert Lineage.of(_config(tmp_path, shared.shards_uri, shared.data.root), manifest).version == lineage.version
     assert lineage.input_fingerprint == manifest.fingerprint and lineage.manifest_digest == digest
 
-    # Where and how long training runs is no part of the model; what it learns is.
-    same = _config(tmp_path, shared.shards_uri, shared.data.root, "train.master=local[1]", "train.timeout_s=60")
+    # Where, how spread and how long training runs is no part of the model; what it learns is.
+    same = _config(
+        tmp_path,
+        shared.shards_uri,
+        shared.data.root,
+        "train.strategy=multi_worker_mirrored",
+        "train.num_workers=3",
+        "train.master=local-cluster[4,1,1024]",
+        "train.timeout_s=60",
+    )
     assert Lineage.of(same, manifest).version == lineage.version
     longer = _config(tmp_path, shared.shards_uri, shared.data.root, "train.steps=30")
     wider = _config(tmp_path, shared.shards_uri, shared.data.root, "train.model.dense_units=8")

@@ -45,11 +45,17 @@ EXPORT_METADATA = "tfbs_metadata.json"
 #: Under ``<run_dir>``: a copy of the ``LATEST`` version's report.
 RUN_REPORT_DIR = "report"
 
-#: Keys of the ``train`` section that say where training runs or how long to
-#: wait for it, not what it learns: they are no part of a version.
+#: Keys of the ``train`` section that say where and how training is spread
+#: or how long to wait for it, not what it learns: they are no part of a
+#: version. Every strategy takes ``train.batch_size`` examples a step, for
+#: the same schedule, so a model trained under ps, all-reduce or in one
+#: process is the same recipe (and a killed ps run may resume in one process).
 OPERATIONAL_TRAIN_KEYS = frozenset(
     {
         "version",
+        "strategy",
+        "num_ps",
+        "num_workers",
         "master",
         "spark_conf",
         "record_cache_dir",
