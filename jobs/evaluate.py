@@ -23,13 +23,14 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     from preprocess.inputs import require
     from preprocess.manifest import read_manifest
     from tf_models.evaluate import evaluate
-    from tfbs.lineage import Lineage, export_uri, report_uri, require_lineage
+    from tfbs.lineage import EXPORT_METADATA, Lineage, export_uri, report_uri, require_lineage
     from tfbs.session import build_session
 
-    # Fail before the JVM starts: no shards, no such version, or no export.
+    # Fail before the JVM starts: no shards, no such version, or no whole export.
     manifest = read_manifest(config.shards_uri)
     lineage = require_lineage(config.run_dir, Lineage.of(config, manifest))
-    require(f"{export_uri(config.run_dir, lineage.version)}/saved_model.pb", "exported model (run `tfbs train` first)")
+    exported = f"{export_uri(config.run_dir, lineage.version)}/{EXPORT_METADATA}"
+    require(exported, f"exported model of version {lineage.version} (run `tfbs train` first)")
     spark = build_session(config.spark, app_suffix="-evaluate")
     try:
         report = evaluate(spark, config, manifest)
