@@ -51,7 +51,8 @@ Run-time parameters ("Trigger DAG w/ config", or ``airflow dags trigger -c
 ``predict``
     ``{"regions": R, "tf": T, "cell": C, "out": O}``: after evaluation, score
     the regions file R (BED of 200 bp regions) for TF T in cell C as a DREAM
-    submission (default ``<run_dir>/report/F.<T>.<C>.tab.gz``). ``tf`` and
+    submission with the model ``<run_dir>/models/LATEST`` names (default
+    ``<run_dir>/models/<version>/report/F.<T>.<C>.tab.gz``). ``tf`` and
     ``cell`` are required when ``regions`` is given; without ``regions`` the
     predict task is skipped.
 

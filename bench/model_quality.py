@@ -60,8 +60,10 @@ def train_and_evaluate(strategy: str, args: argparse.Namespace, shards_uri: str,
     log_path = run_dir / "stages.log"
     train_seconds = run_stage("train", args, overrides, log_path)
     evaluate_seconds = run_stage("evaluate", args, overrides, log_path)
-    report = json.loads((run_dir / "report" / "report.json").read_text())
-    history = json.loads((run_dir / "model" / "history.json").read_text())
+    # A fresh run directory holds one model version (tfbs.lineage).
+    (model_dir,) = [path.parent for path in (run_dir / "models").glob("*/lineage.json")]
+    report = json.loads((model_dir / "report" / "report.json").read_text())
+    history = json.loads((model_dir / "history.json").read_text())
     return {"report": report, "history": history, "train_seconds": train_seconds, "evaluate_seconds": evaluate_seconds}
 
 

@@ -96,7 +96,8 @@ def train_once(name: str, args: argparse.Namespace, run_dir: Path) -> dict:
     with open(run_dir / "train.log", "w") as log:
         subprocess.run(command, check=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     wall = time.monotonic() - started
-    history = json.loads((run_dir / "model" / "history.json").read_text())
+    (model_dir,) = [path.parent for path in (run_dir / "models").glob("*/lineage.json")]  # its one version
+    history = json.loads((model_dir / "history.json").read_text())
     return {
         "steady_examples_per_s": steady_rate(history, args.batch_size),
         "wall_seconds": wall,

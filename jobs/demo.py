@@ -21,6 +21,7 @@ log = logging.getLogger("tfbs.demo")
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """generate -> preprocess -> train -> evaluate; returns the report."""
     from jobs import evaluate, generate, preprocess, train
+    from tfbs.lineage import run_report_uri
 
     timings = {}
     for name, stage in (("generate", generate), ("preprocess", preprocess), ("train", train), ("evaluate", evaluate)):
@@ -30,7 +31,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
         timings[name] = round(time.monotonic() - started, 1)
         log.info("=== stage %s done in %.1f s ===", name, timings[name])
     log.info("stage timings (s): %s", timings)
-    print(f"\nreport: {config.report_uri.removeprefix('file://')}/report.json")
+    print(f"\nreport: {run_report_uri(config.run_dir).removeprefix('file://')}/report.json")
     return result
 
 

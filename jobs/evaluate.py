@@ -15,20 +15,28 @@ from tfbs.config import PipelineConfig
 
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
-    """Write ``<run_dir>/report/report.json`` and curve plots."""
+    """Write ``<run_dir>/models/<version>/report/report.json`` and curve plots.
+
+    Passing the configured floors moves ``<run_dir>/models/LATEST`` to the
+    version and copies its report to ``<run_dir>/report/``.
+    """
     from preprocess.inputs import require
     from preprocess.manifest import read_manifest
     from tf_models.evaluate import evaluate
+    from tfbs.lineage import EXPORT_METADATA, Lineage, export_uri, report_uri, require_lineage
     from tfbs.session import build_session
 
+    # Fail before the JVM starts: no shards, no such version, or no whole export.
     manifest = read_manifest(config.shards_uri)
-    require(f"{config.model_uri}/export/saved_model.pb", "exported model (run `tfbs train` first)")
+    lineage = require_lineage(config.run_dir, Lineage.of(config, manifest))
+    exported = f"{export_uri(config.run_dir, lineage.version)}/{EXPORT_METADATA}"
+    require(exported, f"exported model of version {lineage.version} (run `tfbs train` first)")
     spark = build_session(config.spark, app_suffix="-evaluate")
     try:
         report = evaluate(spark, config, manifest)
     finally:
         spark.stop()
-    print(f"report: {config.report_uri}/report.json")
+    print(f"report: {report_uri(config.run_dir, lineage.version)}/report.json (version {lineage.version}, now LATEST)")
     return report
 
 

@@ -18,25 +18,52 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--regions", required=True, help="BED(.gz) of 200 bp regions (ladder or test)")
     parser.add_argument("--tf", required=True, help="TF name in the protein FASTA (seen in training or not)")
     parser.add_argument("--cell", required=True, help="cell type known to the model")
-    parser.add_argument("--out", default=None, help="output URI (default: <report>/F.<TF>.<CELL>.tab.gz)")
+    parser.add_argument(
+        "--out", default=None, help="output URI (default: <run_dir>/models/<version>/report/F.<TF>.<CELL>.tab.gz)"
+    )
+    parser.add_argument(
+        "--model-version",
+        default=None,
+        metavar="V",
+        help="score with the model version V of <run_dir>/models (default: the one models/LATEST names)",
+    )
+
+
+def _version(config: PipelineConfig, requested: str | None) -> str:
+    """The model version to score with: the one asked for, else ``LATEST``'s."""
+    from tfbs.errors import MissingInputError
+    from tfbs.lineage import latest_uri, read_latest
+
+    if requested:
+        return requested
+    latest = read_latest(config.run_dir)
+    if latest is None:
+        raise MissingInputError(
+            f"{latest_uri(config.run_dir)}: not found: no model has passed evaluation yet "
+            "(run `tfbs evaluate`, or name one with --model-version)"
+        )
+    return latest.version
 
 
 def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     """Write the submission file; returns its number of rows."""
     from preprocess.inputs import require
     from tf_models.predict import predict_regions
+    from tfbs.lineage import EXPORT_METADATA, export_uri, report_uri
     from tfbs.session import build_session
     from tfbs.uri import to_uri
 
     regions = require(to_uri(args.regions), "regions file")
-    require(f"{config.model_uri}/export/tfbs_metadata.json", "exported model (run `tfbs train` first)")
-    out = to_uri(args.out) if args.out else f"{config.report_uri}/F.{args.tf}.{args.cell}.tab.gz"
+    version = _version(config, args.model_version)
+    export = export_uri(config.run_dir, version)
+    require(f"{export}/{EXPORT_METADATA}", f"exported model of version {version} (run `tfbs train` first)")
+    out = to_uri(args.out) if args.out else f"{report_uri(config.run_dir, version)}/F.{args.tf}.{args.cell}.tab.gz"
     spark = build_session(config.spark, app_suffix="-predict")
     try:
-        count = predict_regions(spark, config, regions, args.tf, args.cell, out)
+        count = predict_regions(spark, config, export, regions, args.tf, args.cell, out)
     finally:
         spark.stop()
-    print(f"submission: {out} ({count} rows)")
+    print(f"submission: {out} ({count} rows, model version {version})")
     return count
 
 

@@ -15,14 +15,24 @@ from tfbs.config import PipelineConfig
 
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
-    """Train on the shards of ``<run_dir>/shards``; export to ``<run_dir>/model``."""
+    """Train on the shards; export to ``<run_dir>/models/<version>/export``.
+
+    A version already trained from these shards and this ``train`` section
+    is not trained again, and no Spark starts.
+    """
     from preprocess.manifest import read_manifest
-    from tf_models.distributed import train_on_spark
+    from tf_models.distributed import prepare_version, train_on_spark, up_to_date_summary
     from tf_models.gpus import gpu_spark_conf
+    from tfbs.lineage import export_uri
     from tfbs.session import build_session
     from tfbs.uri import is_remote, local_path
 
-    manifest = read_manifest(config.shards_uri)  # fail before the JVM starts
+    # Fail, or find the model up to date, before the JVM starts.
+    manifest = read_manifest(config.shards_uri)
+    lineage, up_to_date = prepare_version(config, manifest)
+    if up_to_date:
+        print(f"model: {export_uri(config.run_dir, lineage.version)} (version {lineage.version}, up to date)")
+        return up_to_date_summary(config, lineage)
     master = None if config.train.strategy == "local" else config.train.master
     spark = build_session(
         config.spark,
@@ -41,7 +51,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
         summary = train_on_spark(spark, config, manifest)
     finally:
         spark.stop()
-    print(f"model: {config.model_uri}/export")
+    print(f"model: {export_uri(config.run_dir, summary['version'])} (version {summary['version']})")
     return summary
 
 

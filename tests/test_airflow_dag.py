@@ -152,9 +152,11 @@ def _check_outputs(run: Path, submission: Path) -> None:
             assert kept["train"]["B"] > 0 and kept["train"]["U"] > 0, (tf_name, cell, kept)
             assert kept["test"]["B"] > 0 and kept["test"]["U"] > 0, (tf_name, cell, kept)
 
-    assert (run / "model" / "export" / "saved_model.pb").is_file()
+    latest = json.loads((run / "models" / "LATEST").read_text())
+    assert (run / "models" / latest["version"] / "export" / "saved_model.pb").is_file()
 
     report = json.loads((run / "report" / "report.json").read_text())
+    assert report["version"] == latest["version"]
     expected = {f"{tf_name}/{cell}" for tf_name, cells in manifest["counts"].items() for cell in cells}
     assert set(report["results"]) == expected
     for key, result in report["results"].items():

@@ -95,13 +95,14 @@ def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
     import tf_models.cluster as tfos
     from tf_models.distributed import node_main
+    from tfbs.lineage import Lineage
 
     started = []
     monkeypatch.setattr(tfos, "start_server", lambda info: started.append(info.job_name))
     monkeypatch.setattr(tfos, "wait_for_chief", lambda *a, **k: "ok")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     config = load_config(DEMO, [f"run_dir={tmp_path}", "train.gpus_per_worker=1"])
-    args = {"config": config, "manifest": {}, "run_id": "r"}
+    args = {"config": config, "manifest": {}, "lineage": Lineage.of(config, {}), "run_id": "r"}
 
     node_main(args, _node_info("ps"))
     assert started == ["ps"]

@@ -18,6 +18,7 @@ import pytest
 from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
 
 from tfbs import uri as storage
+from tfbs.lineage import manifest_digest
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
@@ -128,7 +129,9 @@ def test_everything_the_run_wrote_is_on_hdfs(pipeline_on_hdfs, webhdfs):
     assert all(entry["path"].startswith("hdfs://") for entry in manifest["parquet"]["train"])
     assert webhdfs.list(f"{run}/shards/records/train") == ["negatives-0", "positives"]
 
-    model = f"{run}/model"
+    version = json.loads(_read(webhdfs, f"{run}/models/LATEST"))["version"]
+    model = f"{run}/models/{version}"
+    assert json.loads(_read(webhdfs, f"{model}/lineage.json"))["manifest_digest"] == manifest_digest(manifest)
     history = json.loads(_read(webhdfs, f"{model}/history.json"))
     assert [entry["step"] for entry in history] == [30, 60]
     assert "checkpoint" in webhdfs.list(f"{model}/checkpoints")
@@ -143,16 +146,32 @@ def test_everything_the_run_wrote_is_on_hdfs(pipeline_on_hdfs, webhdfs):
 
     report = json.loads(_read(webhdfs, f"{run}/report/report.json"))
     assert len(report["results"]) == 6 and set(report["baselines"]) == set(report["results"])
-    for name in ("curves.png", "baselines.png"):
+    assert report["version"] == version
+    for name in ("report.json", "curves.png", "baselines.png"):
+        assert webhdfs.status(f"{model}/report/{name}")["length"] > 1000
         assert webhdfs.status(f"{run}/report/{name}")["length"] > 1000
-    submission = gzip.decompress(_read(webhdfs, f"{run}/report/F.CTCF.K562.tab.gz")).decode().splitlines()
+    submission = gzip.decompress(_read(webhdfs, f"{model}/report/F.CTCF.K562.tab.gz")).decode().splitlines()
     assert [line.split("\t")[:2] for line in submission] == [["chr8", "10000"], ["chr21", "5000"]]
 
 
-def test_a_resumed_run_continues_from_the_checkpoint_on_hdfs(pipeline_on_hdfs, hdfs_dataset, webhdfs):
+def test_a_killed_run_resumes_from_its_checkpoint_on_hdfs(pipeline_on_hdfs, hdfs_dataset, webhdfs):
+    """The version set back to its state when killed after step 30 (no export, the
+    checkpoint state naming step 30): the same command resumes there, in one process."""
     run_dir, _ = pipeline_on_hdfs
-    longer = _stage("train", hdfs_dataset, run_dir, "train.steps=90", "train.strategy=local")
-    assert longer.returncode == 0, longer.stderr[-4000:]
-    assert "resumed from" in longer.stderr and "at step 60" in longer.stderr
-    history = json.loads(_read(webhdfs, f"{_path(run_dir)}/model/history.json"))
-    assert [entry["step"] for entry in history] == [30, 60, 90]
+    version = json.loads(_read(webhdfs, f"{_path(run_dir)}/models/LATEST"))["version"]
+    model = f"{run_dir}/models/{version}"
+    again = _stage("train", hdfs_dataset, run_dir)
+    assert again.returncode == 0, again.stderr[-4000:]
+    assert f"version {version}, up to date" in again.stdout and "SparkContext" not in again.stderr
+
+    storage.delete_dir(f"{model}/export")
+    storage.write_text(
+        f"{model}/checkpoints/checkpoint", 'model_checkpoint_path: "ckpt-30"\nall_model_checkpoint_paths: "ckpt-30"\n'
+    )
+    # The strategy is no part of the version: a ps run may resume in one process.
+    resumed = _stage("train", hdfs_dataset, run_dir, "train.strategy=local")
+    assert resumed.returncode == 0, resumed.stderr[-4000:]
+    assert "resumed from" in resumed.stderr and "at step 30" in resumed.stderr
+    history = json.loads(_read(webhdfs, f"{_path(model)}/history.json"))
+    assert [entry["step"] for entry in history] == [30, 60]
+    assert json.loads(_read(webhdfs, f"{_path(model)}/export/tfbs_metadata.json"))["version"] == version

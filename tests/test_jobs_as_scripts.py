@@ -77,8 +77,12 @@ def test_the_stages_outputs_chain(submitted):
     report = json.loads((root / "run" / "report" / "report.json").read_text())
     assert len(report["results"]) == 6 and set(report["baselines"]) == set(report["results"])
     for run_dir in ("run", "run-ps"):
-        metadata = json.loads((root / run_dir / "model" / "export" / "tfbs_metadata.json").read_text())
+        (version,) = [path.parent for path in (root / run_dir / "models").glob("*/lineage.json")]
+        metadata = json.loads((version / "export" / "tfbs_metadata.json").read_text())
         assert metadata["strategy"] == ("local" if run_dir == "run" else "parameter_server")
+    # The evaluated version is the one prediction used.
+    latest = json.loads((root / "run" / "models" / "LATEST").read_text())
+    assert report["version"] == latest["version"]
     with gzip.open(root / "F.CTCF.K562.tab.gz", "rt") as handle:
         lines = handle.read().splitlines()
     assert [line.split("\t")[:2] for line in lines] == [["chr8", "10000"], ["chr8", "10050"], ["chr21", "5000"]]

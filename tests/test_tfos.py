@@ -8,6 +8,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from conftest import DEMO_CONFIG, MOTIF_OVERRIDES, REPO, SMALL_OVERRIDES
@@ -42,6 +43,12 @@ def _train(shards, run_dir, *extra: str, base: list[str] = SMALL_OVERRIDES) -> s
         ("multi_worker_mirrored", {("chief", "0"), ("worker", "0"), ("worker", "1")}),
     ],
 )
+def _model_dir(run_dir: Path) -> Path:
+    """The run's one model version folder, ``<run_dir>/models/<version>`` (tfbs.lineage)."""
+    (lineage,) = (run_dir / "models").glob("*/lineage.json")
+    return lineage.parent
+
+
 def test_training_on_local_cluster(small_shards, tmp_path, strategy, roles):
     n_nodes = len(roles)
     run = _train(
@@ -55,7 +62,7 @@ def test_training_on_local_cluster(small_shards, tmp_path, strategy, roles):
     assert {(job, task) for job, task, _ in placements} == roles
     executors = [executor for _, _, executor in placements]
     assert "None" not in executors and len(set(executors)) == n_nodes  # one executor each
-    model_dir = tmp_path / "run" / "model"
+    model_dir = _model_dir(tmp_path / "run")
     history = json.loads((model_dir / "history.json").read_text())
     assert [h["step"] for h in history] == [30, 60]
     assert (model_dir / "export" / "saved_model.pb").exists()
@@ -91,7 +98,7 @@ def validation_by_strategy(motif_shards, tmp_path_factory) -> dict[str, list[flo
             base=MOTIF_OVERRIDES,
         )
         assert run.returncode == 0, run.stderr[-4000:]
-        history = json.loads((run_dir / "model" / "history.json").read_text())
+        history = json.loads((_model_dir(run_dir) / "history.json").read_text())
         curves[strategy] = [h["valid_auprc"] for h in history]
     return curves
 

@@ -87,6 +87,12 @@ def _run_processes(run_dir: Path) -> dict[int, str]:
     return found
 
 
+def _model_dir(run_dir: Path) -> Path:
+    """The run's one model version folder, ``<run_dir>/models/<version>`` (tfbs.lineage)."""
+    (lineage,) = (run_dir / "models").glob("*/lineage.json")
+    return lineage.parent
+
+
 def _checkpoint_step(model_dir: Path) -> int:
     """The coordinator-counted step stored in the newest checkpoint."""
     latest = tf.train.latest_checkpoint(str(model_dir / "checkpoints"))
@@ -103,13 +109,13 @@ def _kill_mid_training(training: StreamedProcess, run_dir: Path, job: str, task:
         The killed pid, the Spark executor the driver placed the node on,
         and the ``time.monotonic()`` of the kill.
     """
-    checkpoint_state = run_dir / "model" / "checkpoints" / "checkpoint"
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         assert training.proc.poll() is None, f"training ended before the kill:\n{training.output[-4000:]}"
         output = training.output
         node = re.search(NODE_PROCESS.format(job=job, task=task), output)
-        if node and re.search(r"chief: step \d+/", output) and checkpoint_state.exists():
+        checkpointed = any((run_dir / "models").glob("*/checkpoints/checkpoint"))
+        if node and re.search(r"chief: step \d+/", output) and checkpointed:
             placed = re.search(PLACEMENT.format(job=job, task=task), output)
             assert placed is not None and placed.group(1) == node.group(1)
             assert not re.search(rf"chief: step {STEPS}/", output), "the kill would come too late"
@@ -229,8 +235,8 @@ def test_without_node_files_the_failed_task_is_named_from_spark():
 
 def test_killed_worker_fails_fast_then_the_rerun_resumes(small_shards, tmp_path):
     run_dir = tmp_path / "run"
-    model_dir = run_dir / "model"
     output, seconds = _fail_fast(small_shards, run_dir, "worker", 1)
+    model_dir = _model_dir(run_dir)
     print(f"worker:1 killed: the command exited {seconds:.1f} s later")
 
     # Read once every process of the run is gone: the chief may still have

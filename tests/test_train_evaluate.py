@@ -17,6 +17,7 @@ from conftest import model_inputs, small_config
 
 from tf_models.distributed import train_on_spark
 from tf_models.evaluate import evaluate
+from tfbs import lineage as versions
 from tfbs.errors import BelowFloorError
 from tfbs.uri import local_path
 
@@ -35,9 +36,16 @@ def trained(spark, small_shards, tmp_path_factory):
     return run_config, manifest, summary
 
 
+def _export(trained) -> str:
+    """The local path of the trained version's export."""
+    config, _, summary = trained
+    return local_path(versions.export_uri(config.run_dir, summary["version"]))
+
+
 def test_history_and_checkpoints(trained):
     config, _, summary = trained
-    model_dir = local_path(config.model_uri)
+    model_dir = local_path(versions.model_uri(config.run_dir, summary["version"]))
+    assert not summary["up_to_date"] and summary["model_uri"].endswith(f"/models/{summary['version']}")
     steps = [h["step"] for h in summary["history"]]
     assert steps == [30, 60]
     assert all(np.isfinite(h["loss"]) and h["examples_per_s"] > 0 for h in summary["history"])
@@ -66,8 +74,8 @@ def test_early_stopping_keeps_the_best_and_survives_resume():
 
 
 def test_export_serves_sequences_and_indices_alike(trained):
-    config, manifest, _ = trained
-    model = tf.saved_model.load(local_path(f"{config.model_uri}/export"))
+    _, manifest, summary = trained
+    model = tf.saved_model.load(_export(trained))
     window = manifest.window
     rng = np.random.default_rng(0)
     dna = [bytes(rng.choice(list(b"ACGT"), window).astype(np.uint8)) for _ in range(4)]
@@ -82,15 +90,34 @@ def test_export_serves_sequences_and_indices_alike(trained):
     )["probability"].numpy()
     np.testing.assert_allclose(by_index, by_sequence, rtol=1e-5, atol=1e-6)
     assert ((by_index > 0) & (by_index < 1)).all()
-    metadata = json.loads(Path(local_path(f"{config.model_uri}/export/tfbs_metadata.json")).read_text())
+    metadata = json.loads(Path(_export(trained), "tfbs_metadata.json").read_text())
     assert metadata["tfs"] == manifest.tfs and metadata["steps"] == 60
+    assert metadata["version"] == summary["version"]
+    assert metadata["manifest_digest"] == versions.manifest_digest(manifest)
 
 
-def test_resume_continues_from_the_last_checkpoint(spark, trained):
-    config, manifest, _ = trained
-    longer = config.model_copy(update={"train": config.train.model_copy(update={"steps": 90})})
-    summary = train_on_spark(spark, longer, manifest)
-    assert [h["step"] for h in summary["history"]] == [30, 60, 90]
+def test_a_killed_run_resumes_within_its_version(spark, trained, tmp_path):
+    """A copy of the trained version, set back to its state when killed after step 30: the
+    same command resumes from that checkpoint, in the same version folder."""
+    import shutil
+
+    config, manifest, summary = trained
+    rerun = config.model_copy(update={"run_dir": f"file://{tmp_path}/run"})
+    source = local_path(versions.model_uri(config.run_dir, summary["version"]))
+    model_dir = local_path(versions.model_uri(rerun.run_dir, summary["version"]))
+    shutil.copytree(source, model_dir, ignore=shutil.ignore_patterns("export"))
+    checkpoints = Path(model_dir, "checkpoints")
+    for newer in checkpoints.glob("ckpt-60.*"):
+        newer.unlink()
+    (checkpoints / "checkpoint").write_text('model_checkpoint_path: "ckpt-30"\nall_model_checkpoint_paths: "ckpt-30"\n')
+
+    resumed = train_on_spark(spark, rerun, manifest)
+    assert resumed["version"] == summary["version"] and not resumed["up_to_date"]
+    assert [h["step"] for h in resumed["history"]] == [30, 60]
+    # The entry up to the checkpoint is carried over, not retrained.
+    assert resumed["history"][0] == summary["history"][0]
+    assert tf.train.latest_checkpoint(str(checkpoints)).endswith("ckpt-60")
+    assert json.loads(Path(model_dir, "export", "tfbs_metadata.json").read_text())["steps"] == 60
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +128,7 @@ def evaluated(spark, trained) -> dict:
 
 
 def test_evaluation_report(trained, evaluated):
-    config, manifest, _ = trained
+    config, manifest, summary = trained
     report = evaluated
     keys = {f"{tf}/{cell}" for tf, cells in manifest.counts.items() for cell in cells}
     assert set(report["results"]) == keys
@@ -111,10 +138,22 @@ def test_evaluation_report(trained, evaluated):
         assert (result["n_pos"], result["n_neg"], result["n_ambiguous"]) == (kept["B"], kept["U"], kept.get("A", 0))
         for metric in ("auroc", "auprc", "recall_at_fdr_10", "recall_at_fdr_50"):
             assert 0.0 <= result[metric] <= 1.0
-    on_disk = json.loads(Path(local_path(f"{config.report_uri}/report.json")).read_text())
+    report_dir = local_path(versions.report_uri(config.run_dir, summary["version"]))
+    on_disk = json.loads(Path(report_dir, "report.json").read_text())
     assert on_disk["mean_auroc"] == pytest.approx(np.mean([r["auroc"] for r in report["results"].values()]))
+    assert on_disk["version"] == summary["version"]
+    assert on_disk["lineage"] == json.loads(
+        Path(local_path(versions.lineage_uri(config.run_dir, summary["version"]))).read_text()
+    )
+    assert on_disk["floors"] == {"min_mean_auroc": None, "min_mean_auprc": None, "passed": True}
     for name in ("curves.png", "baselines.png"):
-        assert tf.io.gfile.stat(local_path(f"{config.report_uri}/{name}")).length > 1000
+        assert tf.io.gfile.stat(f"{report_dir}/{name}").length > 1000
+    # No floor: the version is LATEST, and the run's report is a copy of its report.
+    latest = versions.read_latest(config.run_dir)
+    assert (latest.version, latest.mean_auroc) == (summary["version"], pytest.approx(report["mean_auroc"]))
+    run_report = local_path(versions.run_report_uri(config.run_dir))
+    for name in ("report.json", "curves.png", "baselines.png"):
+        assert Path(run_report, name).read_bytes() == Path(report_dir, name).read_bytes()
 
 
 def test_baselines_are_scored_on_the_models_rows(evaluated):
@@ -138,11 +177,16 @@ def test_baselines_are_scored_on_the_models_rows(evaluated):
     assert report["below_motif_scan"] == below
 
 
-def test_evaluation_floor_fails_loudly(spark, trained):
-    config, manifest, _ = trained
-    strict = config.model_copy(update={"evaluate": config.evaluate.model_copy(update={"min_mean_auroc": 1.0})})
-    with pytest.raises(BelowFloorError, match="below evaluate.min_mean_auroc 1.0"):
+def test_evaluation_floor_fails_loudly(spark, trained, evaluated):
+    config, manifest, summary = trained
+    floors = {"min_mean_auroc": 1.0, "min_mean_auprc": 1.0}
+    strict = config.model_copy(update={"evaluate": config.evaluate.model_copy(update=floors)})
+    with pytest.raises(BelowFloorError) as refused:
         evaluate(spark, strict, manifest)
+    message = str(refused.value)
+    assert "\n" not in message and message.startswith(versions.report_uri(config.run_dir, summary["version"]))
+    assert "below evaluate.min_mean_auroc 1.0" in message and "below evaluate.min_mean_auprc 1.0" in message
+    assert message.endswith(f"models/LATEST still names {summary['version']}")
 
 
 def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
@@ -154,7 +198,7 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
     from preprocess.genome import window_starts
     from tf_models.predict import predict_regions
 
-    config, manifest, _ = trained
+    config, manifest, summary = trained
     test_files = [local_path(f.path) for f in manifest.parquet["test"] if "/CTCF/" in f.path]
     shards = pq.read_table(test_files).to_pylist()
     rows = [r for r in shards if r["cell"] == "K562" and r["chrom"] in ("chr8", "chr21")][:40]
@@ -167,12 +211,13 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
     regions = tmp_path / "regions.bed"
     regions.write_text("".join(f"{rows[i]['chrom']}\t{rows[i]['start']}\t{rows[i]['start'] + 200}\n" for i in order))
     out = f"file://{tmp_path}/F.CTCF.K562.tab.gz"
-    assert predict_regions(spark, config, f"file://{regions}", "CTCF", "K562", out) == len(rows)
+    export = versions.export_uri(config.run_dir, summary["version"])
+    assert predict_regions(spark, config, export, f"file://{regions}", "CTCF", "K562", out) == len(rows)
 
     lines = gzip.decompress(Path(local_path(out)).read_bytes()).decode().splitlines()
     submitted = [line.split("\t") for line in lines]
     assert [(c, int(s)) for c, s, _, _ in submitted] == [(rows[i]["chrom"], rows[i]["start"]) for i in order]
-    model = tf.saved_model.load(local_path(f"{config.model_uri}/export"))
+    model = tf.saved_model.load(_export(trained))
     expected = model.signatures["indexed"](
         dna=tf.constant([rows[i]["sequence"] for i in order]),
         tf_index=tf.constant([rows[i]["tf_index"] for i in order]),
@@ -191,7 +236,7 @@ def test_export_equals_the_best_checkpoint(trained):
     model_config = config.train.model
     restored = build_model(model_config, len(manifest.cells), manifest.window)
     checkpoint = tf.train.Checkpoint(model=restored)
-    best = tf.train.latest_checkpoint(local_path(f"{config.model_uri}/best"))
+    best = tf.train.latest_checkpoint(local_path(f"{summary['model_uri']}/best"))
     assert best.endswith(f"ckpt-{best_step}")
     checkpoint.restore(best).expect_partial()
     rng = np.random.default_rng(2)
@@ -200,7 +245,7 @@ def test_export_equals_the_best_checkpoint(trained):
     proteins = [manifest.proteins[name] for name in manifest.tfs]
     logits = restored(model_inputs(dna, proteins, model_config.aa_max_length, tf_index, cells, dnase)).numpy()
     exported = (
-        tf.saved_model.load(local_path(f"{config.model_uri}/export"))
+        tf.saved_model.load(_export(trained))
         .signatures["indexed"](
             dna=tf.constant(dna),
             tf_index=tf.constant(tf_index),

@@ -28,19 +28,19 @@ def without_dnase(spark, small_dataset, tmp_path_factory):
         "train.strategy=local",
     )
     manifest = build_shards(spark, config)
-    train_on_spark(spark, config, manifest)
-    return config, manifest
+    summary = train_on_spark(spark, config, manifest)
+    return config, manifest, summary["version"]
 
 
 def test_config_says_there_is_no_dnase(without_dnase):
-    config, _ = without_dnase
+    config, _, _ = without_dnase
     assert not config.data.has_dnase
     with pytest.raises(ValueError, match="dnase_dir is null"):
         config.data.dnase_peaks_uri("K562")
 
 
 def test_negatives_are_drawn_from_all_unbound_bins(without_dnase):
-    _, manifest = without_dnase
+    _, manifest, _ = without_dnase
     assert manifest.dnase is False
     # No bin is open, so no draw probability is spent on open chromatin.
     assert all(p_open == 0.0 and p_closed > 0.0 for p_open, p_closed in manifest.draw_probabilities.values())
@@ -59,9 +59,11 @@ def test_the_model_ignores_dnase_and_predict_needs_no_peaks(spark, without_dnase
     import gzip
 
     from tf_models.predict import predict_regions
+    from tfbs.lineage import export_uri
 
-    config, manifest = without_dnase
-    export = local_path(f"{config.model_uri}/export")
+    config, manifest, version = without_dnase
+    exported = export_uri(config.run_dir, version)
+    export = local_path(exported)
     assert json.loads(Path(f"{export}/tfbs_metadata.json").read_text())["uses_dnase"] is False
     served = tf.saved_model.load(export).signatures["indexed"]
     rng = np.random.default_rng(5)
@@ -74,5 +76,5 @@ def test_the_model_ignores_dnase_and_predict_needs_no_peaks(spark, without_dnase
     regions = tmp_path / "regions.bed"
     regions.write_text("chr8\t10000\t10200\nchr8\t20000\t20200\n")
     out = f"file://{tmp_path}/F.CTCF.K562.tab.gz"
-    assert predict_regions(spark, config, f"file://{regions}", "CTCF", "K562", out) == 2
+    assert predict_regions(spark, config, exported, f"file://{regions}", "CTCF", "K562", out) == 2
     assert len(gzip.decompress(Path(local_path(out)).read_bytes()).decode().splitlines()) == 2

@@ -132,11 +132,14 @@ def test_training_ran_ps_workers_and_chief_in_yarn_containers(pipeline_on_yarn, 
         # The packed environment, from the NodeManager's public cache (shared by every application).
         assert re.search(r'/filecache/\d+/tfbs-env\.tar\.gz" "environment"', launch), launch[-2000:]
 
-    metadata = json.loads(storage.read_text(f"{run_dir}/model/export/tfbs_metadata.json"))
+    version = json.loads(storage.read_text(f"{run_dir}/models/LATEST"))["version"]
+    metadata = json.loads(storage.read_text(f"{run_dir}/models/{version}/export/tfbs_metadata.json"))
     assert metadata["strategy"] == "parameter_server"
     report = json.loads(storage.read_text(f"{run_dir}/report/report.json"))
-    assert len(report["results"]) == 6
-    with storage.open_input(f"{run_dir}/report/F.CTCF.K562.tab.gz") as gzipped:  # decompressed by its name
+    assert len(report["results"]) == 6 and report["version"] == version
+    # The submission goes with the model version that made it.
+    submission_uri = f"{run_dir}/models/{version}/report/F.CTCF.K562.tab.gz"
+    with storage.open_input(submission_uri) as gzipped:  # decompressed by its name
         submission = gzipped.read().decode()
     assert [line.split("\t")[:2] for line in submission.splitlines()] == [["chr8", "10000"], ["chr21", "5000"]]
 

@@ -12,6 +12,12 @@ on every node:
     chief and workers all run the training loop in lock-step (all-reduce).
 ``local``
     no cluster: the loop runs in the driver (for debugging and baselines).
+
+The model goes to its version's folder, ``<run_dir>/models/<version>/``
+(:mod:`tfbs.lineage`). Before any cluster starts, the driver claims it
+(:func:`prepare_version`): a version of other shards or another training
+configuration is refused, a finished one is left as it is, and a new one
+gets its ``lineage.json`` first. Training resumes only within its version.
 """
 
 from __future__ import annotations
@@ -20,10 +26,13 @@ import json
 import logging
 import threading
 import time
+from pathlib import Path
 
 from preprocess.manifest import Manifest
+from tfbs import lineage as versions
 from tfbs import uri as storage
 from tfbs.config import PipelineConfig
+from tfbs.lineage import Lineage
 
 log = logging.getLogger("tfbs.train")
 
@@ -32,7 +41,39 @@ DONE_MARKER = "_TRAINING_DONE"
 NODE_DIR = "_nodes"
 
 
-def _export(config: PipelineConfig, run, manifest: Manifest, result) -> str:
+def prepare_version(config: PipelineConfig, manifest: Manifest) -> tuple[Lineage, bool]:
+    """Claim the model version of these shards and this configuration, on the driver.
+
+    Returns
+    -------
+    tuple
+        The version's lineage, and whether it already holds a finished
+        export of that lineage (then there is nothing to train).
+
+    Raises
+    ------
+    tfbs.lineage.LineageError
+        If the version folder holds a model of other shards or another
+        training configuration (possible when ``train.version`` names it).
+    """
+    lineage = versions.claim_version(config.run_dir, Lineage.of(config, manifest))
+    return lineage, finished_export(versions.export_uri(config.run_dir, lineage.version), lineage)
+
+
+def finished_export(export_uri: str, lineage: Lineage) -> bool:
+    """Whether ``export_uri`` holds a whole export of the model of ``lineage``.
+
+    The export's metadata is written last (:func:`_export`), so it marks a
+    whole export; it names the version and the shards.
+    """
+    uri = f"{export_uri}/{versions.EXPORT_METADATA}"
+    if not storage.exists(uri):
+        return False
+    metadata = json.loads(storage.read_text(uri))
+    return metadata.get("version") == lineage.version and metadata.get("manifest_digest") == lineage.manifest_digest
+
+
+def _export(config: PipelineConfig, lineage: Lineage, run, manifest: Manifest, result) -> str:
     from tf_models.export import export_model
 
     model_config = run.model_config(config.train)
@@ -44,8 +85,13 @@ def _export(config: PipelineConfig, run, manifest: Manifest, result) -> str:
         "steps": result.steps,
         "strategy": config.train.strategy,
         "config_digest": config.digest(),
+        "version": lineage.version,
+        "manifest_digest": lineage.manifest_digest,
+        "training_config_digest": lineage.training_config_digest,
     }
-    export_model(
+    target = versions.export_uri(config.run_dir, lineage.version)
+    storage.delete_dir(target)  # a partial export of a killed run goes; this one replaces it whole
+    local = export_model(
         result.model,
         model_config,
         len(manifest.cells),
@@ -54,8 +100,15 @@ def _export(config: PipelineConfig, run, manifest: Manifest, result) -> str:
         metadata,
         f"{result.directory.local}/export",
     )
-    result.directory.push()
-    return f"{config.model_uri}/export"
+    if result.directory.mirrored:
+        # The metadata marks a whole export (finished_export): it goes up
+        # after the SavedModel's files, never before.
+        written = Path(local, versions.EXPORT_METADATA)
+        text = written.read_text()
+        written.unlink()
+        result.directory.push()
+        storage.write_text(f"{target}/{versions.EXPORT_METADATA}", text)
+    return target
 
 
 def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...]):
@@ -65,12 +118,14 @@ def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[st
     return TrainingRun.from_manifest(manifest).readable_by_tensorflow(config.train.record_cache_dir, download)
 
 
-def _train_and_export(config: PipelineConfig, manifest: Manifest, run, strategy, is_chief: bool) -> None:
+def _train_and_export(
+    config: PipelineConfig, lineage: Lineage, manifest: Manifest, run, strategy, is_chief: bool
+) -> None:
     from tf_models.train_loop import train
 
-    result = train(config.train, config.model_uri, run, strategy, is_chief=is_chief)
+    result = train(config.train, versions.model_uri(config.run_dir, lineage.version), run, strategy, is_chief=is_chief)
     if is_chief:
-        _export(config, run, manifest, result)
+        _export(config, lineage, run, manifest, result)
 
 
 def node_main(args: dict, info) -> None:
@@ -79,7 +134,8 @@ def node_main(args: dict, info) -> None:
     Parameters
     ----------
     args
-        ``{"config": PipelineConfig, "manifest": Manifest, "num_gpus": int, "run_id": str}``.
+        ``{"config": PipelineConfig, "manifest": Manifest, "lineage": Lineage, "num_gpus": int,
+        "run_id": str}``.
     info
         :class:`tf_models.cluster.NodeInfo` of this node.
     """
@@ -95,13 +151,14 @@ def node_main(args: dict, info) -> None:
     from tf_models.cluster import mark_chief_done, start_server, wait_for_chief
 
     manifest: Manifest = args["manifest"]
-    marker = f"{config.model_uri}/{DONE_MARKER}"
+    lineage: Lineage = args["lineage"]
+    marker = f"{versions.model_uri(config.run_dir, lineage.version)}/{DONE_MARKER}"
     timeout = config.train.worker_wait_timeout_s
 
     if config.train.strategy == "multi_worker_mirrored":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         run = _readable_run(config, manifest, ("train", "valid"))
-        _train_and_export(config, manifest, run, strategy, is_chief=info.is_chief)
+        _train_and_export(config, lineage, manifest, run, strategy, is_chief=info.is_chief)
         return
     if info.job_name in ("ps", "worker"):
         # Workers run the input graph the chief builds: their record files first.
@@ -119,7 +176,7 @@ def node_main(args: dict, info) -> None:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         run = _readable_run(config, manifest, ("valid",))
-        _train_and_export(config, manifest, run, strategy, is_chief=True)
+        _train_and_export(config, lineage, manifest, run, strategy, is_chief=True)
         status = "ok"
     finally:
         # Release the ps and workers whether training worked or not, so the
@@ -168,7 +225,7 @@ class _ProgressFollower(threading.Thread):
         self.poll()
 
 
-def _checkpoint_step(config: PipelineConfig) -> int | None:
+def _checkpoint_step(model_uri: str) -> int | None:
     """The step of the newest checkpoint under the model directory, or ``None``.
 
     Read from the checkpoint's own ``step`` variable (the coordinator-counted
@@ -178,7 +235,7 @@ def _checkpoint_step(config: PipelineConfig) -> int | None:
 
     from tf_models.model_dir import model_directory
 
-    directory = model_directory(config.model_uri)
+    directory = model_directory(model_uri)
     directory.pull("checkpoints")
     latest = tf.train.latest_checkpoint(f"{directory.local}/checkpoints")
     if latest is None:
@@ -191,29 +248,57 @@ def _checkpoint_step(config: PipelineConfig) -> int | None:
         return None
 
 
-def _log_resume_point(config: PipelineConfig, total_steps: int) -> None:
+def _log_resume_point(model_uri: str, total_steps: int) -> None:
     """Say in the driver's log whether this run resumes, and from which step.
 
     The chief restores the checkpoint on an executor, whose log the driver's
     console does not show.
     """
-    step = _checkpoint_step(config)
+    step = _checkpoint_step(model_uri)
     if step:
-        log.info("resuming from the checkpoint at step %d of %d (%s/checkpoints)", step, total_steps, config.model_uri)
+        log.info("resuming from the checkpoint at step %d of %d (%s/checkpoints)", step, total_steps, model_uri)
 
 
-def _write_history_plot(config: PipelineConfig) -> None:
+def _write_history_plot(model_uri: str) -> None:
     """Plot the loss, validation auPRC and throughput history next to ``history.json``."""
     from tf_models.curves_plot import plot_history
 
-    history_uri = f"{config.model_uri}/history.json"
+    history_uri = f"{model_uri}/history.json"
     if storage.exists(history_uri):
         history = json.loads(storage.read_text(history_uri))
-        storage.write_through_local(f"{config.model_uri}/history.png", lambda path: plot_history(history, path))
+        storage.write_through_local(f"{model_uri}/history.png", lambda path: plot_history(history, path))
+
+
+def _read_history(model_uri: str) -> list[dict]:
+    history_uri = f"{model_uri}/history.json"
+    return json.loads(storage.read_text(history_uri)) if storage.exists(history_uri) else []
+
+
+def up_to_date_summary(config: PipelineConfig, lineage: Lineage) -> dict:
+    """What :func:`train_on_spark` returns for a version already trained and exported."""
+    model_uri = versions.model_uri(config.run_dir, lineage.version)
+    log.info(
+        "model %s is up to date (shards manifest %s, train config %s): not retrained; %s",
+        lineage.version,
+        lineage.manifest_digest[:12],
+        lineage.training_config_digest[:12],
+        f"{model_uri}/export",
+    )
+    return {
+        "strategy": config.train.strategy,
+        "seconds": 0.0,
+        "history": _read_history(model_uri),
+        "version": lineage.version,
+        "model_uri": model_uri,
+        "up_to_date": True,
+    }
 
 
 def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
-    """Train as configured and export the model under ``<model>/export``.
+    """Train as configured and export the model under ``<run_dir>/models/<version>/export``.
+
+    A version already trained and exported from these shards and this
+    training configuration is not trained again (``"up_to_date": True``).
 
     Parameters
     ----------
@@ -228,16 +313,26 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
     Returns
     -------
     dict
-        ``{"strategy", "seconds", "history"}``.
+        ``{"strategy", "seconds", "history", "version", "model_uri", "up_to_date"}``.
+
+    Raises
+    ------
+    tfbs.lineage.LineageError
+        If the version folder holds a model of other shards or another
+        training configuration.
     """
     started = time.monotonic()
     cfg = config.train
-    storage.makedirs(config.model_uri)
+    lineage, up_to_date = prepare_version(config, manifest)
+    if up_to_date:
+        return up_to_date_summary(config, lineage)
+    model_uri = versions.model_uri(config.run_dir, lineage.version)
+    log.info("training model version %s in %s", lineage.version, model_uri)
     if cfg.strategy == "local":
         import tensorflow as tf
 
         run = _readable_run(config, manifest, ("train", "valid"))
-        _train_and_export(config, manifest, run, tf.distribute.get_strategy(), is_chief=True)
+        _train_and_export(config, lineage, manifest, run, tf.distribute.get_strategy(), is_chief=True)
     else:
         from tf_models.cluster import ClusterFailed, run_cluster
         from tf_models.train_loop import TrainingRun
@@ -250,8 +345,8 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
             schedule.steps_per_epoch,
             f"train.steps={cfg.steps}" if cfg.steps else f"train.epochs={cfg.epochs}",
         )
-        _log_resume_point(config, schedule.total_steps)
-        follower = _ProgressFollower(f"{config.model_uri}/history.json", schedule.total_steps)
+        _log_resume_point(model_uri, schedule.total_steps)
+        follower = _ProgressFollower(f"{model_uri}/history.json", schedule.total_steps)
         follower.start()
         try:
             run_cluster(
@@ -259,16 +354,16 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
                 node_main,
                 # num_gpus: TFoS then takes GPUs only from Spark's task
                 # resources, never from its own nvidia-smi probe (tf_models.gpus).
-                {"config": config, "manifest": manifest, "num_gpus": cfg.gpus_per_worker},
+                {"config": config, "manifest": manifest, "lineage": lineage, "num_gpus": cfg.gpus_per_worker},
                 num_ps=num_ps,
                 num_workers=cfg.num_workers,
                 shutdown_timeout=cfg.timeout_s,
                 # Each node records the pid of its TF process here, and the
                 # driver logs it: which OS process is worker:1.
-                node_dir=f"{config.model_uri}/{NODE_DIR}",
+                node_dir=f"{model_uri}/{NODE_DIR}",
             )
         except ClusterFailed as err:
-            step = _checkpoint_step(config)
+            step = _checkpoint_step(model_uri)
             log.error(
                 "training stopped: %s. %s",
                 err,
@@ -279,9 +374,14 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
             raise
         finally:
             follower.stop()
-    _write_history_plot(config)
-    history_uri = f"{config.model_uri}/history.json"
-    history = json.loads(storage.read_text(history_uri)) if storage.exists(history_uri) else []
+    _write_history_plot(model_uri)
     seconds = time.monotonic() - started
-    log.info("training (%s) finished in %.1f s", cfg.strategy, seconds)
-    return {"strategy": cfg.strategy, "seconds": seconds, "history": history}
+    log.info("training (%s) of version %s finished in %.1f s", cfg.strategy, lineage.version, seconds)
+    return {
+        "strategy": cfg.strategy,
+        "seconds": seconds,
+        "history": _read_history(model_uri),
+        "version": lineage.version,
+        "model_uri": model_uri,
+        "up_to_date": False,
+    }

@@ -6,6 +6,11 @@ once and scores its share of the test shards in batches, and scores the
 same rows with the motif-scan baseline. Only ``(tf, cell, label, scores)``
 come back to the driver, which adds the generator's oracle where there is
 one (:mod:`tf_models.baselines`).
+
+The model scored is the version of the current shards and configuration
+(:mod:`tfbs.lineage`); its report goes into the version's folder. When the
+report passes the configured floors, ``<run_dir>/models/LATEST`` moves to
+the version and ``<run_dir>/report/`` gets a copy of its report and plots.
 """
 
 from __future__ import annotations
@@ -24,10 +29,12 @@ from preprocess.genome import gather_windows, load_chromosome, read_fai
 from preprocess.manifest import Manifest
 from tf_models.baselines import OracleTable, bin_motif_scores, motif_log_odds
 from tf_models.model_dir import local_export
+from tfbs import lineage as versions
 from tfbs import uri as storage
-from tfbs.config import DataConfig, PipelineConfig
+from tfbs.config import DataConfig, EvaluateConfig, PipelineConfig
 from tfbs.dream import TEST
 from tfbs.errors import BelowFloorError
+from tfbs.lineage import Lineage
 
 log = logging.getLogger("tfbs.evaluate")
 
@@ -146,13 +153,49 @@ def _summary(results: dict, baselines: dict) -> dict:
     return summary
 
 
+def _below_floors(cfg: EvaluateConfig, report: dict) -> list[str]:
+    """The configured floors the report's means fall below, in words."""
+    failures = []
+    for metric, name, floor in (("auroc", "auROC", cfg.min_mean_auroc), ("auprc", "auPRC", cfg.min_mean_auprc)):
+        value = report[f"mean_{metric}"]
+        if floor is not None and value < floor:
+            failures.append(f"mean {name} {value:.3f} is below evaluate.min_mean_{metric} {floor}")
+    return failures
+
+
+def _copy(source: str, target: str) -> None:
+    with storage.open_input(source, compression=None) as handle:
+        storage.write_bytes(target, handle.read())
+
+
+#: What ``<run_dir>/report/`` copies of the ``LATEST`` version's report.
+RUN_REPORT_FILES = ("report.json", "curves.png", "baselines.png")
+
+
+def _promote(config: PipelineConfig, lineage: Lineage, report: dict) -> None:
+    """Copy the version's report to ``<run_dir>/report/``, then point ``LATEST`` at it.
+
+    ``LATEST`` is written last: a run killed in between leaves it naming the
+    version before, and evaluating again completes the move.
+    """
+    source, target = versions.report_uri(config.run_dir, lineage.version), versions.run_report_uri(config.run_dir)
+    for name in RUN_REPORT_FILES:
+        _copy(f"{source}/{name}", f"{target}/{name}")
+    versions.write_latest(config.run_dir, lineage, report["mean_auroc"], report["mean_auprc"])
+    log.info("%s now names version %s", versions.latest_uri(config.run_dir), lineage.version)
+
+
 def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) -> dict:
     """Predict the test split, score it beside the baselines and write the report.
 
-    Writes ``<report>/report.json``, ``<report>/curves.png`` (PR and ROC),
-    ``<report>/baselines.png`` (auPRC of the model, the motif scan and the
-    oracle per TF/cell) and the per-bin predictions as Parquet under
-    ``<report>/predictions``.
+    The model is the version of ``manifest``'s shards and this configuration
+    (or ``train.version``). Under ``<run_dir>/models/<version>/report/`` it
+    writes ``report.json`` (with the version's lineage), ``curves.png`` (PR
+    and ROC), ``baselines.png`` (auPRC of the model, the motif scan and the
+    oracle per TF/cell) and the per-bin predictions as Parquet
+    (``predictions/``). If the means pass ``evaluate.min_mean_auroc`` and
+    ``evaluate.min_mean_auprc``, ``<run_dir>/models/LATEST`` moves to the
+    version and ``<run_dir>/report/`` gets a copy of the report and plots.
 
     Returns
     -------
@@ -162,13 +205,19 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
 
     Raises
     ------
+    MissingInputError
+        If the version was never trained.
+    tfbs.lineage.LineageError
+        If ``train.version`` names a version of other shards or configuration.
     BelowFloorError
-        If ``evaluate.min_mean_auroc`` is set and the mean auROC is below it.
+        If a floor is set and the mean is below it; ``LATEST`` is not moved.
     """
     from tf_models.curves_plot import plot_auprc_bars, plot_curves
 
     started = time.monotonic()
-    export_uri = f"{config.model_uri}/export"
+    lineage = versions.require_lineage(config.run_dir, Lineage.of(config, manifest))
+    export_uri = versions.export_uri(config.run_dir, lineage.version)
+    report_dir = versions.report_uri(config.run_dir, lineage.version)
     files = [entry.path for entry in manifest.parquet[TEST]]
     test = spark.read.parquet(*files).select(*_PREDICTION_COLUMNS).sortWithinPartitions("chrom", "start")
     batch_size, fasta_uri, window = config.evaluate.batch_size, config.data.genome_fasta, manifest.window
@@ -179,27 +228,36 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     )
     # Written once and read back, so the model runs once for both the saved
     # predictions and the metrics.
-    predictions.write.mode("overwrite").parquet(f"{config.report_uri}/predictions")
-    rows = [tuple(r) for r in spark.read.parquet(f"{config.report_uri}/predictions").collect()]
-    log.info("scored %d test rows in %.1f s", len(rows), time.monotonic() - started)
+    predictions.write.mode("overwrite").parquet(f"{report_dir}/predictions")
+    rows = [tuple(r) for r in spark.read.parquet(f"{report_dir}/predictions").collect()]
+    log.info("scored %d test rows of version %s in %.1f s", len(rows), lineage.version, time.monotonic() - started)
 
     results, baselines, curves = score_groups(rows, _read_oracles(config.data, manifest.tfs))
     report = {
         "split": "test",
         "test_chroms": manifest.splits.test_chroms,
-        "model": f"{config.model_uri}/export",
+        "version": lineage.version,
+        "model": export_uri,
+        "lineage": lineage.model_dump(mode="json"),
         "config_digest": config.digest(),
         "results": results,
         "baselines": baselines,
         **_summary(results, baselines),
     }
-    storage.write_text(f"{config.report_uri}/report.json", json.dumps(report, indent=2, sort_keys=True))
-    storage.write_through_local(f"{config.report_uri}/curves.png", lambda path: plot_curves(curves, path))
+    failures = _below_floors(config.evaluate, report)
+    report["floors"] = {
+        "min_mean_auroc": config.evaluate.min_mean_auroc,
+        "min_mean_auprc": config.evaluate.min_mean_auprc,
+        "passed": not failures,
+    }
+    report_json = f"{report_dir}/report.json"
+    storage.write_text(report_json, json.dumps(report, indent=2, sort_keys=True))
+    storage.write_through_local(f"{report_dir}/curves.png", lambda path: plot_curves(curves, path))
     series = {"model": {key: r["auprc"] for key, r in results.items()}}
     for name in report["baseline_mean_auprc"]:
         series[name.replace("_", " ")] = {key: b[name]["auprc"] for key, b in baselines.items() if name in b}
     storage.write_through_local(
-        f"{config.report_uri}/baselines.png",
+        f"{report_dir}/baselines.png",
         lambda path: plot_auprc_bars(series, path, "Test auPRC beside the baselines"),
     )
     for key, result in results.items():
@@ -219,7 +277,9 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     log.info("mean auROC %.3f, mean auPRC %.3f%s", report["mean_auroc"], report["mean_auprc"], means)
     if report["below_motif_scan"]:
         log.warning("the model does not beat the motif scan on %s", ", ".join(report["below_motif_scan"]))
-    floor = config.evaluate.min_mean_auroc
-    if floor is not None and report["mean_auroc"] < floor:
-        raise BelowFloorError(f"mean auROC {report['mean_auroc']:.3f} is below evaluate.min_mean_auroc {floor}")
+    if failures:
+        latest = versions.read_latest(config.run_dir)
+        kept = f"still names {latest.version}" if latest else "not written"
+        raise BelowFloorError(f"{report_json}: {'; '.join(failures)}; {versions.latest_uri(config.run_dir)} {kept}")
+    _promote(config, lineage, report)
     return report

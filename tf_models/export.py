@@ -20,6 +20,7 @@ import tensorflow as tf
 from tf_models.encoding import dna_one_hot, protein_bytes_to_indices, protein_one_hot
 from tf_models.model import TFBSNet, build_model
 from tfbs.config import ModelConfig
+from tfbs.lineage import EXPORT_METADATA as METADATA_NAME
 from tfbs.proteins import protein_table
 
 
@@ -85,6 +86,8 @@ def export_model(
 
     The copy detaches the export from where the variables live (parameter
     servers, mirrored replicas), so the SavedModel loads anywhere.
+    ``metadata`` is written last, as :data:`METADATA_NAME`: its presence
+    marks a whole export.
 
     Returns
     -------
@@ -95,6 +98,6 @@ def export_model(
     local.set_weights([np.asarray(w) for w in trained.get_weights()])
     module = ServingModule(local, proteins, window, model_config.aa_max_length)
     tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve, "indexed": module.indexed})
-    with tf.io.gfile.GFile(f"{export_dir}/tfbs_metadata.json", "w") as out:
+    with tf.io.gfile.GFile(f"{export_dir}/{METADATA_NAME}", "w") as out:
         out.write(json.dumps(metadata, indent=2))
     return export_dir

@@ -24,6 +24,7 @@ from tfbs import uri as storage
 from tfbs.config import PipelineConfig
 from tfbs.dream import read_bed_intervals
 from tfbs.errors import BadInputError
+from tfbs.lineage import EXPORT_METADATA
 from tfbs.proteins import read_protein_fasta
 
 log = logging.getLogger("tfbs.predict")
@@ -71,9 +72,17 @@ def _score_partition(
 
 
 def predict_regions(
-    spark: SparkSession, config: PipelineConfig, regions_uri: str, tf_name: str, cell: str, out_uri: str
+    spark: SparkSession,
+    config: PipelineConfig,
+    export_uri: str,
+    regions_uri: str,
+    tf_name: str,
+    cell: str,
+    out_uri: str,
 ) -> int:
-    """Score every region for ``tf_name`` in ``cell``; returns the row count.
+    """Score every region for ``tf_name`` in ``cell`` with the model exported at ``export_uri``.
+
+    Returns the row count.
 
     Raises
     ------
@@ -83,8 +92,7 @@ def predict_regions(
     """
     import json
 
-    export_uri = f"{config.model_uri}/export"
-    metadata = json.loads(storage.read_text(f"{export_uri}/tfbs_metadata.json"))
+    metadata = json.loads(storage.read_text(f"{export_uri}/{EXPORT_METADATA}"))
     if cell not in metadata["cells"]:
         raise BadInputError(export_uri, 0, f"the model knows cells {metadata['cells']}, not {cell}")
     proteins = read_protein_fasta(config.data.proteins_fasta)

@@ -281,7 +281,12 @@ class ModelConfig(_Section):
 
 
 class TrainConfig(_Section):
-    """Distributed training (``tfbs train``)."""
+    """Distributed training (``tfbs train``).
+
+    The model goes to ``<run_dir>/models/<version>/`` (:mod:`tfbs.lineage`):
+    the shards and this section, less the keys that only say where and how
+    long it runs, name the version, so changing them trains a new one.
+    """
 
     master: str = "local-cluster[4,1,1024]"
     strategy: Literal["parameter_server", "multi_worker_mirrored", "local"] = "parameter_server"
@@ -331,6 +336,12 @@ class TrainConfig(_Section):
         default_factory=dict, description="Spark settings for the training session only, on top of spark.conf"
     )
     model: ModelConfig = Field(default_factory=ModelConfig)
+    version: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        max_length=100,
+        description="name of the model version (None: from the shards' manifest and this section, tfbs.lineage)",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> "TrainConfig":
@@ -344,12 +355,24 @@ class TrainConfig(_Section):
             raise ValueError("checkpoint_every_steps must be a multiple of steps_per_execution")
         return self
 
+    @field_validator("version")
+    @classmethod
+    def _not_the_pointer(cls, version: str | None) -> str | None:
+        if version == "LATEST":
+            raise ValueError("LATEST names the pointer to the newest evaluated version, not a version")
+        return version
+
 
 class EvaluateConfig(_Section):
     """Scoring on the test chromosomes (``tfbs evaluate``)."""
 
     batch_size: int = Field(512, gt=0)
-    min_mean_auroc: float | None = Field(None, ge=0, le=1, description="fail the stage below this")
+    min_mean_auroc: float | None = Field(
+        None, ge=0, le=1, description="fail the stage below this; models/LATEST then stays where it was"
+    )
+    min_mean_auprc: float | None = Field(
+        None, ge=0, le=1, description="fail the stage below this; models/LATEST then stays where it was"
+    )
     motif_db: str | None = Field(
         None, description="MEME file of the motif-scan baseline (default: generate.motif_db when generated)"
     )
@@ -403,14 +426,6 @@ class PipelineConfig(_Section):
     @property
     def shards_uri(self) -> str:
         return self.shards_dir
-
-    @property
-    def model_uri(self) -> str:
-        return f"{self.run_dir}/model"
-
-    @property
-    def report_uri(self) -> str:
-        return f"{self.run_dir}/report"
 
 
 def _apply_override(tree: dict[str, Any], assignment: str) -> None:

@@ -1,0 +1,278 @@
+"""Model versions and their lineage (tfbs.lineage): a rerun on the same shards and
+configuration does not retrain, other shards train a new version, a named version
+of other inputs is refused, and ``LATEST`` moves only when evaluation passes.
+
+Two small models are trained in-process (strategy ``local``, 20 steps) on the
+session's shards and on a copy of them whose manifest differs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import small_config
+
+from tfbs import lineage as versions
+from tfbs.config import ConfigError
+from tfbs.errors import BelowFloorError, MissingInputError
+from tfbs.lineage import Lineage, LineageError
+from tfbs.uri import local_path
+
+#: Short training: two checkpoints of 10 steps.
+SHORT = ["train.strategy=local", "train.steps=20", "train.checkpoint_every_steps=10"]
+
+
+class _Borrowed:
+    """The session fixture, lent to a job: the job's ``spark.stop()`` must not end it."""
+
+    def __init__(self, spark) -> None:
+        self._spark = spark
+
+    def __getattr__(self, name: str):
+        return getattr(self._spark, name)
+
+    def stop(self) -> None:
+        pass
+
+
+def _config(root: Path, shards_uri: str, data_root: str, *extra: str):
+    return small_config(root, f"data.root={local_path(data_root)}", f"shards_dir={shards_uri}", *SHORT, *extra)
+
+
+@pytest.fixture(scope="module")
+def first(spark, small_shards, tmp_path_factory):
+    """A model trained on the session's shards: (config, manifest, summary)."""
+    from tf_models.distributed import train_on_spark
+
+    shared, manifest = small_shards
+    config = _config(tmp_path_factory.mktemp("lineage"), shared.shards_uri, shared.data.root)
+    return config, manifest, train_on_spark(spark, config, manifest)
+
+
+@pytest.fixture(scope="module")
+def other_shards(small_shards, tmp_path_factory):
+    """A shard directory whose manifest differs from the session's (built a second later)."""
+    from preprocess.manifest import MANIFEST_NAME, Manifest
+
+    shared, manifest = small_shards
+    changed = manifest.model_copy(update={"created_unix": manifest.created_unix + 1})
+    shards = tmp_path_factory.mktemp("other-shards")
+    (shards / MANIFEST_NAME).write_text(changed.model_dump_json(indent=2))
+    return f"file://{shards}", Manifest.model_validate_json((shards / MANIFEST_NAME).read_text())
+
+
+@pytest.fixture(scope="module")
+def second(spark, first, other_shards):
+    """The same run trained again on the other shards: (config, manifest, summary)."""
+    from tf_models.distributed import train_on_spark
+
+    config, _, _ = first
+    shards_uri, manifest = other_shards
+    again = config.model_copy(update={"shards_dir": shards_uri})
+    return again, manifest, train_on_spark(spark, again, manifest)
+
+
+# --------------------------------------------------------------------------
+# Digests and names
+# --------------------------------------------------------------------------
+
+
+def test_the_manifest_digest_is_its_contents(small_shards, other_shards):
+    shared, manifest = small_shards
+    text = Path(local_path(shared.shards_uri), "manifest.json").read_text()
+    digest = versions.manifest_digest(manifest)
+    assert re.fullmatch(r"[0-9a-f]{64}", digest)
+    # The object, its file (indented) and the parsed dict give one digest.
+    assert versions.manifest_digest(text) == versions.manifest_digest(json.loads(text)) == digest
+    assert versions.manifest_digest(text.encode()) == digest
+    assert versions.manifest_digest(other_shards[1]) != digest
+
+
+def test_version_names_are_deterministic(small_shards, tmp_path):
+    shared, manifest = small_shards
+    config = _config(tmp_path, shared.shards_uri, shared.data.root)
+    lineage = Lineage.of(config, manifest)
+    digest = versions.manifest_digest(manifest)
+    assert lineage.version == f"{digest[:10]}-{versions.training_config_digest(config)[:8]}"
+    assert Lineage.of(_config(tmp_path, shared.shards_uri, shared.data.root), manifest).version == lineage.version
+    assert lineage.input_fingerprint == manifest.fingerprint and lineage.manifest_digest == digest
+
+    # Where, how spread and how long training runs is no part of the model; what it learns is.
+    same = _config(
+        tmp_path,
+        shared.shards_uri,
+        shared.data.root,
+        "train.strategy=multi_worker_mirrored",
+        "train.num_workers=3",
+        "train.master=local-cluster[4,1,1024]",
+        "train.timeout_s=60",
+    )
+    assert Lineage.of(same, manifest).version == lineage.version
+    longer = _config(tmp_path, shared.shards_uri, shared.data.root, "train.steps=30")
+    wider = _config(tmp_path, shared.shards_uri, shared.data.root, "train.model.dense_units=8")
+    assert len({lineage.version, Lineage.of(longer, manifest).version, Lineage.of(wider, manifest).version}) == 3
+    assert Lineage.of(longer, manifest).version.startswith(digest[:10])
+
+    named = _config(tmp_path, shared.shards_uri, shared.data.root, "train.version=v1")
+    assert Lineage.of(named, manifest).version == "v1"
+    assert Lineage.of(named, manifest).training_config_digest == lineage.training_config_digest
+    for bad in ("LATEST", "../v1", "a b"):
+        with pytest.raises(ConfigError, match="train.version"):
+            _config(tmp_path, shared.shards_uri, shared.data.root, f"train.version={bad}")
+
+
+def test_the_lineage_is_written_before_training(small_shards, tmp_path):
+    from tf_models.distributed import prepare_version
+
+    shared, manifest = small_shards
+    config = _config(tmp_path, shared.shards_uri, shared.data.root)
+    lineage, up_to_date = prepare_version(config, manifest)
+    assert not up_to_date
+    on_disk = json.loads(Path(local_path(versions.lineage_uri(config.run_dir, lineage.version))).read_text())
+    assert on_disk["manifest_digest"] == versions.manifest_digest(manifest)
+    assert on_disk["shards_uri"] == shared.shards_uri and on_disk["train"]["steps"] == 20
+    assert "spark_conf" not in on_disk["train"] and "master" not in on_disk["train"]
+    model_dir = Path(local_path(versions.model_uri(config.run_dir, lineage.version)))
+    assert [path.name for path in model_dir.iterdir()] == ["lineage.json"]
+
+
+# --------------------------------------------------------------------------
+# Training
+# --------------------------------------------------------------------------
+
+
+def test_a_second_train_on_the_same_shards_does_not_retrain(spark, first, monkeypatch):
+    import jobs.train
+    from tf_models.distributed import train_on_spark
+
+    config, manifest, summary = first
+    assert not summary["up_to_date"] and [h["step"] for h in summary["history"]] == [10, 20]
+    model_dir = Path(local_path(summary["model_uri"]))
+    written = {path: path.stat().st_mtime_ns for path in model_dir.rglob("*") if path.is_file()}
+    assert model_dir / "export" / "saved_model.pb" in written
+
+    again = train_on_spark(spark, config, manifest)
+    assert again["up_to_date"] and again["version"] == summary["version"]
+    assert again["history"] == summary["history"]
+
+    # The job finds it up to date before any Spark session starts.
+    def no_spark(*args, **kwargs):
+        raise AssertionError("an up-to-date model started Spark")
+
+    monkeypatch.setattr("tfbs.session.build_session", no_spark)
+    assert jobs.train.run(config)["up_to_date"]
+    assert {path: path.stat().st_mtime_ns for path in model_dir.rglob("*") if path.is_file()} == written
+
+
+def test_other_shards_train_a_new_version(first, second):
+    config, manifest, summary = first
+    again, other, retrained = second
+    assert not retrained["up_to_date"] and retrained["version"] != summary["version"]
+    assert retrained["version"].startswith(versions.manifest_digest(other)[:10])
+    assert retrained["version"].endswith(summary["version"][-8:])  # the same train section
+    lineages = {lineage.version: lineage for lineage in versions.list_versions(config.run_dir)}
+    assert set(lineages) == {summary["version"], retrained["version"]}
+    assert lineages[retrained["version"]].shards_uri == again.shards_uri
+    export = Path(local_path(versions.export_uri(config.run_dir, retrained["version"])), "tfbs_metadata.json")
+    assert json.loads(export.read_text())["manifest_digest"] == versions.manifest_digest(other)
+
+
+def test_a_named_version_of_other_inputs_is_refused(spark, first, other_shards):
+    from tf_models.distributed import train_on_spark
+    from tf_models.evaluate import evaluate
+
+    config, manifest, summary = first
+    version = summary["version"]
+    lineage_file = Path(local_path(versions.lineage_uri(config.run_dir, version)))
+    before = lineage_file.read_bytes()
+    shards_uri, other = other_shards
+    named = config.model_copy(
+        update={"shards_dir": shards_uri, "train": config.train.model_copy(update={"version": version})}
+    )
+    old, new = versions.manifest_digest(manifest), versions.manifest_digest(other)
+    expected = (
+        f"{versions.lineage_uri(config.run_dir, version)}: trained from shards manifest {old[:12]}, "
+        f"these shards are {new[:12]}; set train.version to a new name"
+    )
+    with pytest.raises(LineageError) as refused:
+        train_on_spark(spark, named, other)
+    assert str(refused.value) == expected
+    with pytest.raises(LineageError, match=re.escape(expected)):
+        evaluate(spark, named, other)
+
+    longer = config.model_copy(update={"train": config.train.model_copy(update={"version": version, "steps": 30})})
+    with pytest.raises(LineageError, match=r"lineage.json: trained with train.steps=20 \(now 30\); set train.version"):
+        train_on_spark(spark, longer, manifest)
+    assert lineage_file.read_bytes() == before
+
+
+# --------------------------------------------------------------------------
+# Evaluation moves LATEST; prediction follows it
+# --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def promoted(spark, first, second):
+    """The first version evaluated without a floor, then the second below one: (LATEST bytes, error)."""
+    from tf_models.evaluate import evaluate
+
+    config, manifest, _ = first
+    assert versions.read_latest(config.run_dir) is None
+    evaluate(spark, config, manifest)
+    latest = Path(local_path(versions.latest_uri(config.run_dir))).read_bytes()
+    again, other, _ = second
+    strict = again.model_copy(update={"evaluate": again.evaluate.model_copy(update={"min_mean_auroc": 1.0})})
+    with pytest.raises(BelowFloorError) as refused:
+        evaluate(spark, strict, other)
+    return latest, str(refused.value)
+
+
+def test_latest_moves_only_when_evaluation_passes_its_floor(first, second, promoted):
+    config, _, summary = first
+    _, _, retrained = second
+    latest_bytes, error = promoted
+    latest = json.loads(latest_bytes)
+    assert set(latest) == {"version", "manifest_digest", "mean_auroc", "mean_auprc", "promoted_at"}
+    assert latest["version"] == summary["version"] and 0.0 <= latest["mean_auprc"] <= 1.0
+
+    # Below the floor: the report is written in its version, LATEST and the run's report stay.
+    assert "below evaluate.min_mean_auroc 1.0" in error and error.endswith(f"still names {summary['version']}")
+    assert Path(local_path(versions.latest_uri(config.run_dir))).read_bytes() == latest_bytes
+    refused_report = Path(local_path(versions.report_uri(config.run_dir, retrained["version"])), "report.json")
+    assert json.loads(refused_report.read_text())["floors"]["passed"] is False
+    run_report = json.loads(Path(local_path(versions.run_report_uri(config.run_dir)), "report.json").read_text())
+    assert run_report["version"] == summary["version"]
+    assert run_report["lineage"]["manifest_digest"] == latest["manifest_digest"]
+
+
+def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypatch):
+    import gzip
+
+    import jobs.predict
+
+    config, _, summary = first
+    _, _, retrained = second
+    monkeypatch.setattr("tfbs.session.build_session", lambda *args, **kwargs: _Borrowed(spark))
+    regions = tmp_path / "regions.bed"
+    regions.write_text("chr8\t10000\t10200\nchr21\t5000\t5200\n")
+    args = argparse.Namespace(regions=str(regions), tf="CTCF", cell="K562", out=None, model_version=None)
+    assert jobs.predict.run(config, args) == 2
+    submission = Path(local_path(versions.report_uri(config.run_dir, summary["version"])), "F.CTCF.K562.tab.gz")
+    assert len(gzip.decompress(submission.read_bytes()).splitlines()) == 2
+
+    # Another version on request, even one below the floor.
+    args.model_version = retrained["version"]
+    assert jobs.predict.run(config, args) == 2
+    assert Path(local_path(versions.report_uri(config.run_dir, retrained["version"])), "F.CTCF.K562.tab.gz").exists()
+
+    # No LATEST yet: one line, naming the file.
+    fresh = config.model_copy(update={"run_dir": f"file://{tmp_path}/fresh"})
+    args.model_version = None
+    with pytest.raises(MissingInputError) as missing:
+        jobs.predict.run(fresh, args)
+    message = str(missing.value)
+    assert message.startswith(f"file://{tmp_path}/fresh/models/LATEST: not found") and "\n" not in message

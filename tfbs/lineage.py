@@ -1,0 +1,426 @@
+"""Model versions and their lineage: which shards and configuration made a model.
+
+A run keeps every model it trains under ``<run_dir>/models/<version>/``
+(checkpoints, export, history, report), each with a ``lineage.json`` written
+before training starts. The version's name comes from its content, the
+shard manifest's digest and the digest of the training configuration
+(``<manifest[:10]>-<train[:8]>``), unless ``train.version`` names it. So a
+run killed mid-training resumes its own version when run again, a rerun on
+the same shards and configuration finds its version finished, and new shards
+or a new ``train`` section train a new version beside the old ones.
+
+``<run_dir>/models/LATEST`` names the version that last passed evaluation;
+prediction uses it.
+
+This module is core: it imports no stage package. The manifest arrives as
+JSON text, a dict, or any object with pydantic's ``model_dump``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from tfbs import __version__
+from tfbs import uri as storage
+from tfbs.errors import MissingInputError, TfbsError
+
+if TYPE_CHECKING:
+    from tfbs.config import PipelineConfig
+
+#: Under ``<run_dir>``: one folder per model version, and the ``LATEST`` pointer.
+MODELS_DIR = "models"
+#: Under ``<run_dir>/models``: the version that last passed evaluation.
+LATEST_NAME = "LATEST"
+#: Under a version's folder: how it was made.
+LINEAGE_NAME = "lineage.json"
+#: Under a version's ``export/``, written last: what the model knows (TFs,
+#: cells, window, DNase) and which version it is; it marks a whole export.
+EXPORT_METADATA = "tfbs_metadata.json"
+#: Under ``<run_dir>``: a copy of the ``LATEST`` version's report.
+RUN_REPORT_DIR = "report"
+
+#: Keys of the ``train`` section that say where and how training is spread
+#: or how long to wait for it, not what it learns: they are no part of a
+#: version. Every strategy takes ``train.batch_size`` examples a step, for
+#: the same schedule, so a model trained under ps, all-reduce or in one
+#: process is the same recipe (and a killed ps run may resume in one process).
+OPERATIONAL_TRAIN_KEYS = frozenset(
+    {
+        "version",
+        "strategy",
+        "num_ps",
+        "num_workers",
+        "master",
+        "spark_conf",
+        "record_cache_dir",
+        "worker_wait_timeout_s",
+        "timeout_s",
+        "gpus_per_worker",
+        "gpu_discovery_script",
+    }
+)
+
+
+class LineageError(TfbsError):
+    """A model version made from other shards or another configuration than this run's."""
+
+
+class _Dumpable(Protocol):
+    def model_dump(self, *, mode: str = ...) -> dict[str, Any]: ...
+
+
+# --------------------------------------------------------------------------
+# Where things are
+# --------------------------------------------------------------------------
+
+
+def models_uri(run_dir: str) -> str:
+    """``<run_dir>/models``: every model version of a run, and ``LATEST``."""
+    return f"{run_dir.rstrip('/')}/{MODELS_DIR}"
+
+
+def model_uri(run_dir: str, version: str) -> str:
+    """``<run_dir>/models/<version>``: checkpoints, export, history, report, lineage."""
+    return f"{models_uri(run_dir)}/{version}"
+
+
+def export_uri(run_dir: str, version: str) -> str:
+    """``<run_dir>/models/<version>/export``: the version's SavedModel."""
+    return f"{model_uri(run_dir, version)}/export"
+
+
+def report_uri(run_dir: str, version: str) -> str:
+    """``<run_dir>/models/<version>/report``: the version's evaluation and submissions."""
+    return f"{model_uri(run_dir, version)}/report"
+
+
+def run_report_uri(run_dir: str) -> str:
+    """``<run_dir>/report``: a copy of the ``LATEST`` version's report (``report.json`` and plots)."""
+    return f"{run_dir.rstrip('/')}/{RUN_REPORT_DIR}"
+
+
+def lineage_uri(run_dir: str, version: str) -> str:
+    """``<run_dir>/models/<version>/lineage.json``."""
+    return f"{model_uri(run_dir, version)}/{LINEAGE_NAME}"
+
+
+def latest_uri(run_dir: str) -> str:
+    """``<run_dir>/models/LATEST``."""
+    return f"{models_uri(run_dir)}/{LATEST_NAME}"
+
+
+# --------------------------------------------------------------------------
+# Digests and names
+# --------------------------------------------------------------------------
+
+
+def canonical_json(tree: Any) -> str:
+    """One JSON text per value: sorted keys, no whitespace."""
+    return json.dumps(tree, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def manifest_tree(manifest: str | bytes | Mapping[str, Any] | _Dumpable) -> dict[str, Any]:
+    """The manifest as plain JSON values, from its text, a dict or the model object."""
+    if isinstance(manifest, str | bytes):
+        tree = json.loads(manifest)
+    elif isinstance(manifest, Mapping):
+        # Through JSON, so tuples and lists (or other JSON-equal values) compare alike.
+        tree = json.loads(json.dumps(manifest))
+    else:
+        tree = manifest.model_dump(mode="json")
+    if not isinstance(tree, dict):
+        raise ValueError(f"a manifest is a JSON object, not {type(tree).__name__}")
+    return tree
+
+
+def manifest_digest(manifest: str | bytes | Mapping[str, Any] | _Dumpable) -> str:
+    """The sha256 (hex) of a shard manifest's canonical JSON.
+
+    The same manifest gives the same digest whether it comes as the text of
+    ``manifest.json`` (any formatting), a dict or the pydantic object.
+
+    Examples
+    --------
+    >>> manifest_digest('{"b": 1, "a": [1, 2]}') == manifest_digest({"a": (1, 2), "b": 1})
+    True
+    """
+    return _sha256(canonical_json(manifest_tree(manifest)))
+
+
+def training_config(config: PipelineConfig) -> dict[str, Any]:
+    """The ``train`` section (model included) without its operational keys (:data:`OPERATIONAL_TRAIN_KEYS`)."""
+    return config.train.model_dump(mode="json", exclude=set(OPERATIONAL_TRAIN_KEYS))
+
+
+def training_config_digest(config: PipelineConfig) -> str:
+    """The sha256 (hex) of :func:`training_config`: what a model learns from besides its shards."""
+    return _sha256(canonical_json(training_config(config)))
+
+
+def config_digest(config: PipelineConfig) -> str:
+    """The sha256 (hex) of the whole configuration (its source file's name left out)."""
+    return _sha256(canonical_json(config.model_dump(mode="json", exclude={"source"})))
+
+
+def version_name(config: PipelineConfig, manifest_sha: str) -> str:
+    """``train.version`` if set, else ``<manifest digest[:10]>-<training config digest[:8]>``."""
+    if config.train.version:
+        return config.train.version
+    return f"{manifest_sha[:10]}-{training_config_digest(config)[:8]}"
+
+
+def _utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+# --------------------------------------------------------------------------
+# The lineage of a version
+# --------------------------------------------------------------------------
+
+
+class Lineage(BaseModel):
+    """How one model version was made: ``<run_dir>/models/<version>/lineage.json``.
+
+    Two lineages are of the same model when their ``manifest_digest`` and
+    ``training_config_digest`` agree; the other fields are for people.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str
+    manifest_digest: str
+    input_fingerprint: Any
+    training_config_digest: str
+    config_digest: str
+    train: dict[str, Any]
+    shards_uri: str
+    created_at: str
+    tfbs_version: str
+
+    @classmethod
+    def of(cls, config: PipelineConfig, manifest: str | bytes | Mapping[str, Any] | _Dumpable) -> Lineage:
+        """The lineage a model trained now, from ``manifest``'s shards, would have."""
+        tree = manifest_tree(manifest)
+        digest = manifest_digest(tree)
+        return cls(
+            version=version_name(config, digest),
+            manifest_digest=digest,
+            input_fingerprint=tree.get("fingerprint"),
+            training_config_digest=training_config_digest(config),
+            config_digest=config_digest(config),
+            train=training_config(config),
+            shards_uri=config.shards_uri,
+            created_at=_utc_now(),
+            tfbs_version=__version__,
+        )
+
+    def difference(self, other: Lineage) -> str | None:
+        """What makes ``other`` (this run's) another model than this one (on disk), in words; None if nothing.
+
+        Examples
+        --------
+        >>> a = Lineage(version="v", manifest_digest="3fa2" * 16, input_fingerprint=None,
+        ...     training_config_digest="c" * 64, config_digest="", train={"steps": 60}, shards_uri="",
+        ...     created_at="", tfbs_version="")
+        >>> a.difference(a.model_copy(update={"manifest_digest": "9c01" * 16}))
+        'trained from shards manifest 3fa23fa23fa2, these shards are 9c019c019c01'
+        """
+        found = []
+        if other.manifest_digest != self.manifest_digest:
+            found.append(
+                f"trained from shards manifest {self.manifest_digest[:12]}, these shards are {other.manifest_digest[:12]}"
+            )
+        if other.training_config_digest != self.training_config_digest:
+            changed = _changed_keys(self.train, other.train)
+            if changed:
+                found.append("trained with " + ", ".join(f"{key}={old!r} (now {new!r})" for key, old, new in changed))
+            else:
+                found.append(
+                    f"trained with train config {self.training_config_digest[:12]}, "
+                    f"this run's is {other.training_config_digest[:12]}"
+                )
+        return "; ".join(found) or None
+
+
+def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "train") -> list[tuple]:
+    """``(dotted key, old value, new value)`` of every leaf that differs, at most 4."""
+    changed: list[tuple] = []
+    for key in sorted(set(old) | set(new)):
+        a, b = old.get(key), new.get(key)
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            changed += _changed_keys(a, b, f"{prefix}.{key}")
+        elif a != b:
+            changed.append((f"{prefix}.{key}", a, b))
+    return changed[:4]
+
+
+def read_lineage(run_dir: str, version: str) -> Lineage | None:
+    """The lineage of ``version``, or None if it has none (not trained yet).
+
+    Raises
+    ------
+    LineageError
+        If ``lineage.json`` is there but is not a lineage record.
+    """
+    uri = lineage_uri(run_dir, version)
+    if not storage.exists(uri):
+        return None
+    try:
+        return Lineage.model_validate_json(storage.read_text(uri))
+    except ValidationError as err:
+        problem = err.errors()[0]
+        where = ".".join(map(str, problem["loc"])) or "record"
+        raise LineageError(f"{uri}: not a lineage record ({where}: {problem['msg']})") from None
+
+
+def write_lineage(run_dir: str, lineage: Lineage) -> str:
+    """Write ``lineage.json`` of ``lineage.version``; returns its URI."""
+    uri = lineage_uri(run_dir, lineage.version)
+    storage.write_text(uri, lineage.model_dump_json(indent=2))
+    return uri
+
+
+def claim_version(run_dir: str, lineage: Lineage) -> Lineage:
+    """The version folder for a model of ``lineage``: its own, or a new one.
+
+    Writes ``lineage.json`` if the version has none yet (before training, so
+    a run killed mid-training leaves it), and returns the lineage on disk.
+
+    Raises
+    ------
+    LineageError
+        If the version was made from other shards or another training
+        configuration, or holds files but no lineage; one line naming the
+        difference.
+    """
+    uri = lineage_uri(run_dir, lineage.version)
+    existing = read_lineage(run_dir, lineage.version)
+    if existing is None:
+        folder = model_uri(run_dir, lineage.version)
+        if storage.exists(folder) and storage.list_files(folder):
+            raise LineageError(f"{folder}: holds files but no {LINEAGE_NAME}; set train.version to a new name")
+        write_lineage(run_dir, lineage)
+        return lineage
+    difference = existing.difference(lineage)
+    if difference:
+        raise LineageError(f"{uri}: {difference}; set train.version to a new name")
+    return existing
+
+
+def require_lineage(run_dir: str, lineage: Lineage) -> Lineage:
+    """The lineage on disk of ``lineage.version``, which must be of the same model.
+
+    Raises
+    ------
+    MissingInputError
+        If the version was never trained.
+    LineageError
+        If it was made from other shards or another training configuration.
+    """
+    existing = read_lineage(run_dir, lineage.version)
+    if existing is None:
+        raise MissingInputError(f"{lineage_uri(run_dir, lineage.version)}: not found (run `tfbs train` first)")
+    difference = existing.difference(lineage)
+    if difference:
+        raise LineageError(f"{lineage_uri(run_dir, lineage.version)}: {difference}; set train.version to a new name")
+    return existing
+
+
+def list_versions(run_dir: str) -> list[Lineage]:
+    """Every version of the run that has a lineage, oldest first."""
+    root = models_uri(run_dir)
+    if not storage.exists(root):
+        return []
+    names = sorted(
+        {uri[len(root) + 1 :].split("/")[0] for uri in storage.list_files(root) if uri.endswith(f"/{LINEAGE_NAME}")}
+    )
+    found = [read_lineage(run_dir, name) for name in names]
+    return sorted((lineage for lineage in found if lineage is not None), key=lambda x: (x.created_at, x.version))
+
+
+# --------------------------------------------------------------------------
+# LATEST: the version prediction uses
+# --------------------------------------------------------------------------
+
+
+class Latest(BaseModel):
+    """``<run_dir>/models/LATEST``: the version that last passed evaluation."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str
+    manifest_digest: str
+    mean_auroc: float
+    mean_auprc: float
+    promoted_at: str
+
+
+def read_latest(run_dir: str) -> Latest | None:
+    """What ``LATEST`` names, or None before any version passed evaluation.
+
+    Raises
+    ------
+    LineageError
+        If the file is there but unreadable as a pointer.
+    """
+    uri = latest_uri(run_dir)
+    if not storage.exists(uri):
+        return None
+    try:
+        return Latest.model_validate_json(storage.read_text(uri))
+    except ValidationError as err:
+        problem = err.errors()[0]
+        where = ".".join(map(str, problem["loc"])) or "record"
+        raise LineageError(f"{uri}: not a LATEST pointer ({where}: {problem['msg']})") from None
+
+
+def write_latest(run_dir: str, lineage: Lineage, mean_auroc: float, mean_auprc: float) -> Latest:
+    """Point ``LATEST`` at ``lineage.version`` (one write; readers see the old or the new pointer)."""
+    latest = Latest(
+        version=lineage.version,
+        manifest_digest=lineage.manifest_digest,
+        mean_auroc=mean_auroc,
+        mean_auprc=mean_auprc,
+        promoted_at=_utc_now(),
+    )
+    storage.write_text(latest_uri(run_dir), latest.model_dump_json(indent=2))
+    return latest
+
+
+__all__ = [
+    "EXPORT_METADATA",
+    "LATEST_NAME",
+    "LINEAGE_NAME",
+    "Latest",
+    "Lineage",
+    "LineageError",
+    "claim_version",
+    "config_digest",
+    "export_uri",
+    "latest_uri",
+    "lineage_uri",
+    "list_versions",
+    "manifest_digest",
+    "model_uri",
+    "models_uri",
+    "read_latest",
+    "read_lineage",
+    "report_uri",
+    "require_lineage",
+    "run_report_uri",
+    "training_config",
+    "training_config_digest",
+    "version_name",
+    "write_latest",
+    "write_lineage",
+]
