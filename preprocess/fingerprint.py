@@ -106,9 +106,10 @@ def _store_checksum(uri: str) -> dict[str, Any] | None:
     # Opening a random-access file fetches the object's metadata, not its bytes.
     with fs.open_input_file(path) as handle:
         metadata = handle.metadata()
-    for key, kind in ((b"md5Hash", "md5"), (b"crc32c", "crc32c")):
+    # pyarrow's GCS client hands the object's JSON metadata over as ``{str: bytes}``.
+    for key, kind in (("md5Hash", "md5"), ("crc32c", "crc32c")):
         if metadata.get(key):
-            return {"kind": kind, "digest": base64.b64decode(metadata[key]).hex(), "size": int(metadata[b"size"])}
+            return {"kind": kind, "digest": base64.b64decode(metadata[key]).hex(), "size": int(metadata["size"])}
     return None
 
 

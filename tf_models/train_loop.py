@@ -134,8 +134,9 @@ class TrainingRun:
 
         Copies go to ``<cache_dir>/<shards>/<content>/``, where ``<content>``
         digests every record file's URI and SHA-256 from the manifest, so
-        shards rebuilt at the same URI get a folder of their own; this node's
-        folders of other contents of the same shards are removed. A copy
+        shards rebuilt at the same URI get a folder of their own; once they
+        are in place, this node's folders of other contents of the same
+        shards are removed. A copy
         already there is used only if its SHA-256 is the manifest's; anything
         else is fetched again, under a temporary name then renamed, so a
         half-fetched file is never read.
@@ -165,9 +166,10 @@ class TrainingRun:
         remote = [uri for split in download for uri in wanted[split] if storage.is_remote(uri)]
         if remote:
             started = time.monotonic()
+            fetched = sum(_verified_copy(uri, Path(local(uri)), self.checksums.get(uri)) for uri in remote)
+            # Only once this content is in place: a run of a stale manifest fails above, leaving the copies alone.
             for folder in sorted({shards_folder(uri) for uri in remote}):
                 _remove_other_contents(Path(folder), keep=content)
-            fetched = sum(_verified_copy(uri, Path(local(uri)), self.checksums.get(uri)) for uri in remote)
             log.info(
                 "record files under %s/%s: %d fetched, %d cached copies verified, in %.1f s",
                 cache_dir,
