@@ -9,7 +9,7 @@ Each file is identified by a digest of its bytes, tagged with its kind:
 
 ``sha256``
     streamed through :mod:`tfbs.uri` in large blocks, so ``file://`` and
-    ``hdfs://`` inputs are read once each, by the driver (about 1.2 GB/s
+    ``hdfs://`` inputs are read once each, by the driver (about 1 GB/s
     on one core with SHA extensions: a 3 GB genome costs a few seconds);
 ``md5`` or ``crc32c``
     on GCS, the checksum the store keeps in the object's metadata, read
