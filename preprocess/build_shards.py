@@ -31,6 +31,7 @@ from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from preprocess import manifest as manifest_io
+from preprocess.fingerprint import changed_inputs, input_fingerprint
 from preprocess.genome import load_chromosome, read_fai, window_status
 from preprocess.inputs import check_preprocess_inputs
 from preprocess.label_reader import LabelPiece, ReadReport, read_label_file
@@ -57,9 +58,6 @@ from tfbs.errors import BadInputError
 from tfbs.proteins import read_protein_fasta
 
 log = logging.getLogger("tfbs.preprocess")
-
-#: Sections of the configuration that determine the shards.
-SHARD_SECTIONS = {"data", "preprocess"}
 
 
 def _read_labels(
@@ -169,16 +167,6 @@ def _write_records_partition(items: Iterable, out_uri: str, seed: int) -> Iterat
         yield "records", (file_key, write_dealt_records(file_key, number, parts, out_uri, seed))
 
 
-def _input_fingerprint(uris: list[str]) -> list[dict]:
-    """Size and modification time of each input: a changed file means a rerun."""
-    rows = []
-    for uri in uris:
-        fs, path = storage.filesystem(uri)
-        info = fs.get_file_info(path)
-        rows.append({"uri": uri, "size": info.size, "mtime_ns": info.mtime_ns})
-    return rows
-
-
 def _assemble_manifest(
     results: list[ChromResult],
     record_files: list[tuple[str, dict]],
@@ -235,15 +223,37 @@ def _assemble_manifest(
     }
 
 
-def _current_manifest(shards_uri: str) -> manifest_io.Manifest | None:
-    """The manifest of shards already there, or None (none, unfinished, or of an older schema)."""
+def current_shards(shards_uri: str, fingerprint: dict) -> manifest_io.Manifest | None:
+    """The manifest of the shards at ``shards_uri`` if they were built from ``fingerprint``, else None.
+
+    Logs why: no shards yet, an unfinished or older-schema directory, or
+    which inputs changed since the shards were built.
+
+    Parameters
+    ----------
+    shards_uri
+        The shard directory.
+    fingerprint
+        :func:`preprocess.fingerprint.input_fingerprint` of the inputs now.
+    """
     if not storage.exists(f"{shards_uri}/{manifest_io.MANIFEST_NAME}"):
+        log.info("building the shards in %s: none there yet", shards_uri)
         return None
     try:
-        return manifest_io.read_manifest(shards_uri)
+        existing = manifest_io.read_manifest(shards_uri)
     except BadInputError as err:
         log.info("rebuilding the shards: %s", err)
         return None
+    changed = changed_inputs(existing.fingerprint, fingerprint)
+    if changed:
+        log.info("rebuilding the shards in %s: changed since they were built: %s", shards_uri, ", ".join(changed))
+        return None
+    log.info(
+        "shards in %s are up to date (same configuration, same content of all %d input files); not rebuilt",
+        shards_uri,
+        len(fingerprint["inputs"]),
+    )
+    return existing
 
 
 def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Manifest:
@@ -261,8 +271,10 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
     -------
     Manifest
         The manifest written to ``<shards>/manifest.json``. If the shards
-        there were built from the same configuration sections and inputs,
-        they are kept and their manifest returned.
+        there were built from the same configuration sections and inputs of
+        the same content (:func:`preprocess.fingerprint.input_fingerprint`),
+        they are kept and their manifest returned; otherwise they are rebuilt
+        and the log names what changed.
 
     Raises
     ------
@@ -278,11 +290,10 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
     tfs = list(data.tfs)
     all_cells = sorted({cell for cells in cells_by_tf.values() for cell in cells})
     label_uris = {tf: data.labels_uri(tf) for tf in tfs}
-    fingerprint = {"config": config.digest(SHARD_SECTIONS), "inputs": _input_fingerprint(sorted(label_uris.values()))}
+    fingerprint = input_fingerprint(config, cells_by_tf)
     final_uri = config.shards_uri
-    existing = _current_manifest(final_uri)
-    if existing is not None and existing.fingerprint == fingerprint:
-        log.info("shards in %s are up to date (same configuration and inputs); not rebuilt", final_uri)
+    existing = current_shards(final_uri, fingerprint)
+    if existing is not None:
         return existing
     proteins = read_protein_fasta(data.proteins_fasta)
     fai = read_fai(data.genome_fasta)

@@ -34,7 +34,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from tfbs import uri as storage
 from tfbs.errors import BadInputError
 
-SCHEMA_VERSION = 3
+#: 4: the fingerprint holds a content digest of every input; every file entry its SHA-256.
+SCHEMA_VERSION = 4
 MANIFEST_NAME = "manifest.json"
 
 #: Outcomes decided per (bin, cell) inside the tasks, by code.
@@ -102,10 +103,16 @@ class _Record(BaseModel):
 
 
 class FileEntry(_Record):
-    """One written file and its row count."""
+    """One written file, its row count and the SHA-256 of its bytes.
+
+    The checksum is taken from the bytes as the task wrote them, so a reader
+    can tell a copy of this file from one of shards rebuilt since at the
+    same path (record files are fixed-length: the size does not tell).
+    """
 
     path: str
     rows: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
 class SplitRecords(_Record):
@@ -165,7 +172,10 @@ class Manifest(_Record):
 
     schema_version: int
     config_digest: str
-    fingerprint: dict
+    fingerprint: dict = Field(
+        description="content digests of every input and of the data/preprocess sections "
+        "(preprocess.fingerprint.input_fingerprint)"
+    )
     created_unix: int
     tfs: list[str] = Field(min_length=1)
     cells: list[str] = Field(min_length=1)

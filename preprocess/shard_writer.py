@@ -20,6 +20,7 @@ each worker.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -140,8 +141,8 @@ def write_chromosome(
             pa.binary(context.window), len(rows), [None, pa.py_buffer(windows.tobytes())]
         )
     path = f"{context.out_uri}/parquet/{bins.split}/{bins.tf}/{bins.chrom}.parquet"
-    _write_parquet(pa.table(columns), path, context.rows_per_row_group)
-    result.parquet.append({"path": path, "rows": len(rows)})
+    checksum = _write_parquet(pa.table(columns), path, context.rows_per_row_group)
+    result.parquet.append({"path": path, "rows": len(rows), "sha256": checksum})
     if windows is not None:
         labels = (codes == CODE_B).astype(np.uint8)
         for draw in np.unique(draws):
@@ -198,13 +199,15 @@ def write_dealt_records(
     Returns
     -------
     dict
-        ``{"path", "rows"}``.
+        ``{"path", "rows", "sha256"}``: the checksum of the bytes written,
+        against which a node's cached copy is checked.
     """
     packed = np.concatenate([records for _, _, records in sorted(chunks, key=lambda c: (c[0], c[1]))])
     order = np.random.default_rng([seed, number, *file_key.encode()]).permutation(len(packed))
     path = f"{out_uri}/records/{file_key}/part-{number:05d}.rec"
-    storage.write_bytes(path, packed[order].tobytes())
-    return {"path": path, "rows": len(packed)}
+    data = packed[order].tobytes()
+    storage.write_bytes(path, data)
+    return {"path": path, "rows": len(packed), "sha256": hashlib.sha256(data).hexdigest()}
 
 
 def _strings(values: "list[str] | tuple[str, ...]", index: np.ndarray) -> pa.Array:
@@ -212,6 +215,13 @@ def _strings(values: "list[str] | tuple[str, ...]", index: np.ndarray) -> pa.Arr
     return pa.DictionaryArray.from_arrays(pa.array(index.astype(np.int32)), pa.array(list(values))).cast(pa.string())
 
 
-def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int) -> None:
+def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int) -> str:
+    """Write ``table`` to ``uri``; returns the SHA-256 of the file's bytes."""
+    # Written to memory first so the checksum is of exactly the bytes
+    # stored; one (TF, chromosome)'s compressed rows are small.
+    buffer = pa.BufferOutputStream()
+    pq.write_table(table, buffer, row_group_size=rows_per_row_group, compression="zstd")
+    data = buffer.getvalue()
     with storage.open_output(uri, compression=None) as sink:
-        pq.write_table(table, sink, row_group_size=rows_per_row_group, compression="zstd")
+        sink.write(data)
+    return hashlib.sha256(data).hexdigest()

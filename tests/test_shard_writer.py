@@ -4,8 +4,10 @@ records to files and their writing."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -124,7 +126,8 @@ def test_train_parquet_holds_the_kept_rows_with_their_windows(tmp_path):
     result = write_chromosome(bins, CELLS, decision, chromosome, context)
     expected = _expected_train_rows(bins, decision)
     path = f"{context.out_uri}/parquet/train/FOXA1/chr2.parquet"
-    assert result.parquet == [{"path": path, "rows": len(expected)}]
+    checksum = hashlib.sha256(Path(local_path(path)).read_bytes()).hexdigest()
+    assert result.parquet == [{"path": path, "rows": len(expected), "sha256": checksum}]
     table = pq.read_table(local_path(path))
     rows = table.to_pylist()
     assert sorted((r["start"], r["cell"], r["draw"], r["label"]) for r in rows) == expected
@@ -257,9 +260,13 @@ def test_write_dealt_records_does_not_depend_on_chunk_order(tmp_path):
     chunks = _chunks()
     first = write_dealt_records("train/negatives-1", 2, chunks, to_uri(tmp_path / "a"), seed=7)
     second = write_dealt_records("train/negatives-1", 2, chunks[::-1], to_uri(tmp_path / "b"), seed=7)
-    assert first == {"path": f"{to_uri(tmp_path / 'a')}/records/train/negatives-1/part-00002.rec", "rows": 300}
-    assert second["rows"] == 300
+    assert first["path"] == f"{to_uri(tmp_path / 'a')}/records/train/negatives-1/part-00002.rec"
+    assert first["rows"] == second["rows"] == 300
     assert _written(first) == _written(second)
+    # The checksum is of the bytes written, so equal files have equal checksums.
+    assert (
+        first["sha256"] == second["sha256"] == hashlib.sha256(Path(local_path(first["path"])).read_bytes()).hexdigest()
+    )
 
 
 def test_write_dealt_records_holds_the_union_of_the_chunks_shuffled(tmp_path):

@@ -18,13 +18,17 @@ import hashlib
 import json
 import logging
 import math
+import shutil
 import time
+import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from preprocess.fingerprint import HASH_BLOCK_BYTES, sha256_of
 from preprocess.manifest import Manifest
 from preprocess.records import RecordLayout
 from tf_models.encoding import protein_one_hot
@@ -34,6 +38,7 @@ from tf_models.model_dir import ModelDirectory, model_directory
 from tf_models.optimizer import LockedAdam
 from tfbs import uri as storage
 from tfbs.config import ModelConfig, TrainConfig
+from tfbs.errors import BadInputError
 from tfbs.proteins import protein_table
 
 log = logging.getLogger("tfbs.train")
@@ -90,6 +95,8 @@ class TrainingRun:
     n_cells: int
     n_positive: int
     has_dnase: bool = True
+    #: SHA-256 of each record file, by URI, from the manifest: what a node's copy must hold.
+    checksums: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_manifest(cls, manifest: Manifest) -> TrainingRun:
@@ -101,6 +108,7 @@ class TrainingRun:
             raise ValueError("the manifest lists no training positives, or a negative draw without files")
         n_positive = sum(f.rows for f in train.positives)
         n_negative = sum(f.rows for files in train.negatives for f in files) / len(negatives)
+        entries = [f for split in (train, valid) for f in (*split.positives, *(f for d in split.negatives for f in d))]
         return cls(
             positive_files=positives,
             negative_files=negatives,
@@ -111,6 +119,7 @@ class TrainingRun:
             n_cells=len(manifest.cells),
             n_positive=n_positive,
             has_dnase=manifest.dnase,
+            checksums={f.path: f.sha256 for f in entries},
         )
 
     def readable_by_tensorflow(self, cache_dir: str, download: tuple[str, ...] = ()) -> TrainingRun:
@@ -121,24 +130,54 @@ class TrainingRun:
         copies under ``cache_dir``: the same path on every node, because the
         chief builds the graph the workers run. Each node copies only what it
         reads (``download``: ``"train"`` on workers, ``"valid"`` on the
-        chief); a copy already there is kept.
+        chief).
+
+        Copies go to ``<cache_dir>/<shards>/<content>/``, where ``<content>``
+        digests every record file's URI and SHA-256 from the manifest, so
+        shards rebuilt at the same URI get a folder of their own; once they
+        are in place, this node's folders of other contents of the same
+        shards are removed. A copy
+        already there is used only if its SHA-256 is the manifest's; anything
+        else is fetched again, under a temporary name then renamed, so a
+        half-fetched file is never read.
+
+        Raises
+        ------
+        BadInputError
+            A fetched file's SHA-256 is not the manifest's: the shards were
+            rebuilt after this manifest was read, and training them against
+            it would mix two builds.
         """
+        files = [*self.positive_files, *(f for files in self.negative_files for f in files), *self.valid_files]
+        content = _short_digest(json.dumps(sorted((uri, self.checksums.get(uri)) for uri in files)))
+
+        def shards_folder(uri: str) -> str:
+            return f"{cache_dir}/{_short_digest(uri.partition('/records/')[0])}"
 
         def local(uri: str) -> str:
             if not storage.is_remote(uri):
                 return uri
-            shards, _, inside = uri.partition("/records/")
-            key = hashlib.sha256(shards.encode()).hexdigest()[:16]
-            return f"{cache_dir}/{key}/{inside}"
+            return f"{shards_folder(uri)}/{content}/{uri.partition('/records/')[2]}"
 
         wanted = {
             "train": [*self.positive_files, *(f for files in self.negative_files for f in files)],
             "valid": self.valid_files,
         }
-        for split in download:
-            for uri in wanted[split]:
-                if storage.is_remote(uri):
-                    storage.fetch_file(uri, local(uri))
+        remote = [uri for split in download for uri in wanted[split] if storage.is_remote(uri)]
+        if remote:
+            started = time.monotonic()
+            fetched = sum(_verified_copy(uri, Path(local(uri)), self.checksums.get(uri)) for uri in remote)
+            # Only once this content is in place: a run of a stale manifest fails above, leaving the copies alone.
+            for folder in sorted({shards_folder(uri) for uri in remote}):
+                _remove_other_contents(Path(folder), keep=content)
+            log.info(
+                "record files under %s/%s: %d fetched, %d cached copies verified, in %.1f s",
+                cache_dir,
+                content,
+                fetched,
+                len(remote) - fetched,
+                time.monotonic() - started,
+            )
         return dataclasses.replace(
             self,
             positive_files=[local(f) for f in self.positive_files],
@@ -182,6 +221,57 @@ class TrainingRun:
             skip_batches=skip_batches,
             **sharding,
         )
+
+
+def _short_digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _remove_other_contents(shards_folder: Path, keep: str) -> None:
+    """Remove this node's copies of other builds of the same shards: they can never be read again."""
+    if shards_folder.is_dir():
+        for child in shards_folder.iterdir():
+            if child.name == keep:
+                continue
+            if child.is_dir():
+                shutil.rmtree(child, ignore_errors=True)
+            else:
+                child.unlink(missing_ok=True)
+
+
+def _verified_copy(uri: str, target: Path, sha256: str | None) -> bool:
+    """Make ``target`` a copy of ``uri`` whose SHA-256 is ``sha256``; returns whether it was fetched.
+
+    A copy already at ``target`` is kept only if its bytes hash to
+    ``sha256`` (without one, it is always fetched again).
+
+    Raises
+    ------
+    BadInputError
+        If the bytes fetched do not hash to ``sha256``.
+    """
+    if sha256 is not None and target.is_file() and sha256_of(str(target))[0] == sha256:
+        return False
+    target.parent.mkdir(parents=True, exist_ok=True)
+    # A name of this call's own: processes of one node may fetch the same file at once.
+    partial = target.with_name(f"{target.name}.part-{uuid.uuid4().hex[:12]}")
+    digest = hashlib.sha256()
+    try:
+        with storage.open_input(uri, compression=None) as stream, open(partial, "wb") as out:
+            while chunk := stream.read(HASH_BLOCK_BYTES):
+                digest.update(chunk)
+                out.write(chunk)
+        if sha256 is not None and digest.hexdigest() != sha256:
+            raise BadInputError(
+                uri,
+                0,
+                f"SHA-256 {digest.hexdigest()[:16]}... is not the manifest's {sha256[:16]}...: "
+                "the shards were rebuilt after this manifest was read; train again",
+            )
+        partial.replace(target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return True
 
 
 @dataclass

@@ -1,0 +1,196 @@
+"""A content fingerprint of every input preprocessing reads.
+
+Shards are rebuilt exactly when this fingerprint changes, and a later stage
+can ask whether anything changed since the last model was trained. Size and
+modification time are never trusted: a copy, a restore or a tool that keeps
+modification times leaves both as they were while the content changes.
+
+Each file is identified by a digest of its bytes, tagged with its kind:
+
+``sha256``
+    streamed through :mod:`tfbs.uri` in large blocks, so ``file://`` and
+    ``hdfs://`` inputs are read once each, by the driver (about 1 GB/s
+    on one core with SHA extensions: a 3 GB genome costs a few seconds);
+``md5`` or ``crc32c``
+    on GCS, the checksum the store keeps in the object's metadata, read
+    with one metadata request instead of the object (MD5 when the object
+    has one; composed objects have only CRC32C). Both are digests of the
+    bytes, in hex, so they equal ``hashlib.md5`` or CRC32C of a local copy.
+
+HDFS keeps a file checksum too, but only WebHDFS and the Java client serve
+it, not the RPC client the pipeline uses (hdfs-native), and it depends on
+the block size: HDFS files are hashed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from preprocess.inputs import check_preprocess_inputs
+from tfbs import uri as storage
+from tfbs.config import DataConfig, PipelineConfig
+
+log = logging.getLogger("tfbs.preprocess")
+
+#: Sections of the configuration that determine the shards.
+SHARD_SECTIONS = {"data", "preprocess"}
+#: Bytes read at a time while hashing: large reads keep remote stores streaming.
+HASH_BLOCK_BYTES = 8 << 20
+#: Files hashed at once (I/O of one overlaps hashing of another; hashlib releases the GIL).
+_HASH_THREADS = 4
+
+
+def preprocess_inputs(data: DataConfig, cells_by_tf: dict[str, list[str]]) -> dict[str, str]:
+    """Every file ``tfbs preprocess`` reads, by name.
+
+    ``data.chrom_sizes`` and the ChIP-seq peaks are left out: preprocessing
+    never reads them (the label files and the genome index carry what it
+    needs), so a change to them must not rebuild the shards.
+
+    Parameters
+    ----------
+    data
+        The ``data`` section.
+    cells_by_tf
+        The cells of each TF (:func:`preprocess.inputs.check_preprocess_inputs`);
+        DNase peaks of other cells are not read.
+
+    Returns
+    -------
+    dict
+        ``{name: uri}`` with names ``labels/<TF>``, ``dnase/<cell>``,
+        ``genome``, ``genome_index``, ``proteins`` and ``blacklist``.
+    """
+    files = {f"labels/{tf}": data.labels_uri(tf) for tf in data.tfs}
+    if data.has_dnase:
+        cells = sorted({cell for cells in cells_by_tf.values() for cell in cells})
+        files.update({f"dnase/{cell}": data.dnase_peaks_uri(cell) for cell in cells})
+    files["genome"] = data.genome_fasta
+    files["genome_index"] = f"{data.genome_fasta}.fai"
+    files["proteins"] = data.proteins_fasta
+    if data.blacklist is not None:
+        files["blacklist"] = data.blacklist
+    return dict(sorted(files.items()))
+
+
+def sha256_of(uri: str) -> tuple[str, int]:
+    """SHA-256 (hex) and size of the bytes at ``uri`` (a URI or local path), as stored.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "x"
+    >>> _ = path.write_bytes(b"abc")
+    >>> sha256_of(str(path))
+    ('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 3)
+    """
+    digest = hashlib.sha256()
+    size = 0
+    with storage.open_input(uri, compression=None) as stream:
+        while chunk := stream.read(HASH_BLOCK_BYTES):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _store_checksum(uri: str) -> dict[str, Any] | None:
+    """The checksum a GCS object's metadata holds, or None where the store gives none cheaply."""
+    fs, path = storage.filesystem(uri)
+    if fs.type_name != "gcs":
+        return None
+    # Opening a random-access file fetches the object's metadata, not its bytes.
+    with fs.open_input_file(path) as handle:
+        metadata = handle.metadata()
+    # pyarrow's GCS client hands the object's JSON metadata over as ``{str: bytes}``.
+    for key, kind in (("md5Hash", "md5"), ("crc32c", "crc32c")):
+        if metadata.get(key):
+            return {"kind": kind, "digest": base64.b64decode(metadata[key]).hex(), "size": int(metadata["size"])}
+    return None
+
+
+def file_digest(uri: str) -> dict[str, Any]:
+    """The content digest of one file.
+
+    Returns
+    -------
+    dict
+        ``{"uri", "size", "kind", "digest"}``: ``kind`` is ``sha256``, or on
+        GCS the store's ``md5`` (``crc32c`` for composed objects).
+    """
+    entry = _store_checksum(uri)
+    if entry is None:
+        digest, size = sha256_of(uri)
+        entry = {"kind": "sha256", "digest": digest, "size": size}
+    return {"uri": uri, **entry}
+
+
+def input_fingerprint(config: PipelineConfig, cells_by_tf: dict[str, list[str]] | None = None) -> dict[str, Any]:
+    """The content fingerprint of the shards' inputs and settings.
+
+    A pure function of the input files' bytes and the ``data`` and
+    ``preprocess`` sections: the same inputs always give an equal dict
+    (JSON-ready, keys sorted), and a change to any byte of any input file
+    gives a different one.
+
+    Parameters
+    ----------
+    config
+        The pipeline configuration.
+    cells_by_tf
+        Each TF's cells, when the caller has checked the inputs already;
+        otherwise they are checked here.
+
+    Returns
+    -------
+    dict
+        ``{"config": <digest of data and preprocess>, "inputs": {name:
+        {"uri", "size", "kind", "digest"}}}`` with names as in
+        :func:`preprocess_inputs`.
+
+    Raises
+    ------
+    MissingInputError, BadInputError
+        As :func:`preprocess.inputs.check_preprocess_inputs`.
+    """
+    if cells_by_tf is None:
+        cells_by_tf = check_preprocess_inputs(config.data)
+    files = preprocess_inputs(config.data, cells_by_tf)
+    started = time.monotonic()
+    with ThreadPoolExecutor(_HASH_THREADS) as pool:
+        digests = dict(zip(files, pool.map(file_digest, files.values())))
+    elapsed = time.monotonic() - started
+    hashed = sum(entry["size"] for entry in digests.values() if entry["kind"] == "sha256")
+    log.info(
+        "fingerprinted %d input files in %.2f s (%.1f MB hashed, %.0f MB/s)",
+        len(digests),
+        elapsed,
+        hashed / 1e6,
+        hashed / 1e6 / max(elapsed, 1e-9),
+    )
+    return {"config": config.digest(SHARD_SECTIONS), "inputs": digests}
+
+
+def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
+    """What differs between two fingerprints, by name; empty when they are equal.
+
+    Examples
+    --------
+    >>> a = {"config": "c1", "inputs": {"genome": {"digest": "1"}, "dnase/K562": {"digest": "2"}}}
+    >>> changed_inputs(a, {"config": "c2", "inputs": {"genome": {"digest": "9"}}})
+    ['configuration (data, preprocess)', 'dnase/K562 (gone)', 'genome']
+    """
+    changed = [] if old.get("config") == new.get("config") else ["configuration (data, preprocess)"]
+    old_inputs, new_inputs = old.get("inputs", {}), new.get("inputs", {})
+    for name in sorted(set(old_inputs) | set(new_inputs)):
+        if name not in new_inputs:
+            changed.append(f"{name} (gone)")
+        elif name not in old_inputs:
+            changed.append(f"{name} (new)")
+        elif old_inputs[name] != new_inputs[name]:
+            changed.append(name)
+    return changed
