@@ -473,6 +473,34 @@ def list_files(uri: str, suffix: str | None = None) -> list[str]:
     return sorted(_uri_of(uri, p) for p in paths)
 
 
+def list_sizes(uri: str) -> dict[str, int]:
+    """``{file URI: size in bytes}`` of the files :func:`list_files` lists under ``uri``.
+
+    Raises
+    ------
+    FileNotFoundError, NotADirectoryError
+        As :func:`list_files`.
+    """
+    fs, path = filesystem(uri)
+    listed = set(list_files(uri))
+    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
+    sizes = {_uri_of(uri, info.path): info.size for info in infos if info.type == pafs.FileType.File}
+    return {file: sizes[file] for file in sorted(listed & sizes.keys())}
+
+
+def delete_file(uri: str) -> bool:
+    """Remove the file at ``uri``; returns whether there was one."""
+    fs, path = filesystem(uri)
+    # Checked first: not every pyarrow file system raises FileNotFoundError.
+    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+        return False
+    try:
+        fs.delete_file(path)
+    except FileNotFoundError:
+        return False  # removed by another process since
+    return True
+
+
 def delete_dir(uri: str) -> None:
     """Remove a directory tree if it exists.
 
@@ -714,15 +742,23 @@ def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
 def download_tree(uri: str, directory: str | os.PathLike[str]) -> int:
     """Copy every file under ``uri`` into ``directory``, keeping relative paths.
 
-    Files already there with the same size are left alone, and files still
-    being written at ``uri`` are not copied. Each file is renamed into place
-    whole. Returns the number of files copied (0 when nothing exists at
-    ``uri``).
+    Files already there with the same size are left alone; files still
+    being written at ``uri``, or removed after the listing, are not copied.
+    Each file is renamed into place whole. Returns the number of files
+    copied (0 when nothing exists at ``uri``).
     """
     if not exists(uri):
         return 0
     base = uri.rstrip("/") + "/"
-    return sum(fetch_file(source, Path(directory) / source[len(base) :]) for source in list_files(uri))
+    copied = 0
+    for source in list_files(uri):
+        try:
+            copied += fetch_file(source, Path(directory) / source[len(base) :])
+        except FileNotFoundError:
+            # Removed since the listing (an old checkpoint the writer let go):
+            # the copy is of the directory as it is now, not as listed.
+            continue
+    return copied
 
 
 def upload_tree(
