@@ -278,6 +278,10 @@ def _check_max_to_keep(directory, monkeypatch) -> None:
 
     with ModelDirectory(directory.uri, tempfile.mkdtemp(prefix="tfbs-model-"), temporary=True) as fresh:
         fresh.pull()
+        uploads: list[str] = []
+        monkeypatch.setattr(storage, "upload_file", lambda src, uri: uploads.append(uri))
+        fresh.push()
+        assert uploads == []  # what was pulled is not sent back
         value = tf.Variable(0.0)
         tf.train.Checkpoint(value=value).restore(tf.train.latest_checkpoint(f"{fresh.local}/checkpoints"))
         assert float(value.numpy()) == 5.0

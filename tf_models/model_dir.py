@@ -83,13 +83,23 @@ class ModelDirectory:
         return os.path.realpath(storage.local_path(self.uri)) != os.path.realpath(self.local)
 
     def pull(self, subdir: str = "") -> None:
-        """Copy what the remote holds (under ``subdir``) into the mirror."""
+        """Copy what the remote holds (under ``subdir``) into the (fresh) mirror.
+
+        What the mirror then holds counts as on the remote: :meth:`push`
+        uploads only what changes afterwards.
+        """
         if self.mirrored:
             target = f"{self.local}/{subdir}" if subdir else self.local
             source = f"{self.uri}/{subdir}" if subdir else self.uri
             copied = storage.download_tree(source, target)
             if copied:
                 log.info("pulled %d files from %s", copied, source)
+            # What came from the remote need not go back: a resumed run would
+            # otherwise upload every checkpoint it pulled at its first push.
+            for path in Path(target).rglob("*"):
+                if path.is_file() and str(path) not in self._uploaded:
+                    stat = path.stat()
+                    self._uploaded[str(path)] = (stat.st_size, stat.st_mtime_ns)
 
     def push(self) -> None:
         """Make the remote match the mirror: new and changed files, state files last, then deletions.
@@ -102,14 +112,15 @@ class ModelDirectory:
         if not self.mirrored:
             return
         copied = storage.upload_tree(self.local, self.uri, last=STATE_FILES, uploaded=self._uploaded)
-        removed = sum(self._remove_let_go(folder) for folder in self._checkpoint_folders())
+        removed = sum(self._remove_dropped(folder) for folder in self._checkpoint_folders())
         log.debug("pushed %d files to %s, removed %d", copied, self.uri, removed)
 
     def _checkpoint_folders(self) -> list[Path]:
         root = Path(self.local)
-        return sorted({state.parent for name in STATE_FILES for state in root.rglob(name) if state.parent != root})
+        states = (state for name in STATE_FILES for state in root.rglob(name) if state.is_file())
+        return sorted({state.parent for state in states if state.parent != root})
 
-    def _remove_let_go(self, folder: Path) -> int:
+    def _remove_dropped(self, folder: Path) -> int:
         """Remove remote files directly in ``folder`` that the mirror no longer has; returns how many."""
         remote = f"{self.uri.rstrip('/')}/{folder.relative_to(self.local).as_posix()}"
         if not storage.exists(remote):

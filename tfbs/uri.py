@@ -40,7 +40,7 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 from types import TracebackType
-from typing import IO, BinaryIO, TypeVar
+from typing import IO, Any, BinaryIO, TypeVar
 from urllib.parse import ParseResult, urlparse
 
 import pyarrow as pa
@@ -289,7 +289,7 @@ def _temporary_sibling(path: str) -> str:
     return f"{parent}/{temporary_name(name)}"
 
 
-def _hdfs_native_client(fs: pafs.FileSystem):
+def _hdfs_native_client(fs: pafs.FileSystem) -> Any:
     """The ``hdfs_native.Client`` behind an ``hdfs://`` file system of :func:`filesystem`, else None."""
     if not isinstance(fs, pafs.PyFileSystem):
         return None
@@ -460,14 +460,7 @@ def list_files(uri: str, suffix: str | None = None) -> list[str]:
     NotADirectoryError
         If ``uri`` is a file.
     """
-    fs, path = filesystem(uri)
-    kind = fs.get_file_info(path).type
-    if kind == pafs.FileType.NotFound:
-        raise FileNotFoundError(errno.ENOENT, "no such directory", uri)
-    if kind == pafs.FileType.File:
-        raise NotADirectoryError(errno.ENOTDIR, "not a directory", uri)
-    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
-    paths = [info.path for info in infos if info.type == pafs.FileType.File and not is_temporary(info.path)]
+    paths = [info.path for info in _file_infos(uri)]
     if suffix is not None:
         paths = [p for p in paths if p.endswith(suffix)]
     return sorted(_uri_of(uri, p) for p in paths)
@@ -481,11 +474,19 @@ def list_sizes(uri: str) -> dict[str, int]:
     FileNotFoundError, NotADirectoryError
         As :func:`list_files`.
     """
+    return dict(sorted((_uri_of(uri, info.path), info.size) for info in _file_infos(uri)))
+
+
+def _file_infos(uri: str) -> list[pafs.FileInfo]:
+    """The files under the directory ``uri`` (recursively), but those still being written."""
     fs, path = filesystem(uri)
-    listed = set(list_files(uri))
+    kind = fs.get_file_info(path).type
+    if kind == pafs.FileType.NotFound:
+        raise FileNotFoundError(errno.ENOENT, "no such directory", uri)
+    if kind == pafs.FileType.File:
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", uri)
     infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
-    sizes = {_uri_of(uri, info.path): info.size for info in infos if info.type == pafs.FileType.File}
-    return {file: sizes[file] for file in sorted(listed & sizes.keys())}
+    return [info for info in infos if info.type == pafs.FileType.File and not is_temporary(info.path)]
 
 
 def delete_file(uri: str) -> bool:
