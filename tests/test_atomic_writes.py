@@ -396,7 +396,7 @@ def test_train_on_hdfs_leaves_no_mirror(hadoop, tmp_path, monkeypatch):
 
 
 def test_local_export_one_copy_per_node_and_version(hadoop, tmp_path, monkeypatch):
-    from tf_models.model_dir import EXPORT_CACHE, local_export
+    from tf_models.model_dir import export_cache, local_export
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     export = f"{hadoop.fs_default_fs}/atomic/export/model/export"
@@ -411,7 +411,8 @@ def test_local_export_one_copy_per_node_and_version(hadoop, tmp_path, monkeypatc
     storage.write_bytes(f"{export}/variables/variables.index", b"checksums v2")  # retrained, same sizes
     second = local_export(export)
     assert second != first and Path(second, "variables", "variables.index").read_bytes() == b"checksums v2"
-    assert [p.name for p in (tmp_path / EXPORT_CACHE).iterdir()] == [Path(second).name]  # v1 removed
+    assert [p.name for p in export_cache().iterdir()] == [Path(second).name]  # v1 removed
+    assert export_cache().parent == tmp_path and export_cache().stat().st_mode & 0o777 == 0o700
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import tempfile
 import time
 import weakref
@@ -38,7 +39,7 @@ log = logging.getLogger("tfbs.train")
 STATE_FILES = ("checkpoint",)
 #: Temporary mirrors are made under the system's temporary directory with this prefix.
 MIRROR_PREFIX = "tfbs-model-"
-#: Copies of remote exports, shared by the processes of a node, under the system's temporary directory.
+#: Copies of remote exports, shared by a user's processes on a node: ``<tmp>/tfbs-exports-<uid>``.
 EXPORT_CACHE = "tfbs-exports"
 #: Export files up to this size are hashed to tell versions apart (all but the variables' data).
 _HASHED_BYTES = 1 << 20
@@ -98,8 +99,8 @@ class ModelDirectory:
             # otherwise upload every checkpoint it pulled at its first push.
             for path in Path(target).rglob("*"):
                 if path.is_file() and str(path) not in self._uploaded:
-                    stat = path.stat()
-                    self._uploaded[str(path)] = (stat.st_size, stat.st_mtime_ns)
+                    info = path.stat()
+                    self._uploaded[str(path)] = (info.st_size, info.st_mtime_ns)
 
     def push(self) -> None:
         """Make the remote match the mirror: new and changed files, state files last, then deletions.
@@ -168,20 +169,37 @@ def local_export(export_uri: str) -> str:
     scoring with a model on HDFS call this first. Spark's Python workers end
     with ``os._exit`` (no ``atexit``), so rather than a copy per process that
     nobody removes, the processes of a node share one copy per export and
-    version under ``<tmp>/tfbs-exports``: named by the export's URI and a
+    version under :func:`export_cache`: named by the export's URI and a
     digest of its files (a model retrained at the same URI gets a new copy
     and the old one is removed), installed by a rename so a process never
     loads a half-copied model.
     """
     if not storage.is_remote(export_uri):
         return storage.local_path(export_uri)
-    cache = Path(tempfile.gettempdir()) / EXPORT_CACHE
+    cache = export_cache()
     name = _digest(export_uri.rstrip("/").encode())
     copy = cache / f"{name}-{_export_version(export_uri)}"
     if not copy.is_dir():
         _install(export_uri, copy)
         _remove_other_versions(cache, name, keep=copy)
     return str(copy)
+
+
+def export_cache() -> Path:
+    """This user's directory of export copies on this node, created private (mode 700).
+
+    Raises
+    ------
+    PermissionError
+        If the directory exists but is not this user's alone: a model loaded
+        from it would run whatever graph another user put there.
+    """
+    root = Path(tempfile.gettempdir()) / f"{EXPORT_CACHE}-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    info = root.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise PermissionError(f"{root}: not a private directory of this user; remove it or set TMPDIR")
+    return root
 
 
 def _digest(data: bytes) -> str:
