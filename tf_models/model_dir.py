@@ -3,18 +3,33 @@
 TensorFlow 2.21 has no ``hdfs://`` file system (and tensorflow-io, which
 had one, stops at TF 2.16). So TensorFlow always works on a local directory:
 for a local model URI that is the directory itself; for a remote one
-(``hdfs://``, ``gs://``) a local mirror that :meth:`ModelDirectory.pull`
-fills from the remote (to resume) and :meth:`ModelDirectory.push` copies
-back after each checkpoint, through :mod:`tfbs.uri`. Checkpoint data and
-index files go before TensorFlow's ``checkpoint`` state files, so the remote
-never names a checkpoint whose files are not there yet.
+(``hdfs://``, ``gs://``) a temporary local mirror that
+:meth:`ModelDirectory.pull` fills from the remote (to resume) and
+:meth:`ModelDirectory.push` copies back after each checkpoint, through
+:mod:`tfbs.uri`, and that :meth:`ModelDirectory.close` removes.
+
+The remote follows the mirror's checkpoint folders exactly: checkpoint data
+and index files go first, then TensorFlow's ``checkpoint`` state file
+(each replaced whole), then the checkpoints ``CheckpointManager`` let go
+(``max_to_keep``) are removed. So the remote never names a checkpoint
+whose files are not there, and holds no more checkpoints than the mirror.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import json
 import logging
+import os
+import shutil
+import stat
 import tempfile
+import time
+import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
 
 from tfbs import uri as storage
 
@@ -22,60 +37,212 @@ log = logging.getLogger("tfbs.train")
 
 #: TensorFlow's checkpoint state files: they name the newest checkpoint.
 STATE_FILES = ("checkpoint",)
+#: Temporary mirrors are made under the system's temporary directory with this prefix.
+MIRROR_PREFIX = "tfbs-model-"
+#: Copies of remote exports, shared by a user's processes on a node: ``<tmp>/tfbs-exports-<uid>``.
+EXPORT_CACHE = "tfbs-exports"
+#: Export files up to this size are hashed to tell versions apart (all but the variables' data).
+_HASHED_BYTES = 1 << 20
+#: A copy of an export still unfinished after this long was left by a killed process.
+_STALE_SECONDS = 3600
 
 
 @dataclass
 class ModelDirectory:
-    """A model URI and the local directory TensorFlow reads and writes for it."""
+    """A model URI and the local directory TensorFlow reads and writes for it.
+
+    A context manager: leaving the ``with`` block calls :meth:`close`.
+
+    Attributes
+    ----------
+    uri
+        The model directory (``file://``, ``hdfs://``, ``gs://``).
+    local
+        Where TensorFlow works: the directory itself when ``uri`` is local,
+        else a mirror.
+    temporary
+        Whether ``local`` is a temporary mirror that :meth:`close` removes
+        (also removed when the object is garbage-collected or the
+        interpreter exits, should nobody call :meth:`close`).
+    """
 
     uri: str
     local: str
+    temporary: bool = False
     _uploaded: dict = field(default_factory=dict, repr=False)
+    _cleanup: weakref.finalize | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.temporary:
+            self._cleanup = weakref.finalize(self, shutil.rmtree, self.local, True)
 
     @property
     def mirrored(self) -> bool:
-        """Whether ``local`` is a copy (the model URI is remote)."""
-        return storage.is_remote(self.uri)
+        """Whether ``local`` is a copy (not the model directory itself)."""
+        if storage.is_remote(self.uri):
+            return True
+        return os.path.realpath(storage.local_path(self.uri)) != os.path.realpath(self.local)
 
     def pull(self, subdir: str = "") -> None:
-        """Copy what the remote holds (under ``subdir``) into the mirror."""
+        """Copy what the remote holds (under ``subdir``) into the (fresh) mirror.
+
+        What the mirror then holds counts as on the remote: :meth:`push`
+        uploads only what changes afterwards.
+        """
         if self.mirrored:
             target = f"{self.local}/{subdir}" if subdir else self.local
             source = f"{self.uri}/{subdir}" if subdir else self.uri
             copied = storage.download_tree(source, target)
             if copied:
                 log.info("pulled %d files from %s", copied, source)
+            # What came from the remote need not go back: a resumed run would
+            # otherwise upload every checkpoint it pulled at its first push.
+            for path in Path(target).rglob("*"):
+                if path.is_file() and str(path) not in self._uploaded:
+                    info = path.stat()
+                    self._uploaded[str(path)] = (info.st_size, info.st_mtime_ns)
 
     def push(self) -> None:
-        """Copy new and changed files of the mirror to the remote, state files last."""
-        if self.mirrored:
-            copied = storage.upload_tree(self.local, self.uri, last=STATE_FILES, uploaded=self._uploaded)
-            log.debug("pushed %d files to %s", copied, self.uri)
+        """Make the remote match the mirror: new and changed files, state files last, then deletions.
+
+        Deletions are mirrored only in checkpoint folders (sub-folders of
+        the mirror holding a state file), whose files belong to TensorFlow's
+        ``CheckpointManager``; what others write next to them in the model
+        directory (markers, plots, node files) is left alone.
+        """
+        if not self.mirrored:
+            return
+        copied = storage.upload_tree(self.local, self.uri, last=STATE_FILES, uploaded=self._uploaded)
+        removed = sum(self._remove_dropped(folder) for folder in self._checkpoint_folders())
+        log.debug("pushed %d files to %s, removed %d", copied, self.uri, removed)
+
+    def _checkpoint_folders(self) -> list[Path]:
+        root = Path(self.local)
+        states = (state for name in STATE_FILES for state in root.rglob(name) if state.is_file())
+        return sorted({state.parent for state in states if state.parent != root})
+
+    def _remove_dropped(self, folder: Path) -> int:
+        """Remove remote files directly in ``folder`` that the mirror no longer has; returns how many."""
+        remote = f"{self.uri.rstrip('/')}/{folder.relative_to(self.local).as_posix()}"
+        if not storage.exists(remote):
+            return 0
+        removed = 0
+        for uri in storage.list_files(remote):
+            name = uri[len(remote) + 1 :]
+            if "/" in name or (folder / name).exists():
+                continue
+            removed += storage.delete_file(uri)
+            self._uploaded.pop(str(folder / name), None)
+        return removed
+
+    def close(self) -> None:
+        """Remove the temporary mirror (it does not push: call :meth:`push` first).
+
+        Idempotent, and a no-op when TensorFlow works on the model directory
+        itself. The mirror may be filled again afterwards (the export step
+        writes under ``local``): it is then removed again when this object
+        goes away or the interpreter exits.
+        """
+        if self.temporary:
+            shutil.rmtree(self.local, ignore_errors=True)
+
+    def __enter__(self) -> ModelDirectory:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.close()
 
 
 def model_directory(uri: str) -> ModelDirectory:
-    """The model directory of ``uri``: itself if local, else a fresh local mirror."""
+    """The model directory of ``uri``: itself if local, else a fresh temporary mirror (close it when done)."""
     if not storage.is_remote(uri):
         return ModelDirectory(uri, storage.local_path(uri))
-    return ModelDirectory(uri, tempfile.mkdtemp(prefix="tfbs-model-"))
+    return ModelDirectory(uri, tempfile.mkdtemp(prefix=MIRROR_PREFIX), temporary=True)
 
 
 def local_export(export_uri: str) -> str:
-    """A local path of an exported SavedModel, copied once per process if remote.
+    """A local path of an exported SavedModel, copied once per node and version if remote.
 
     ``tf.saved_model.load`` needs a path TensorFlow can read; Spark tasks
-    scoring with a model on HDFS call this first.
+    scoring with a model on HDFS call this first. Spark's Python workers end
+    with ``os._exit`` (no ``atexit``), so rather than a copy per process that
+    nobody removes, the processes of a node share one copy per export and
+    version under :func:`export_cache`: named by the export's URI and a
+    digest of its files (a model retrained at the same URI gets a new copy
+    and the old one is removed), installed by a rename so a process never
+    loads a half-copied model.
     """
     if not storage.is_remote(export_uri):
         return storage.local_path(export_uri)
-    cached = _EXPORTS.get(export_uri)
-    if cached is None:
-        cached = tempfile.mkdtemp(prefix="tfbs-export-")
-        storage.download_tree(export_uri, cached)
-        _EXPORTS[export_uri] = cached
-    return cached
+    cache = export_cache()
+    name = _digest(export_uri.rstrip("/").encode())
+    copy = cache / f"{name}-{_export_version(export_uri)}"
+    if not copy.is_dir():
+        _install(export_uri, copy)
+        _remove_other_versions(cache, name, keep=copy)
+    return str(copy)
 
 
-#: Exports already copied into this process: a task of an executor's Python
-#: worker reuses the copy of an earlier task.
-_EXPORTS: dict[str, str] = {}
+def export_cache() -> Path:
+    """This user's directory of export copies on this node, created private (mode 700).
+
+    Raises
+    ------
+    PermissionError
+        If the directory exists but is not this user's alone: a model loaded
+        from it would run whatever graph another user put there.
+    """
+    root = Path(tempfile.gettempdir()) / f"{EXPORT_CACHE}-{os.getuid()}"
+    root.mkdir(mode=0o700, exist_ok=True)
+    info = root.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
+        raise PermissionError(f"{root}: not a private directory of this user; remove it or set TMPDIR")
+    return root
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _export_version(export_uri: str) -> str:
+    """A digest of the export's files: names and sizes, and the bytes of all but the large ones.
+
+    The small files (``saved_model.pb``, ``fingerprint.pb``, the variables'
+    index with its per-tensor checksums, the metadata) change with any
+    retraining, so the variables' data need not be read.
+    """
+    base = export_uri.rstrip("/") + "/"
+    listing = []
+    for uri, size in storage.list_sizes(export_uri).items():
+        content = _digest(storage.read_range(uri, 0, size)) if size <= _HASHED_BYTES else None
+        listing.append((uri[len(base) :], size, content))
+    return _digest(json.dumps(listing).encode())
+
+
+def _install(export_uri: str, copy: Path) -> None:
+    """Download the export next to ``copy`` under a temporary name and rename it into place."""
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    partial = copy.with_name(storage.temporary_name(copy.name))
+    try:
+        if not storage.download_tree(export_uri, partial):
+            raise FileNotFoundError(f"{export_uri}: no exported model there")
+        os.rename(partial, copy)
+    except OSError:
+        shutil.rmtree(partial, ignore_errors=True)
+        if not copy.is_dir():  # else another process installed the same version first
+            raise
+
+
+def _remove_other_versions(cache: Path, name: str, keep: Path) -> None:
+    """Remove older copies of the same export, and unfinished ones a killed process left."""
+    for other in cache.iterdir():
+        if other == keep:
+            continue
+        if other.name.startswith(f"{name}-"):
+            shutil.rmtree(other, ignore_errors=True)
+        elif storage.is_temporary(other.name) and other.name.startswith(f".{name}-"):
+            with contextlib.suppress(FileNotFoundError):  # another process may remove it first
+                if time.time() - other.stat().st_mtime > _STALE_SECONDS:
+                    shutil.rmtree(other, ignore_errors=True)

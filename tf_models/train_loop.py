@@ -279,7 +279,7 @@ class TrainingResult:
     """Outcome of :func:`train`."""
 
     steps: int
-    directory: ModelDirectory
+    directory: ModelDirectory  # closed: a remote model's temporary mirror is already removed
     history: list[dict] = field(default_factory=list)
     model: TFBSNet | None = None
 
@@ -353,6 +353,18 @@ def train(
         Steps done, the loss history and the trained model.
     """
     directory = model_directory(model_uri)
+    try:
+        return _train_in(directory, cfg, run, strategy, is_chief)
+    finally:
+        # Everything was pushed at each checkpoint: the temporary mirror of a
+        # remote model directory goes, even when training fails.
+        directory.close()
+
+
+def _train_in(
+    directory: ModelDirectory, cfg: TrainConfig, run: TrainingRun, strategy: tf.distribute.Strategy, is_chief: bool
+) -> TrainingResult:
+    """:func:`train` in ``directory``, which the caller closes."""
     directory.pull()  # a resumed run restores the remote's newest checkpoint
     model_dir = directory.local
     uses_coordinator = isinstance(strategy, tf.distribute.ParameterServerStrategy)

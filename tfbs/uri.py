@@ -12,22 +12,35 @@ so one code path serves a laptop directory, a cluster's HDFS and a bucket:
   default credentials, or, when ``STORAGE_EMULATOR_HOST`` is set (the
   variable Google's storage clients honour), the same client pointed at
   that emulator without credentials.
+
+Whole-file writes are atomic on every backend: a reader (or a process
+resuming after a crash) finds the old file or the new one, never a
+truncated one. On file systems with directories, bytes go to a hidden
+sibling ``.<name>.tmp-<hex>`` that is renamed over the target once closed;
+listings leave such names out (as Hadoop's readers do with dot files). A
+GCS object appears whole when its upload is closed, so it is written in
+place.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import gzip
 import io
 import os
+import re
+import shutil
 import socket
 import tempfile
+import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
-from typing import IO, TypeVar
+from types import TracebackType
+from typing import IO, Any, BinaryIO, TypeVar
 from urllib.parse import ParseResult, urlparse
 
 import pyarrow as pa
@@ -45,8 +58,12 @@ _OBJECT_STORES = ("gcs", "s3")
 #: instead of storage.googleapis.com, without credentials.
 EMULATOR_ENV = "STORAGE_EMULATOR_HOST"
 
-#: The file ``replace_dir`` writes last on object stores; readers trust a
-#: directory only once it exists.
+#: A file being written: ``.<name>.tmp-<32 hex digits>`` next to its target.
+_TEMPORARY_NAME = re.compile(r"^\..+\.tmp-[0-9a-f]{32}$")
+#: The codecs ``compression="detect"`` picks by extension (pyarrow's own rule).
+_CODECS_BY_SUFFIX = {".gz": "gzip", ".bz2": "bz2", ".lz4": "lz4", ".zst": "zstd"}
+#: Bytes per read when copying streams.
+_CHUNK = 1 << 22
 
 _T = TypeVar("_T")
 
@@ -236,6 +253,166 @@ def _ensure_parent(fs: pafs.FileSystem, path: str) -> None:
 
 
 # --------------------------------------------------------------------------
+# Atomic writes
+# --------------------------------------------------------------------------
+
+
+def temporary_name(name: str) -> str:
+    """A hidden, unique sibling name under which ``name`` is written before it is renamed.
+
+    Examples
+    --------
+    >>> is_temporary(temporary_name("checkpoint"))
+    True
+    """
+    return f".{name}.tmp-{uuid.uuid4().hex}"
+
+
+def is_temporary(path: str) -> bool:
+    """True if the last component of ``path`` names a file still being written (or left by a killed writer).
+
+    Examples
+    --------
+    >>> is_temporary("hdfs://nn/run/model/checkpoints/.checkpoint.tmp-" + "0" * 32), is_temporary("a/checkpoint")
+    (True, False)
+    """
+    return _TEMPORARY_NAME.match(path.rstrip("/").rsplit("/", 1)[-1]) is not None
+
+
+def _detect_compression(path: str) -> str | None:
+    """The codec pyarrow's ``compression="detect"`` would pick for ``path``."""
+    return next((codec for suffix, codec in _CODECS_BY_SUFFIX.items() if path.endswith(suffix)), None)
+
+
+def _temporary_sibling(path: str) -> str:
+    parent, _, name = path.rpartition("/")
+    return f"{parent}/{temporary_name(name)}"
+
+
+def _hdfs_native_client(fs: pafs.FileSystem) -> Any:
+    """The ``hdfs_native.Client`` behind an ``hdfs://`` file system of :func:`filesystem`, else None."""
+    if not isinstance(fs, pafs.PyFileSystem):
+        return None
+    fsspec_fs = getattr(fs.handler, "fs", None)
+    client = getattr(fsspec_fs, "client", None)
+    return client if hasattr(client, "rename") else None
+
+
+def _replace_file(fs: pafs.FileSystem, temporary: str, path: str) -> None:
+    """Rename the closed file ``temporary`` over ``path`` (same directory), in one step where the file system can."""
+    if isinstance(fs, pafs.LocalFileSystem):
+        os.replace(temporary, path)  # rename(2): atomic, replaces an existing file
+        return
+    client = _hdfs_native_client(fs)
+    if client is not None:
+        # HDFS's plain rename refuses an existing target, and pyarrow's move
+        # (fsspec's mv) calls it so. hdfs-native's overwrite flag sends
+        # rename2 with OVERWRITE instead: the name node swaps the name under
+        # its namespace lock, so readers see the old file or the new one;
+        # delete-then-rename would leave a moment with no file at all.
+        client.rename(temporary, path, True)
+        return
+    # Any other file system pyarrow serves: no portable rename-over. Deleting
+    # first may let a reader find no file for a moment, never a partial one.
+    if fs.get_file_info(path).type == pafs.FileType.File:
+        fs.delete_file(path)
+    fs.move(temporary, path)
+
+
+class AtomicOutput:
+    """A binary output stream whose file appears at its target only when closed without error.
+
+    Returned by :func:`open_output`. Used as a context manager it gives the
+    underlying pyarrow stream (for ``pq.write_table`` and the like): leaving
+    the block normally publishes the file; an exception discards it and the
+    target keeps what it held before. Without ``with``, call ``write`` and
+    then ``close`` (publish) or ``abort`` (discard).
+
+    On file systems with directories the bytes go to a hidden sibling
+    (:func:`temporary_name`) renamed over the target at close. On object
+    stores the object is written in place: it appears whole when its upload
+    is closed, and a killed writer leaves nothing. pyarrow's GCS stream has
+    no abort, though, so an exception raised while writing to a bucket still
+    publishes what was written so far; writers that can fail part-way there
+    (the shard writer) write into a staging directory that readers trust only
+    once its marker is there.
+    """
+
+    def __init__(self, fs: pafs.FileSystem, path: str, compression: str | None) -> None:
+        if compression == "detect":
+            # Detected from the target's name: the temporary one ends in hex digits.
+            compression = _detect_compression(path)
+        self._fs, self._path = fs, path
+        self._temporary = None if _is_object_store(fs) else _temporary_sibling(path)
+        self._stream = fs.open_output_stream(self._temporary or path, compression=compression)
+        self._finished = False
+
+    @property
+    def stream(self) -> pa.NativeFile:
+        """The pyarrow stream the bytes go to."""
+        return self._stream
+
+    def write(self, data: bytes | bytearray | memoryview | pa.Buffer) -> int:
+        """Write ``data``; returns the number of bytes written."""
+        return self._stream.write(data)
+
+    def close(self) -> None:
+        """Finish the file and put it at its target, replacing any file there."""
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            self._stream.close()
+            if self._temporary is not None:
+                _replace_file(self._fs, self._temporary, self._path)
+        except BaseException:
+            self._discard()
+            raise
+
+    def abort(self) -> None:
+        """Drop what was written; the target is left as it was."""
+        if self._finished:
+            return
+        self._finished = True
+        try:
+            self._stream.close()
+        finally:
+            self._discard()
+
+    def _discard(self) -> None:
+        if self._temporary is None:
+            return
+        # Called while an error propagates, which matters more than a
+        # leftover: a temporary name stays hidden from readers anyway.
+        with contextlib.suppress(Exception):
+            self._fs.delete_file(self._temporary)
+
+    def __enter__(self) -> pa.NativeFile:
+        return self._stream
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.abort()
+
+
+def _copy_to_local(source: BinaryIO | pa.NativeFile, target: Path) -> None:
+    """Write the stream ``source`` to the local ``target`` atomically (temporary sibling, then rename)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    partial = target.with_name(temporary_name(target.name))
+    try:
+        with open(partial, "wb") as out:
+            shutil.copyfileobj(source, out, _CHUNK)
+        os.replace(partial, target)
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+
+
+# --------------------------------------------------------------------------
 # Directories
 # --------------------------------------------------------------------------
 
@@ -273,7 +450,8 @@ def list_files(uri: str, suffix: str | None = None) -> list[str]:
     -------
     list of str
         File URIs in the scheme of ``uri``; directories (and GCS directory
-        markers) are left out.
+        markers) and files still being written (:func:`is_temporary`) are
+        left out.
 
     Raises
     ------
@@ -282,6 +460,25 @@ def list_files(uri: str, suffix: str | None = None) -> list[str]:
     NotADirectoryError
         If ``uri`` is a file.
     """
+    paths = [info.path for info in _file_infos(uri)]
+    if suffix is not None:
+        paths = [p for p in paths if p.endswith(suffix)]
+    return sorted(_uri_of(uri, p) for p in paths)
+
+
+def list_sizes(uri: str) -> dict[str, int]:
+    """``{file URI: size in bytes}`` of the files :func:`list_files` lists under ``uri``.
+
+    Raises
+    ------
+    FileNotFoundError, NotADirectoryError
+        As :func:`list_files`.
+    """
+    return dict(sorted((_uri_of(uri, info.path), info.size) for info in _file_infos(uri)))
+
+
+def _file_infos(uri: str) -> list[pafs.FileInfo]:
+    """The files under the directory ``uri`` (recursively), but those still being written."""
     fs, path = filesystem(uri)
     kind = fs.get_file_info(path).type
     if kind == pafs.FileType.NotFound:
@@ -289,10 +486,20 @@ def list_files(uri: str, suffix: str | None = None) -> list[str]:
     if kind == pafs.FileType.File:
         raise NotADirectoryError(errno.ENOTDIR, "not a directory", uri)
     infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
-    paths = [info.path for info in infos if info.type == pafs.FileType.File]
-    if suffix is not None:
-        paths = [p for p in paths if p.endswith(suffix)]
-    return sorted(_uri_of(uri, p) for p in paths)
+    return [info for info in infos if info.type == pafs.FileType.File and not is_temporary(info.path)]
+
+
+def delete_file(uri: str) -> bool:
+    """Remove the file at ``uri``; returns whether there was one."""
+    fs, path = filesystem(uri)
+    # Checked first: not every pyarrow file system raises FileNotFoundError.
+    if fs.get_file_info(path).type == pafs.FileType.NotFound:
+        return False
+    try:
+        fs.delete_file(path)
+    except FileNotFoundError:
+        return False  # removed by another process since
+    return True
 
 
 def delete_dir(uri: str) -> None:
@@ -403,11 +610,13 @@ def open_input(uri: str, compression: str | None = "detect") -> pa.NativeFile:
     return _naming_uri(uri, lambda: fs.open_input_stream(path, compression=compression))
 
 
-def open_output(uri: str, compression: str | None = "detect") -> pa.NativeFile:
-    """Open a binary output stream, replacing any file at ``uri``.
+def open_output(uri: str, compression: str | None = "detect") -> AtomicOutput:
+    """Open a binary output stream that replaces any file at ``uri`` when closed.
 
-    Parent directories are created where the file system has them. On GCS
-    the object appears only when the stream is closed.
+    Parent directories are created where the file system has them. The file
+    appears whole at close, never before (see :class:`AtomicOutput`):
+    ``with open_output(uri) as out:`` binds ``out`` to the pyarrow stream,
+    and an exception in the block leaves ``uri`` as it was.
 
     Parameters
     ----------
@@ -419,7 +628,7 @@ def open_output(uri: str, compression: str | None = "detect") -> pa.NativeFile:
     """
     fs, path = filesystem(uri)
     _ensure_parent(fs, path)
-    return fs.open_output_stream(path, compression=compression)
+    return AtomicOutput(fs, path, compression)
 
 
 def read_range(uri: str, offset: int, length: int) -> bytes:
@@ -465,13 +674,13 @@ def open_text(uri: str) -> IO[str]:
 
 
 def write_bytes(uri: str, data: bytes) -> None:
-    """Write ``data`` to ``uri`` as is, creating parent directories."""
+    """Write ``data`` to ``uri`` as is, creating parent directories; atomic (see :func:`open_output`)."""
     with open_output(uri, compression=None) as out:
         out.write(data)
 
 
 def write_text(uri: str, text: str) -> None:
-    """Write UTF-8 ``text`` to ``uri`` (not compressed, whatever its name)."""
+    """Write UTF-8 ``text`` to ``uri`` (not compressed, whatever its name); atomic."""
     write_bytes(uri, text.encode("utf-8"))
 
 
@@ -503,15 +712,10 @@ def stage_local(uri: str, directory: str | os.PathLike[str]) -> str:
     if not is_remote(uri):
         return local_path(uri)
     target = Path(directory) / urlparse(uri).path.rsplit("/", 1)[-1]
-    # Write under a temporary name first: a task retried on the same
+    # Written under a temporary name first: a task retried on the same
     # executor must not take a half-copied file for a staged one.
-    partial = target.with_name(target.name + ".part")
     with open_input(uri, compression=None) as source:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(partial, "wb") as out:
-            while chunk := source.read(1 << 22):
-                out.write(chunk)
-    partial.replace(target)
+        _copy_to_local(source, target)
     return str(target)
 
 
@@ -519,7 +723,8 @@ def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
     """Copy the file at ``uri`` to the local ``target``, unless a copy of the same size is there.
 
     The copy is written under a temporary name and renamed, so processes
-    fetching the same file at once never read a half-written one.
+    fetching the same file at once (or after a killed one) never read a
+    half-written one.
 
     Returns
     -------
@@ -530,25 +735,31 @@ def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
     fs, path = filesystem(uri)
     if target.exists() and target.stat().st_size == fs.get_file_info(path).size:
         return False
-    target.parent.mkdir(parents=True, exist_ok=True)
-    partial = target.with_name(f"{target.name}.part-{os.getpid()}")
-    with open_input(uri, compression=None) as stream, open(partial, "wb") as out:
-        while chunk := stream.read(1 << 22):
-            out.write(chunk)
-    partial.replace(target)
+    with open_input(uri, compression=None) as stream:
+        _copy_to_local(stream, target)
     return True
 
 
 def download_tree(uri: str, directory: str | os.PathLike[str]) -> int:
     """Copy every file under ``uri`` into ``directory``, keeping relative paths.
 
-    Files already there with the same size are left alone. Returns the
-    number of files copied (0 when nothing exists at ``uri``).
+    Files already there with the same size are left alone; files still
+    being written at ``uri``, or removed after the listing, are not copied.
+    Each file is renamed into place whole. Returns the number of files
+    copied (0 when nothing exists at ``uri``).
     """
     if not exists(uri):
         return 0
     base = uri.rstrip("/") + "/"
-    return sum(fetch_file(source, Path(directory) / source[len(base) :]) for source in list_files(uri))
+    copied = 0
+    for source in list_files(uri):
+        try:
+            copied += fetch_file(source, Path(directory) / source[len(base) :])
+        except FileNotFoundError:
+            # Removed since the listing (an old checkpoint the writer let go):
+            # the copy is of the directory as it is now, not as listed.
+            continue
+    return copied
 
 
 def upload_tree(
@@ -574,33 +785,49 @@ def upload_tree(
     -------
     int
         The number of files copied.
+
+    Notes
+    -----
+    Each file is replaced whole (:func:`upload_file`); files being written
+    locally under a temporary name are skipped.
     """
     root = Path(directory)
     memo = {} if uploaded is None else uploaded
-    files = sorted((p for p in root.rglob("*") if p.is_file()), key=lambda p: (p.name in last, str(p)))
+    files = sorted(
+        (p for p in root.rglob("*") if p.is_file() and not is_temporary(p.name)),
+        key=lambda p: (p.name in last, str(p)),
+    )
     copied = 0
     for source in files:
         stat = source.stat()
         if memo.get(str(source)) == (stat.st_size, stat.st_mtime_ns):
             continue
-        write_bytes(f"{uri.rstrip('/')}/{source.relative_to(root).as_posix()}", source.read_bytes())
+        upload_file(source, f"{uri.rstrip('/')}/{source.relative_to(root).as_posix()}")
         memo[str(source)] = (stat.st_size, stat.st_mtime_ns)
         copied += 1
     return copied
 
 
+def upload_file(source: str | os.PathLike[str], uri: str) -> None:
+    """Copy the local file ``source`` to ``uri`` (bytes as they are), replacing it whole.
+
+    Streamed in chunks: a checkpoint's data file need not fit in memory twice.
+    """
+    with open(source, "rb") as stream, open_output(uri, compression=None) as out:
+        while chunk := stream.read(_CHUNK):
+            out.write(chunk)
+
+
 def write_through_local(uri: str, write: Callable[[str], None]) -> None:
     """Have ``write`` produce a file at a local path, and put it at ``uri``.
 
-    For writers that take only local paths (matplotlib's ``savefig``): a
-    local URI is written in place, a remote one via a temporary file.
+    For writers that take only local paths (matplotlib's ``savefig``). The
+    file is written in a scratch directory under its own name (writers pick
+    the format by extension) and then copied to ``uri`` whole, local or not,
+    so a reader never finds half a figure and a failed ``write`` leaves the
+    old file.
     """
-    if not is_remote(uri):
-        target = local_path(uri)
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-        write(target)
-        return
     with tempfile.TemporaryDirectory(prefix="tfbs-") as scratch:
-        staged = str(Path(scratch) / urlparse(uri).path.rsplit("/", 1)[-1])
-        write(staged)
-        write_bytes(uri, Path(staged).read_bytes())
+        staged = Path(scratch) / urlparse(uri).path.rsplit("/", 1)[-1]
+        write(str(staged))
+        upload_file(staged, uri)
