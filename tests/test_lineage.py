@@ -140,6 +140,19 @@ def test_the_lineage_is_written_before_training(small_shards, tmp_path):
     assert [path.name for path in model_dir.iterdir()] == ["lineage.json"]
 
 
+def test_evaluate_names_a_version_never_trained(small_shards, tmp_path):
+    import jobs.evaluate
+
+    shared, _ = small_shards
+    config = _config(tmp_path, shared.shards_uri, shared.data.root)
+    with pytest.raises(MissingInputError) as missing:
+        jobs.evaluate.run(config)
+    assert re.fullmatch(
+        rf"{config.run_dir}/models/[0-9a-f]{{10}}-[0-9a-f]{{8}}/lineage.json: not found \(run `tfbs train` first\)",
+        str(missing.value),
+    )
+
+
 # --------------------------------------------------------------------------
 # Training
 # --------------------------------------------------------------------------

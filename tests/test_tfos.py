@@ -36,6 +36,12 @@ def _train(shards, run_dir, *extra: str, base: list[str] = SMALL_OVERRIDES) -> s
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1200)
 
 
+def _model_dir(run_dir: Path) -> Path:
+    """The run's one model version folder, ``<run_dir>/models/<version>`` (tfbs.lineage)."""
+    (lineage,) = (run_dir / "models").glob("*/lineage.json")
+    return lineage.parent
+
+
 @pytest.mark.parametrize(
     "strategy, roles",
     [
@@ -43,12 +49,6 @@ def _train(shards, run_dir, *extra: str, base: list[str] = SMALL_OVERRIDES) -> s
         ("multi_worker_mirrored", {("chief", "0"), ("worker", "0"), ("worker", "1")}),
     ],
 )
-def _model_dir(run_dir: Path) -> Path:
-    """The run's one model version folder, ``<run_dir>/models/<version>`` (tfbs.lineage)."""
-    (lineage,) = (run_dir / "models").glob("*/lineage.json")
-    return lineage.parent
-
-
 def test_training_on_local_cluster(small_shards, tmp_path, strategy, roles):
     n_nodes = len(roles)
     run = _train(
