@@ -1,9 +1,20 @@
 """The tfbs-spark pipeline as a scheduled Airflow DAG.
 
-A sensor waits for the label files, then each stage is one ``spark-submit``
-of its job file through the Spark provider's SparkSubmitOperator::
+A sensor waits for the label files, a check ends the run early when nothing
+is new, then each stage is one ``spark-submit`` of its job file through the
+Spark provider's SparkSubmitOperator::
 
-    wait_for_labels >> preprocess >> train >> evaluate >> predict
+    wait_for_labels >> detect_changes >> preprocess >> train >> evaluate >> predict
+
+``detect_changes`` runs ``jobs/changes.py`` (``tfbs changes``) with the
+project's interpreter: it hashes every input preprocessing reads and
+compares the digests, and the configuration, with the lineage of the model
+version ``<run_dir>/models/LATEST`` names (the one that last passed
+evaluation). With nothing new it says so and every later task is skipped:
+a weekly run on unchanged data trains nothing. Anything new (a label, peak,
+genome or protein file, or a setting) and the run goes on: preprocessing
+rebuilds the shards, training writes a new model version beside the old
+ones, and evaluation moves ``LATEST`` to it once it passes its floors.
 
 ``wait_for_labels`` waits until every label file exists (``file://``,
 ``hdfs://`` or any fsspec protocol); by default those of the configuration,
@@ -48,6 +59,8 @@ Run-time parameters ("Trigger DAG w/ config", or ``airflow dags trigger -c
     configuration), and the training application asks for ``num_ps +
     num_workers + 1`` executors of one core each (the chief's included; use
     ``num_ps: 0`` for ``train.strategy=multi_worker_mirrored``).
+``force``
+    run every stage even when nothing is new (default false).
 ``predict``
     ``{"regions": R, "tf": T, "cell": C, "out": O}``: after evaluation, score
     the regions file R (BED of 200 bp regions) for TF T in cell C as a DREAM
@@ -98,6 +111,7 @@ import contextlib
 import functools
 import os
 import socket
+import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -107,23 +121,30 @@ from urllib.parse import urlparse
 
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, BaseSensorOperator, Param, PokeReturnValue, Variable
-from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
+from airflow.sdk import DAG, BaseOperator, BaseSensorOperator, Param, PokeReturnValue, Variable
+from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
 
 DAG_ID = "tfbs_pipeline"
 
 #: The sensor's task id.
 SENSOR = "wait_for_labels"
 
+#: The task that ends a run early when nothing is new.
+CHANGES = "detect_changes"
+
+#: ``jobs/changes.py``'s exit code when nothing is new (Airflow's own skip code).
+NOTHING_NEW = 99
+
 #: The spark-submitted stages in pipeline order (``jobs/<stage>.py``).
 STAGES = ("preprocess", "train", "evaluate", "predict")
 
 #: Retries per task: none for training (see above).
-RETRIES = {SENSOR: 2, "preprocess": 2, "train": 0, "evaluate": 2, "predict": 2}
+RETRIES = {SENSOR: 2, CHANGES: 2, "preprocess": 2, "train": 0, "evaluate": 2, "predict": 2}
 
 #: Upper bounds on one attempt of each task (for the sensor: one look).
 TIMEOUTS = {
     SENSOR: timedelta(minutes=10),
+    CHANGES: timedelta(hours=1),
     "preprocess": timedelta(hours=6),
     "train": timedelta(hours=24),
     "evaluate": timedelta(hours=6),
@@ -296,6 +317,47 @@ class LabelFilesSensor(BaseSensorOperator):
 
 
 # --------------------------------------------------------------------------
+# Anything new?
+# --------------------------------------------------------------------------
+
+
+class InputChangesOperator(BaseOperator):
+    """Runs ``jobs/changes.py``; skips the rest of the run when nothing is new.
+
+    The job runs in the project's environment (``tfbs_bin_dir``), in the
+    project directory, with the deployment's Hadoop configuration: it reads
+    the inputs to hash them, so it needs the same storage clients as the
+    stages. Its last line, what changed or that nothing did, is the task's
+    XCom or the skip's reason.
+    """
+
+    def execute(self, context: Any) -> str:
+        params = context["params"]
+        deployment = Deployment.from_variables()
+        command = [deployment.python, str(deployment.project_dir / "jobs" / "changes.py")]
+        command += ["--config", deployment.resolve(params["config"])]
+        for assignment in params["overrides"]:
+            command += ["--set", assignment]
+        env = dict(os.environ)
+        if deployment.hadoop_conf_dir:
+            env |= {"HADOOP_CONF_DIR": deployment.hadoop_conf_dir, "YARN_CONF_DIR": deployment.hadoop_conf_dir}
+        self.log.info("running %s", " ".join(command))
+        done = subprocess.run(command, cwd=deployment.project_dir, env=env, capture_output=True, text=True)
+        for line in (done.stderr + done.stdout).splitlines():
+            self.log.info("%s", line)
+        said = (done.stdout.strip().splitlines() or [""])[-1]
+        if done.returncode == NOTHING_NEW:
+            if params["force"]:
+                self.log.info("%s; running anyway (force)", said)
+                return said
+            raise AirflowSkipException(said)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or [""])[-1]
+            raise AirflowException(f"{CHANGES} exited {done.returncode}: {last}")
+        return said
+
+
+# --------------------------------------------------------------------------
 # The stages
 # --------------------------------------------------------------------------
 
@@ -391,7 +453,7 @@ _PREDICT_SCHEMA = {
 
 with DAG(
     dag_id=DAG_ID,
-    description="ENCODE-DREAM TFBS pipeline: wait for labels, preprocess, train (TensorFlowOnSpark), evaluate, predict",
+    description="ENCODE-DREAM TFBS pipeline: wait for labels, skip if nothing is new, preprocess, train (TensorFlowOnSpark), evaluate, predict",
     doc_md=__doc__,
     schedule="@weekly",
     start_date=pendulum.datetime(2025, 1, 1, tz="UTC"),
@@ -416,6 +478,7 @@ with DAG(
         "labels_timeout": Param(
             6 * 24 * 3600, type="integer", minimum=0, description="seconds to wait for the labels before failing"
         ),
+        "force": Param(False, type="boolean", description="run every stage even when nothing is new"),
         "num_ps": Param(1, type="integer", minimum=0, description="training: parameter servers"),
         "num_workers": Param(2, type="integer", minimum=1, description="training: workers besides the chief"),
         "predict": Param(
@@ -435,6 +498,9 @@ with DAG(
         retries=RETRIES[SENSOR],
         execution_timeout=TIMEOUTS[SENSOR],
     )
+    detect_changes = InputChangesOperator(
+        task_id=CHANGES, retries=RETRIES[CHANGES], execution_timeout=TIMEOUTS[CHANGES]
+    )
     stages = [
         StageSubmitOperator(
             stage=stage,
@@ -444,7 +510,8 @@ with DAG(
         )
         for stage in STAGES
     ]
-    previous = wait_for_labels
+    wait_for_labels >> detect_changes
+    previous = detect_changes
     for task in stages:
         previous >> task
         previous = task

@@ -47,7 +47,8 @@ def run_stage(
     """Parse arguments, load the configuration and run ``stage``.
 
     Returns the process exit code: 0 on success, 2 on a user error (bad
-    configuration or input, reported in one line naming the file).
+    configuration or input, reported in one line naming the file), or the
+    code a stage returns as an ``int`` (``tfbs changes``).
     """
     parser = argparse.ArgumentParser(description=description)
     add_config_arguments(parser)
@@ -58,8 +59,8 @@ def run_stage(
     configure_logging(args.verbose)
     try:
         config = load_config(args.config, args.overrides)
-        stage(config, args)
+        outcome = stage(config, args)
     except TfbsError as err:  # the user's to fix: one clear line, no traceback
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return 0
+    return outcome if isinstance(outcome, int) else 0

@@ -23,10 +23,12 @@ and logging never leak into the rest of the test session:
 from __future__ import annotations
 
 import gzip
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -41,8 +43,9 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 DAGS = REPO / "airflow_dags"
 DAG_ID = "tfbs_pipeline"
 SENSOR = "wait_for_labels"
+CHANGES = "detect_changes"
 STAGES = ["preprocess", "train", "evaluate", "predict"]
-TASKS = [SENSOR, *STAGES]
+TASKS = [SENSOR, CHANGES, *STAGES]
 BIN = Path(sys.executable).parent
 #: The ``airflow`` command of the interpreter running the tests.
 AIRFLOW = BIN / "airflow"
@@ -283,6 +286,7 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
         "labels": [],
         "labels_poke_interval": 600,
         "labels_timeout": 6 * 24 * 3600,
+        "force": False,
         "num_ps": 1,
         "num_workers": 2,
         "predict": {"regions": "", "tf": "", "cell": "", "out": ""},
@@ -295,6 +299,7 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
     for before, task in zip([None, *TASKS], TASKS):
         assert tasks[task]["upstream"] == ([before] if before else []), task
     assert tasks[SENSOR]["type"] == "LabelFilesSensor" and tasks[SENSOR]["mode"] == "reschedule"
+    assert tasks[CHANGES]["type"] == "InputChangesOperator"
     for stage in STAGES:
         assert tasks[stage]["type"] == "StageSubmitOperator" and tasks[stage]["conn_id"] == "spark_default"
     # A failed distributed training run surfaces; the other tasks retry.
@@ -338,8 +343,14 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
 # --------------------------------------------------------------------------
 
 
-def test_airflow_runs_the_pipeline_on_the_small_configuration(airflow_env, small_data, tmp_path):
-    run_conf = _small_run_conf(small_data, str(tmp_path / "run"), tmp_path, "train.strategy=local")
+def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data, tmp_path):
+    """Three weekly runs on one run directory: the first trains and evaluates
+    a model version; the second, on the same files, ends at the change check
+    and trains nothing; the third, after one label file changed, trains a new
+    version whose lineage names the new file's digest, and moves LATEST."""
+    run, models, data = tmp_path / "run", tmp_path / "run" / "models", tmp_path / "data"
+    shutil.copytree(small_data, data)  # its own copy: a label file changes below
+    run_conf = _small_run_conf(data, str(run), tmp_path, "train.strategy=local")
     started = time.monotonic()
     done = _dags_test(airflow_env, "2026-01-05", run_conf, timeout=1200)
     output = done.stdout + done.stderr
@@ -349,12 +360,47 @@ def test_airflow_runs_the_pipeline_on_the_small_configuration(airflow_env, small
     # Each stage was a spark-submit of its job file, with the project's spark-submit.
     for stage in STAGES:
         assert f"{BIN / 'spark-submit'} --master local[2]" in output and f"jobs/{stage}.py --config" in output, stage
-    # The sensor found the configuration's label files.
+    # The sensor found the configuration's label files; nothing had been evaluated before.
     assert "all 2 label files are there" in output
-
-    _check_outputs(tmp_path / "run", tmp_path / "F.CTCF.K562.tab.gz")
+    assert "no model version has passed evaluation yet" in output
+    _check_outputs(run, tmp_path / "F.CTCF.K562.tab.gz")
     # And Airflow recorded the run: every task instance a success.
     assert _task_states(airflow_env, "2026-01-05") == {"dag_run": "success", **{task: "success" for task in TASKS}}
+    first = json.loads((models / "LATEST").read_text())["version"]
+
+    # The next week, the same files: the check says so and the rest is skipped.
+    started = time.monotonic()
+    done = _dags_test(airflow_env, "2026-03-02", run_conf, timeout=600)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-8000:]
+    print(f"DAG run with nothing new: {time.monotonic() - started:.0f} s")
+    assert f"nothing new since model version {first}" in output
+    assert not any(f"jobs/{stage}.py --config" in output for stage in STAGES)
+    assert _task_states(airflow_env, "2026-03-02") == {
+        "dag_run": "success",
+        SENSOR: "success",
+        **{task: "skipped" for task in [CHANGES, *STAGES]},
+    }
+    assert [p.name for p in models.iterdir() if p.is_dir()] == [first]
+
+    # Then one label changes (a U bin of CTCF becomes B): a new version.
+    labels = data / "labels" / "CTCF.train.labels.tsv.gz"
+    lines = gzip.decompress(labels.read_bytes()).decode().splitlines(keepends=True)
+    row = next(i for i, line in enumerate(lines[1:], 1) if line.rstrip("\n").endswith("\tU"))
+    lines[row] = lines[row].rstrip("\n")[:-1] + "B\n"
+    labels.write_bytes(gzip.compress("".join(lines).encode()))
+    new_digest = hashlib.sha256(labels.read_bytes()).hexdigest()
+    done = _dags_test(airflow_env, "2026-03-09", run_conf, timeout=1200)
+    output = done.stdout + done.stderr
+    assert done.returncode == 0, output[-8000:]
+    assert f"new since model version {first}: labels/CTCF" in output
+    assert _task_states(airflow_env, "2026-03-09") == {"dag_run": "success", **{task: "success" for task in TASKS}}
+    latest = json.loads((models / "LATEST").read_text())["version"]
+    assert latest != first and sorted(p.name for p in models.iterdir() if p.is_dir()) == sorted([first, latest])
+    lineage = json.loads((models / latest / "lineage.json").read_text())
+    assert lineage["input_fingerprint"]["inputs"]["labels/CTCF"]["digest"] == new_digest
+    old_lineage = json.loads((models / first / "lineage.json").read_text())
+    assert old_lineage["input_fingerprint"]["inputs"]["labels/CTCF"]["digest"] != new_digest
 
 
 def test_the_sensor_waits_for_the_labels_then_lets_the_run_go_on(airflow_env, tmp_path):
@@ -366,7 +412,7 @@ def test_the_sensor_waits_for_the_labels_then_lets_the_run_go_on(airflow_env, tm
     run_conf = {"labels": [str(present), late.as_uri()], "labels_poke_interval": 1, "labels_timeout": 300}
     waiting = f"waiting for 1 of 2 label files: {late.as_uri()}"
     args = ["dags", "test", DAG_ID, "2026-01-19", "--conf", json.dumps(run_conf)]
-    args += ["--mark-success-pattern", "|".join(STAGES)]
+    args += ["--mark-success-pattern", "|".join([CHANGES, *STAGES])]
     run = subprocess.Popen(
         [str(AIRFLOW), *args], env=airflow_env, cwd="/tmp", stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
@@ -398,18 +444,18 @@ def test_the_sensor_fails_the_run_when_the_labels_never_come(airflow_env, tmp_pa
     assert _task_states(airflow_env, "2026-01-26") == {
         "dag_run": "failed",
         SENSOR: "failed",
-        **{stage: "upstream_failed" for stage in STAGES},
+        **{task: "upstream_failed" for task in [CHANGES, *STAGES]},
     }
 
 
 def test_a_failed_training_fails_the_run_without_retry(airflow_env, tmp_path):
     """Training on a run directory without shards: the stage stops with its
     one-line error, the run fails at once (no retry, no 5-minute wait) and
-    evaluation never starts. The sensor and preprocess are marked
-    successful, not run."""
+    evaluation never starts. The sensor, the change check and preprocess
+    are marked successful, not run."""
     run_conf = {"config": "conf/demo.yaml", "overrides": [f"run_dir={tmp_path / 'empty-run'}"]}
     done = _dags_test(
-        airflow_env, "2026-01-12", run_conf, "--mark-success-pattern", f"{SENSOR}|preprocess", timeout=600
+        airflow_env, "2026-01-12", run_conf, "--mark-success-pattern", f"{SENSOR}|{CHANGES}|preprocess", timeout=600
     )
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-6000:]
@@ -420,6 +466,7 @@ def test_a_failed_training_fails_the_run_without_retry(airflow_env, tmp_path):
     assert _task_states(airflow_env, "2026-01-12") == {
         "dag_run": "failed",
         SENSOR: "success",
+        CHANGES: "success",
         "preprocess": "success",
         "train": "failed",
         "evaluate": "upstream_failed",

@@ -1,0 +1,42 @@
+"""Say whether anything is new since the last evaluated model (``tfbs changes``).
+
+Exit code 0: something is new (inputs, or the configuration), so the
+pipeline should run; :data:`NOTHING_NEW` (99, Airflow's skip code): nothing
+is, and a scheduled run can end early. No Spark: only the driver hashes
+the inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":
+    # Run as a file: Python put jobs/ first on the path, where
+    # jobs/preprocess.py would shadow the preprocess package.
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from tfbs.config import PipelineConfig
+
+#: Exit code when nothing is new (Airflow's BashOperator skips on it by default).
+NOTHING_NEW = 99
+
+
+def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> int:
+    """Print what changed since the ``LATEST`` model version; return the exit code."""
+    from preprocess.changes import changes_since_latest
+
+    changes = changes_since_latest(config)
+    print(changes.describe())
+    return 0 if changes.anything_new else NOTHING_NEW
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.common import run_stage
+
+    return run_stage(__doc__, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
