@@ -35,7 +35,10 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> int:
 def main(argv: list[str] | None = None) -> int:
     from jobs.common import run_stage
 
-    return run_stage(__doc__, run, argv)
+    answer: list[int] = []
+    code = run_stage(__doc__, lambda config, args: answer.append(run(config, args)), argv)
+    # A user error (exit 2) wins; otherwise the answer is the exit code.
+    return answer[0] if code == 0 and answer else code
 
 
 if __name__ == "__main__":

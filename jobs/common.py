@@ -47,8 +47,7 @@ def run_stage(
     """Parse arguments, load the configuration and run ``stage``.
 
     Returns the process exit code: 0 on success, 2 on a user error (bad
-    configuration or input, reported in one line naming the file), or the
-    code a stage returns as an ``int`` (``tfbs changes``).
+    configuration or input, reported in one line naming the file).
     """
     parser = argparse.ArgumentParser(description=description)
     add_config_arguments(parser)
@@ -59,8 +58,8 @@ def run_stage(
     configure_logging(args.verbose)
     try:
         config = load_config(args.config, args.overrides)
-        outcome = stage(config, args)
+        stage(config, args)
     except TfbsError as err:  # the user's to fix: one clear line, no traceback
         print(f"error: {err}", file=sys.stderr)
         return 2
-    return outcome if isinstance(outcome, int) else 0
+    return 0
