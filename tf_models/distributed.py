@@ -89,25 +89,30 @@ def _export(config: PipelineConfig, lineage: Lineage, run, manifest: Manifest, r
         "manifest_digest": lineage.manifest_digest,
         "training_config_digest": lineage.training_config_digest,
     }
+    from tf_models.model_dir import model_directory
+
     target = versions.export_uri(config.run_dir, lineage.version)
     storage.delete_dir(target)  # a partial export of a killed run goes; this one replaces it whole
-    local = export_model(
-        result.model,
-        model_config,
-        len(manifest.cells),
-        manifest.window,
-        [manifest.proteins[tf] for tf in manifest.tfs],
-        metadata,
-        f"{result.directory.local}/export",
-    )
-    if result.directory.mirrored:
-        # The metadata marks a whole export (finished_export): it goes up
-        # after the SavedModel's files, never before.
-        written = Path(local, versions.EXPORT_METADATA)
-        text = written.read_text()
-        written.unlink()
-        result.directory.push()
-        storage.write_text(f"{target}/{versions.EXPORT_METADATA}", text)
+    # Training closed its mirror: the export gets one of its own (or, for a
+    # local model URI, writes in place).
+    with model_directory(versions.model_uri(config.run_dir, lineage.version)) as directory:
+        local = export_model(
+            result.model,
+            model_config,
+            len(manifest.cells),
+            manifest.window,
+            [manifest.proteins[tf] for tf in manifest.tfs],
+            metadata,
+            f"{directory.local}/export",
+        )
+        if directory.mirrored:
+            # The metadata marks a whole export (finished_export): it goes up
+            # after the SavedModel's files, never before.
+            written = Path(local, versions.EXPORT_METADATA)
+            text = written.read_text()
+            written.unlink()
+            directory.push()
+            storage.write_text(f"{target}/{versions.EXPORT_METADATA}", text)
     return target
 
 
@@ -235,17 +240,17 @@ def _checkpoint_step(model_uri: str) -> int | None:
 
     from tf_models.model_dir import model_directory
 
-    directory = model_directory(model_uri)
-    directory.pull("checkpoints")
-    latest = tf.train.latest_checkpoint(f"{directory.local}/checkpoints")
-    if latest is None:
-        return None
-    try:
-        return int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE"))
-    except (tf.errors.OpError, ValueError) as exc:
-        # Diagnostics only: it must not hide the error being reported.
-        log.warning("cannot read the step of %s: %s", latest, exc)
-        return None
+    with model_directory(model_uri) as directory:
+        directory.pull("checkpoints")
+        latest = tf.train.latest_checkpoint(f"{directory.local}/checkpoints")
+        if latest is None:
+            return None
+        try:
+            return int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE"))
+        except (tf.errors.OpError, ValueError) as exc:
+            # Diagnostics only: it must not hide the error being reported.
+            log.warning("cannot read the step of %s: %s", latest, exc)
+            return None
 
 
 def _log_resume_point(model_uri: str, total_steps: int) -> None:

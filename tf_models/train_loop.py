@@ -483,8 +483,8 @@ def _train_in(
             # the checkpoint: a chief killed in between leaves an entry past
             # the checkpoint, which a resumed run drops (_earlier_history),
             # rather than a checkpoint whose entry is missing for good.
-            with tf.io.gfile.GFile(f"{model_dir}/history.json", "w") as out:
-                out.write(json.dumps(history, indent=2))
+            # Replaced whole (tfbs.uri writes atomically): the driver never reads half of it.
+            storage.write_text(f"{model_dir}/history.json", json.dumps(history, indent=2))
         # Only the chief writes: under all-reduce every worker holds the same
         # values, and under ps the chief is the only process here.
         if is_chief:
