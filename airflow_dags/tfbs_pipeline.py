@@ -81,8 +81,8 @@ environment variables), read when a task runs, never when the file is parsed:
     its ``python`` runs the driver, so Airflow may live in another
     environment.
 ``tfbs_env_archive``
-    for YARN: a packed copy of that environment (``venv-pack`` or
-    ``conda-pack`` archive, a path or an ``hdfs://`` URI), shipped with
+    for YARN: a packed copy of that environment (``make dist``'s standalone
+    archive, with its own interpreter; a path or an ``hdfs://`` URI), shipped with
     ``--archives <archive>#environment``; executors then run
     ``./environment/bin/python``. Unset, executors run the driver's
     interpreter path, which must exist on every node (true on one machine,
