@@ -139,7 +139,10 @@ def _line_blocks(uri: str, block_bytes: int) -> Iterator[tuple[int, bytes]]:
     with storage.open_input(uri) as stream, ThreadPoolExecutor(1) as reader:
         # Small reads, one ahead in a thread: decompression overlaps parsing,
         # and a broken stream is located to within a few hundred lines.
-        pending = reader.submit(stream.read, _READ_BYTES)
+        # Reads no larger than a block: a small block_bytes (as in tests)
+        # gives many blocks even for a small file.
+        read_bytes = min(_READ_BYTES, block_bytes)
+        pending = reader.submit(stream.read, read_bytes)
         failure, chunks, size, done = None, [carry], 0, False
         while not done:
             try:
@@ -147,7 +150,7 @@ def _line_blocks(uri: str, block_bytes: int) -> Iterator[tuple[int, bytes]]:
             except OSError as err:
                 failure, chunk = err, b""
             if chunk:
-                pending = reader.submit(stream.read, _READ_BYTES)
+                pending = reader.submit(stream.read, read_bytes)
                 chunks.append(chunk)
                 size += len(chunk)
                 if size < block_bytes:

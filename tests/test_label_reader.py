@@ -142,6 +142,24 @@ def test_duplicate_bin_is_a_bad_row_wherever_it_falls(tmp_path, block_bytes, bad
     assert sum(len(p.starts) for p in pieces) == 60
 
 
+@pytest.mark.parametrize("bad_rows", ["fail", "set_aside"])
+def test_duplicate_across_a_block_boundary_names_the_row_before(tmp_path, bad_rows):
+    # Rows of one width: the first block ends exactly after the 10th row, which
+    # the 11th repeats (the vectorised check sees it against the block before).
+    lines = [f"chr1\t{start}\t{start + 200}\tU\tB\n" for start in range(1000, 2000, 50)]
+    lines.insert(10, lines[9])
+    uri = _write(tmp_path, lines, name="labels.tsv")
+    first_block = len(HEADER) + len("".join(lines[:10]))
+    if bad_rows == "fail":
+        with pytest.raises(BadInputError) as err:
+            _read(uri, block_bytes=first_block)
+        assert (err.value.line, err.value.reason) == (12, "duplicate of line 11 (chr1 1450)")
+        return
+    pieces, report = _read(uri, bad_rows, block_bytes=first_block)
+    assert report.rejected == [(12, "duplicate of line 11 (chr1 1450)")] and report.n_rows == 21
+    assert [len(p.starts) for p in pieces] == [10, 10]
+
+
 @pytest.mark.parametrize("block_bytes", [256, 1 << 20])
 @pytest.mark.parametrize(
     "lines, line, reason",
