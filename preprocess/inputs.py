@@ -62,7 +62,7 @@ def check_preprocess_inputs(data: DataConfig) -> dict[str, list[str]]:
     require(f"{data.genome_fasta}.fai", "genome FASTA index (.fai; run `samtools faidx` or pyfaidx)")
     sizes = {name: entry.length for name, entry in check_fasta_index(data.genome_fasta).items()}
     if data.blacklist is not None:
-        read_bed(require(data.blacklist, "blacklist BED"), sizes, unknown_chroms="skip")
+        read_bed(require(data.blacklist, "blacklist BED"), sizes, unknown_chroms="skip", past_end="allow")
     proteins = read_protein_fasta(require(data.proteins_fasta, "TF protein FASTA"))
     cells_by_tf: dict[str, list[str]] = {}
     for tf in data.tfs:

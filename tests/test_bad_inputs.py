@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from preprocess.genome import check_fasta_index
 from preprocess.inputs import check_preprocess_inputs, read_label_cells
 from preprocess.label_reader import LabelPiece, ReadReport, read_label_file
+from preprocess.labels import check_peak_files
 from tf_models.predict import _parse_regions
 from tfbs.bed import read_bed
 from tfbs.config import load_config
@@ -129,19 +130,38 @@ CASES: list[Case] = [
             ("beyond-end", _peak("chr2", 4900, 5100), "end 5100 is beyond the end of chr2 (5000 bp)"),
         ]
     ],
-    # the blacklist: lines on other chromosomes are ignored, but not all of them
+    # ChIP-seq peaks for `tfbs labels`: lines on chromosomes without bins are
+    # ignored (hg19.autoX has no chrY), but not all of them
     (
-        "blacklist-beyond-end",
-        lambda t: _write(t / "bl.bed.gz", "chrY\t0\t99\nchr1\t0\t10001\n"),
-        lambda uri: read_bed(uri, SIZES, unknown_chroms="skip"),
+        "chip-peaks-beyond-end",
+        lambda t: _write(t / "c.narrowPeak.gz", _peak("chrY", 5, 90) + _peak("chr2", 4000, 5001)),
+        lambda uri: check_peak_files({"K562": (uri, uri)}, SIZES, None),
         "",
         2,
-        "end 10001 is beyond the end of chr1 (10000 bp)",
+        "end 5001 is beyond the end of chr2 (5000 bp)",
+    ),
+    (
+        "chip-peaks-other-naming",
+        lambda t: _write(t / "c.narrowPeak.gz", _peak("1", 5, 90) + _peak("2", 0, 10)),
+        lambda uri: check_peak_files({"K562": (uri, uri)}, SIZES, None),
+        "",
+        1,
+        "chromosome '1' is not in the genome, nor is any other chromosome of this file (named another way?)",
+    ),
+    # the blacklist: lines elsewhere or past a chromosome's end exclude nothing,
+    # but its lines must still be intervals, and some on this genome
+    (
+        "blacklist-reversed",
+        lambda t: _write(t / "bl.bed.gz", "chrY\t0\t99\nchr1\t9000\t20000\nchr1\t300\t200\n"),
+        lambda uri: read_bed(uri, SIZES, unknown_chroms="skip", past_end="allow"),
+        "",
+        3,
+        "start 300 is not before end 200",
     ),
     (
         "blacklist-other-naming",
         lambda t: _write(t / "bl.bed.gz", "1\t0\t99\n2\t0\t10\n"),
-        lambda uri: read_bed(uri, SIZES, unknown_chroms="skip"),
+        lambda uri: read_bed(uri, SIZES, unknown_chroms="skip", past_end="allow"),
         "",
         1,
         "chromosome '1' is not in the genome, nor is any other chromosome of this file (named another way?)",
@@ -323,8 +343,10 @@ def test_good_inputs_of_every_kind_pass(tmp_path):
         "chr1": ([0], [10_000]),
         "chr2": ([5], [6]),
     }
-    blacklist = _write(tmp_path / "bl.bed", "chrUn_gl000220\t0\t99\nchr2\t10\t20\n")
-    assert list(read_bed(blacklist, SIZES, unknown_chroms="skip")) == ["chr2"]
+    chip = _write(tmp_path / "c.narrowPeak.gz", _peak("chrY", 5, 90) + _peak("chr2", 10, 20))
+    assert list(read_bed(chip, SIZES, unknown_chroms="skip")) == ["chr2"]
+    blacklist = _write(tmp_path / "bl.bed", "chrUn_gl000220\t0\t99\nchr2\t10\t9000\n")
+    assert list(read_bed(blacklist, SIZES, unknown_chroms="skip", past_end="allow")) == ["chr2"]
     genome = _genome(tmp_path, "\n" + _fasta_text(GENOME) + "\n", _fai_text(GENOME, lead=1))
     assert {name: entry.length for name, entry in check_fasta_index(genome).items()} == {"chr1": 160, "chr2": 140}
     proteins = _write(tmp_path / "p.fa", ">CTCF zf\nmegdavX\n\n>EGR1\nMAAAK\n")

@@ -11,6 +11,7 @@ decompressed text from 1, as ``zcat file | nl`` would.
 from __future__ import annotations
 
 import io
+import logging
 import re
 from collections.abc import Iterator, Mapping
 from typing import Literal
@@ -21,6 +22,8 @@ import pyarrow.csv as pacsv
 
 from tfbs import uri as storage
 from tfbs.errors import BadInputError
+
+log = logging.getLogger("tfbs.bed")
 
 #: ``{chrom: (starts, ends)}``, int64 arrays in file order.
 Intervals = dict[str, tuple[np.ndarray, np.ndarray]]
@@ -38,6 +41,7 @@ def read_bed(
     uri: str,
     chrom_sizes: Mapping[str, int] | None = None,
     unknown_chroms: Literal["error", "skip"] = "error",
+    past_end: Literal["error", "allow"] = "error",
 ) -> Intervals:
     """Read the intervals of a BED or narrowPeak file (``.gz`` or plain), checked.
 
@@ -52,10 +56,16 @@ def read_bed(
         columns and coordinates are checked.
     unknown_chroms
         ``error``: a line on a chromosome outside ``chrom_sizes`` is bad.
-        ``skip``: such lines are left out (the DREAM blacklist lists chrY,
-        chrM and unplaced contigs that a genome may not have), but a file of
-        which no line is on a known chromosome is refused: its names cannot
-        be this genome's (``1`` against ``chr1``).
+        ``skip``: such lines are left out and counted in the log (the DREAM
+        blacklist lists chrY, chrM and unplaced contigs; hg19.autoX, the
+        challenge's chromosome sizes, leaves out chrY), but a file of which
+        no line is on a known chromosome is refused: its names cannot be
+        this genome's (``1`` against ``chr1``).
+    past_end
+        ``error``: a line ending beyond its chromosome's length is bad (a
+        peak called on another assembly). ``allow``: such a line is kept,
+        for exclusion lists only (a blacklist over-reaching a chromosome
+        excludes nothing that is not there).
 
     Returns
     -------
@@ -78,18 +88,29 @@ def read_bed(
             raise
         raise BadInputError(uri, 1, f"cannot be read ({err})") from None
     try:
-        names, chrom_ids, starts, ends = _fast_parse(data, chrom_sizes, unknown_chroms)
+        names, chrom_ids, starts, ends, skipped = _fast_parse(data, chrom_sizes, unknown_chroms, past_end)
     except _NotClean:
-        names, chrom_ids, starts, ends = _slow_parse(data, uri, chrom_sizes, unknown_chroms)
+        names, chrom_ids, starts, ends, skipped = _slow_parse(data, uri, chrom_sizes, unknown_chroms, past_end)
+    if skipped:
+        log.info(
+            "%s: %d line(s) on chromosomes not in the genome ignored (%s)",
+            uri,
+            sum(skipped.values()),
+            ", ".join(f"{chrom} {n}" for chrom, n in sorted(skipped.items())),
+        )
     return _by_chrom(names, chrom_ids, starts, ends)
 
 
 def _fast_parse(
-    data: bytes, chrom_sizes: Mapping[str, int] | None, unknown_chroms: str
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
-    """Parse and check the whole file with Arrow; raise :class:`_NotClean` on any doubt."""
+    data: bytes, chrom_sizes: Mapping[str, int] | None, unknown_chroms: str, past_end: str
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    """Parse and check the whole file with Arrow; raise :class:`_NotClean` on any doubt.
+
+    Returns names, chromosome indices, starts, ends, and lines skipped by chromosome.
+    """
+    skipped: dict[str, int] = {}
     if not data.strip():
-        return [], np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+        return [], np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), skipped
     try:
         table = pacsv.read_csv(
             io.BytesIO(data),
@@ -115,27 +136,31 @@ def _fast_parse(
         size_of = np.array([chrom_sizes.get(name, -1) for name in names], dtype=np.int64)
         row_sizes = size_of[chrom_ids]
         known = row_sizes >= 0
-        if np.any(ends[known] > row_sizes[known]):
+        if past_end == "error" and np.any(ends[known] > row_sizes[known]):
             raise _NotClean
         if not np.all(known):
             if unknown_chroms == "error" or not np.any(known):
                 raise _NotClean
+            counts = np.bincount(chrom_ids[~known], minlength=len(names))
+            skipped = {names[i]: int(counts[i]) for i in np.flatnonzero(counts)}
             chrom_ids, starts, ends = chrom_ids[known], starts[known], ends[known]
-    return names, chrom_ids, starts, ends
+    return names, chrom_ids, starts, ends, skipped
 
 
 def _slow_parse(
-    data: bytes, uri: str, chrom_sizes: Mapping[str, int] | None, unknown_chroms: str
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    data: bytes, uri: str, chrom_sizes: Mapping[str, int] | None, unknown_chroms: str, past_end: str
+) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
     """Parse line by line, raising on the first bad line."""
     index: dict[str, int] = {}
     chrom_ids, starts, ends = [], [], []
     first_unknown: tuple[int, str] | None = None
-    for number, chrom, start, end in _checked_lines(data, uri, chrom_sizes):
+    skipped: dict[str, int] = {}
+    for number, chrom, start, end in _checked_lines(data, uri, chrom_sizes if past_end == "error" else None):
         if chrom_sizes is not None and chrom not in chrom_sizes:
             if unknown_chroms == "error":
                 raise BadInputError(uri, number, f"chromosome {chrom!r} is not in the genome")
             first_unknown = first_unknown or (number, chrom)
+            skipped[chrom] = skipped.get(chrom, 0) + 1
             continue
         chrom_ids.append(index.setdefault(chrom, len(index)))
         starts.append(start)
@@ -152,11 +177,15 @@ def _slow_parse(
         np.asarray(chrom_ids, dtype=np.int64),
         np.asarray(starts, dtype=np.int64),
         np.asarray(ends, dtype=np.int64),
+        skipped,
     )
 
 
 def _checked_lines(data: bytes, uri: str, chrom_sizes: Mapping[str, int] | None) -> Iterator[tuple[int, str, int, int]]:
-    """``(line, chrom, start, end)`` of every interval line, checked but for the chromosome's presence."""
+    """``(line, chrom, start, end)`` of every interval line, checked but for the chromosome's presence.
+
+    Ends are checked against ``chrom_sizes`` when given.
+    """
     n_columns, first_line = 0, 0
     for number, raw in enumerate(data.decode("utf-8", errors="replace").split("\n"), start=1):
         raw = raw.removesuffix("\r")
