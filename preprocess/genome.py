@@ -8,12 +8,14 @@ vectorised gather. Windows are centred on the 200 bp bin.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
 
 from tfbs import uri as storage
 from tfbs.dream import BIN_SIZE
+from tfbs.errors import BadInputError
 
 #: Status of a bin's window, as counted in the manifest.
 WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N = 0, 1, 2
@@ -32,13 +34,140 @@ class FaiEntry:
 
 
 def read_fai(fasta_uri: str) -> dict[str, FaiEntry]:
-    """Read ``<fasta>.fai`` into ``{chrom: FaiEntry}``."""
-    entries = {}
-    for line in storage.read_text(f"{fasta_uri}.fai").splitlines():
-        if line.strip():
-            name, length, offset, line_bases, line_width = line.split("\t")[:5]
-            entries[name] = FaiEntry(int(length), int(offset), int(line_bases), int(line_width))
+    """Read ``<fasta>.fai`` into ``{chrom: FaiEntry}``.
+
+    Raises
+    ------
+    BadInputError
+        On a line that is not five tab-separated fields with integer
+        columns, a sequence listed twice, or an index without any.
+    """
+    fai_uri = f"{fasta_uri}.fai"
+    entries: dict[str, FaiEntry] = {}
+    for number, line in enumerate(storage.read_text(fai_uri).splitlines(), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) < 5 or not all(field.isascii() and field.isdigit() for field in fields[1:5]):
+            raise BadInputError(
+                fai_uri, number, f"expected name, length, offset, bases and bytes per line; found {line!r}"
+            )
+        name, (length, offset, line_bases, line_width) = fields[0], (int(field) for field in fields[1:5])
+        if name in entries:
+            raise BadInputError(fai_uri, number, f"{name} is listed twice")
+        if length and not 0 < line_bases <= line_width:
+            raise BadInputError(fai_uri, number, f"{line_bases} bases in lines of {line_width} bytes")
+        entries[name] = FaiEntry(length, offset, line_bases, line_width)
+    if not entries:
+        raise BadInputError(fai_uri, 1, "the index lists no sequence")
     return entries
+
+
+def record_bytes(entry: FaiEntry) -> int:
+    """Bytes from a record's first base to its last, line breaks inside included.
+
+    Examples
+    --------
+    >>> record_bytes(FaiEntry(length=130, offset=6, line_bases=60, line_width=61))
+    132
+    """
+    n_full, rest = divmod(entry.length, entry.line_bases) if entry.length else (0, 0)
+    if rest == 0 and n_full:
+        return n_full * entry.line_width - (entry.line_width - entry.line_bases)
+    return n_full * entry.line_width + rest
+
+
+#: Records whose headers are checked at most: the first, the last and evenly
+#: spaced ones between (a genome of many scaffolds on gs:// stays a few reads).
+_CHECKED_RECORDS = 256
+#: Bytes read around a header line or a record's end; longer headers or gaps are errors.
+_PEEK_BYTES = 4096
+
+
+def check_fasta_index(fasta_uri: str) -> dict[str, FaiEntry]:
+    """Read the ``.fai`` and check that it indexes this FASTA; return its entries.
+
+    A stale index (the FASTA rewritten after ``samtools faidx``) makes every
+    window wrong without any error, so: nothing but blank lines may precede
+    the first ``>`` header; each checked record's offset must follow a
+    ``>`` line of its name; the next record's header must start where the
+    record's bases end, blank lines aside; and the file must end where the
+    last record does. This costs a few small reads, not a pass over the genome.
+
+    Raises
+    ------
+    BadInputError
+        Naming the FASTA's line for text before the first header, or the
+        ``.fai`` and its line for a stale record.
+    """
+    entries = read_fai(fasta_uri)
+    # (offset, line in the .fai, name) in FASTA order
+    records = sorted((entry.offset, number, name) for number, (name, entry) in enumerate(entries.items(), 1))
+    step = max(1, len(records) // _CHECKED_RECORDS)
+    checked = sorted({*range(0, len(records), step), len(records) - 1})
+    fs, path = storage.filesystem(fasta_uri)
+    size = fs.get_file_info(path).size
+    with fs.open_input_file(path) as fasta:
+
+        def read_at(offset: int, length: int) -> bytes:
+            length = max(0, min(length, size - offset, _PEEK_BYTES))
+            return fasta.read_at(length, offset) if length else b""
+
+        _check_first_line(fasta_uri, read_at(0, _PEEK_BYTES))
+        header_starts = {i: _header_start(fasta_uri, records[i], read_at) for i in checked}
+        header_starts[len(records)] = size
+        for i in checked:
+            if i + 1 in header_starts:
+                offset, number, name = records[i]
+                what = "the file ends" if i + 1 == len(records) else f"{records[i + 1][2]}'s header starts"
+                _check_record_end(fasta_uri, number, name, entries[name], header_starts[i + 1], what, read_at)
+    return entries
+
+
+def _check_first_line(fasta_uri: str, head: bytes) -> None:
+    """Raise unless the first line that is not blank is a ``>`` header."""
+    for number, line in enumerate(head.split(b"\n"), start=1):
+        if line.strip():
+            if not line.startswith(b">"):
+                raise BadInputError(fasta_uri, number, "text before the first '>' header")
+            return
+
+
+def _stale(fasta_uri: str, number: int, reason: str) -> BadInputError:
+    return BadInputError(f"{fasta_uri}.fai", number, f"stale index of {fasta_uri} (re-run `samtools faidx`): {reason}")
+
+
+def _header_start(fasta_uri: str, record: tuple[int, int, str], read_at: Callable[[int, int], bytes]) -> int:
+    """Byte at which the ``>`` line before a record's first base starts, checked."""
+    offset, number, name = record
+    before = read_at(max(0, offset - _PEEK_BYTES), min(offset, _PEEK_BYTES))
+    line_start = before.rfind(b"\n", 0, len(before) - 1) + 1
+    header = before[line_start:].rstrip(b"\r\n").decode("utf-8", errors="replace")
+    if not before.endswith(b"\n") or header[1:].split()[:1] != [name] or not header.startswith(">"):
+        raise _stale(fasta_uri, number, f"{name}'s offset {offset} does not follow a '>{name}' line")
+    return offset - len(before) + line_start
+
+
+def _check_record_end(
+    fasta_uri: str,
+    number: int,
+    name: str,
+    entry: FaiEntry,
+    next_start: int,
+    what: str,
+    read_at: Callable[[int, int], bytes],
+) -> None:
+    """Raise unless a record's last base is a base, followed by line breaks only up to ``next_start``."""
+    end = entry.offset + record_bytes(entry)
+    last = end - 1 if entry.length else end
+    gap = next_start - end
+    tail = read_at(last, next_start - last) if 0 <= gap <= _PEEK_BYTES else b""
+    if not 0 <= gap <= _PEEK_BYTES or tail[: end - last].isspace() or tail[end - last :].strip():
+        raise _stale(
+            fasta_uri,
+            number,
+            f"{name} of {entry.length} bp would end at byte {end}, but {what} at byte {next_start}",
+        )
 
 
 def load_chromosome(fasta_uri: str, entry: FaiEntry) -> np.ndarray:

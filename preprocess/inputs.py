@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from preprocess.genome import check_fasta_index
 from tfbs import uri as storage
+from tfbs.bed import read_bed
 from tfbs.config import DataConfig
 from tfbs.dream import parse_label_header
 from tfbs.errors import BadInputError, MissingInputError
@@ -22,34 +24,45 @@ def read_label_cells(labels_uri: str) -> list[str]:
     Raises
     ------
     BadInputError
-        If the file is empty, not valid gzip, or its header is wrong.
+        If the file is empty, not valid gzip, its header is wrong, or no
+        row follows it.
     """
     try:
         with storage.open_text(labels_uri) as handle:
-            header = handle.readline()
-    except (OSError, EOFError) as err:
+            header, first_row = handle.readline(), handle.readline()
+    except (OSError, EOFError, UnicodeDecodeError) as err:
         raise BadInputError(labels_uri, 1, f"cannot be read ({err})") from None
     if not header:
         raise BadInputError(labels_uri, 1, "file is empty")
-    return parse_label_header(header, labels_uri)
+    cells = parse_label_header(header, labels_uri)
+    if not first_row:
+        raise BadInputError(labels_uri, 1, "header but no data rows")
+    return cells
 
 
 def check_preprocess_inputs(data: DataConfig) -> dict[str, list[str]]:
     """Check every input of ``tfbs preprocess``; return each TF's cells.
 
     Cells are the label file's, restricted to ``data.cells`` when given.
+    The label files' headers are checked here and their rows by the job;
+    every other input is checked whole: the genome's index against the
+    FASTA, the proteins, and each DNase peak file and the blacklist line by
+    line against the genome's chromosomes (blacklist lines on other
+    chromosomes are ignored).
 
     Raises
     ------
     MissingInputError
         A label, DNase, genome, index, protein or blacklist file is missing.
     BadInputError
-        A label header is wrong, or a configured cell or TF is absent.
+        A malformed or stale input, naming file, line and reason, or a
+        configured cell or TF that is absent.
     """
     require(data.genome_fasta, "genome FASTA")
     require(f"{data.genome_fasta}.fai", "genome FASTA index (.fai; run `samtools faidx` or pyfaidx)")
+    sizes = {name: entry.length for name, entry in check_fasta_index(data.genome_fasta).items()}
     if data.blacklist is not None:
-        require(data.blacklist, "blacklist BED")
+        read_bed(require(data.blacklist, "blacklist BED"), sizes, unknown_chroms="skip", past_end="allow")
     proteins = read_protein_fasta(require(data.proteins_fasta, "TF protein FASTA"))
     cells_by_tf: dict[str, list[str]] = {}
     for tf in data.tfs:
@@ -65,4 +78,6 @@ def check_preprocess_inputs(data: DataConfig) -> dict[str, list[str]]:
         for cell in cells if data.has_dnase else []:
             require(data.dnase_peaks_uri(cell), f"DNase peaks of {cell}")
         cells_by_tf[tf] = cells
+    for cell in sorted({cell for cells in cells_by_tf.values() for cell in cells}) if data.has_dnase else []:
+        read_bed(data.dnase_peaks_uri(cell), sizes)
     return cells_by_tf

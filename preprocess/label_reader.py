@@ -6,6 +6,13 @@ background thread, and parses each block with Arrow's multi-threaded CSV
 reader. Checks are vectorised; a block in which any check fails is parsed
 again line by line, which names every bad line exactly. Line numbers are
 1-based with the header as line 1, as an editor shows them.
+
+Order: each chromosome's rows must be together and in increasing start
+order (the DREAM files are sorted by chromosome name, then start; any
+chromosome order is accepted). A row repeating the previous row's bin is a
+duplicate, a bad row like a malformed one; any other step back is an
+unsorted file, refused whatever ``bad_rows`` says, since setting aside every
+row out of place could drop most of a file.
 """
 
 from __future__ import annotations
@@ -50,6 +57,68 @@ class ReadReport:
     rejected: list[tuple[int, str]] = field(default_factory=list)
 
 
+@dataclass
+class _Order:
+    """The last good row, and the chromosomes whose rows have ended."""
+
+    uri: str
+    chroms: list[str]
+    chrom: int = -1
+    start: int = -1
+    line: int = 0
+    finished: set[int] = field(default_factory=set)
+
+    def take_block(self, chrom_ids: np.ndarray, starts: np.ndarray, last_line: int) -> bool:
+        """Take a block's rows if they continue the order with no duplicate; else take nothing."""
+        if len(chrom_ids) == 0:
+            return True
+        previous = np.concatenate([[self.chrom], chrom_ids])
+        same = previous[1:] == previous[:-1]
+        if np.any(same & (np.diff(np.concatenate([[self.start], starts])) <= 0)):
+            return False
+        new_runs = chrom_ids[~same].tolist()
+        # A run of the current chromosome after another one resumes it, too.
+        if len(set(new_runs)) != len(new_runs) or self.finished.union([self.chrom]).intersection(new_runs):
+            return False
+        if new_runs and self.chrom >= 0:
+            self.finished.add(self.chrom)
+        self.finished.update(new_runs[:-1])
+        self.chrom, self.start, self.line = int(chrom_ids[-1]), int(starts[-1]), last_line
+        return True
+
+    def take_row(self, chrom_id: int, start: int, line: int) -> str | None:
+        """Take one good row; return why it is a duplicate (a bad row), or raise if out of order.
+
+        Raises
+        ------
+        BadInputError
+            If the row comes before the last one of its chromosome, or its
+            chromosome's rows ended earlier.
+        """
+        chrom = self.chroms[chrom_id]
+        if chrom_id == self.chrom:
+            if start == self.start:
+                return f"duplicate of line {self.line} ({chrom} {start})"
+            if start < self.start:
+                raise BadInputError(
+                    self.uri,
+                    line,
+                    f"unsorted: {chrom} {start} after {chrom} {self.start} on line {self.line}"
+                    " (sort by chromosome, then start: sort -k1,1 -k2,2n)",
+                )
+        elif chrom_id in self.finished:
+            raise BadInputError(
+                self.uri,
+                line,
+                f"unsorted: {chrom} rows resume after those of {self.chroms[self.chrom]}"
+                " (each chromosome's rows must be together: sort -k1,1 -k2,2n)",
+            )
+        elif self.chrom >= 0:
+            self.finished.add(self.chrom)
+        self.chrom, self.start, self.line = chrom_id, start, line
+        return None
+
+
 class _BlockHasBadRows(Exception):
     """The fast parse found something wrong; the block is re-read slowly."""
 
@@ -70,7 +139,10 @@ def _line_blocks(uri: str, block_bytes: int) -> Iterator[tuple[int, bytes]]:
     with storage.open_input(uri) as stream, ThreadPoolExecutor(1) as reader:
         # Small reads, one ahead in a thread: decompression overlaps parsing,
         # and a broken stream is located to within a few hundred lines.
-        pending = reader.submit(stream.read, _READ_BYTES)
+        # Reads no larger than a block: a small block_bytes (as in tests)
+        # gives many blocks even for a small file.
+        read_bytes = min(_READ_BYTES, block_bytes)
+        pending = reader.submit(stream.read, read_bytes)
         failure, chunks, size, done = None, [carry], 0, False
         while not done:
             try:
@@ -78,7 +150,7 @@ def _line_blocks(uri: str, block_bytes: int) -> Iterator[tuple[int, bytes]]:
             except OSError as err:
                 failure, chunk = err, b""
             if chunk:
-                pending = reader.submit(stream.read, _READ_BYTES)
+                pending = reader.submit(stream.read, read_bytes)
                 chunks.append(chunk)
                 size += len(chunk)
                 if size < block_bytes:
@@ -137,18 +209,40 @@ def _dictionary_lookup(column: pa.ChunkedArray, index: dict[str, int]) -> np.nda
     return np.concatenate(parts) if parts else np.empty(0, np.int64)
 
 
-def _slow_parse(block: bytes, first_line: int, uri: str, n_cells: int, keep: list[int], chrom_index: dict[str, int]):
-    """Parse a block line by line; returns good rows and ``(line, reason)`` rejects."""
+def _slow_parse(
+    block: bytes,
+    first_line: int,
+    n_cells: int,
+    keep: list[int],
+    chrom_index: dict[str, int],
+    order: _Order,
+    fail: bool,
+):
+    """Parse a block line by line; returns good rows and ``(line, reason)`` rejects.
+
+    Raises
+    ------
+    BadInputError
+        On the first bad line if ``fail``; on rows out of order always.
+    """
     chrom_ids, starts, codes, rejected = [], [], [], []
     letters = {letter: code for code, letter in enumerate(LABEL_LETTERS)}
     for offset, raw in enumerate(block.decode("utf-8", errors="replace").split("\n")[:-1]):
         line = first_line + offset
         try:
-            row = parse_label_line(raw, n_cells, uri, line)
+            row = parse_label_line(raw, n_cells, order.uri, line)
             if row.chrom not in chrom_index:
-                raise BadInputError(uri, line, f"chromosome {row.chrom!r} is not in the genome FASTA")
+                raise BadInputError(order.uri, line, f"chromosome {row.chrom!r} is not in the genome FASTA")
         except BadInputError as err:
+            if fail:
+                raise
             rejected.append((line, err.reason))
+            continue
+        duplicate = order.take_row(chrom_index[row.chrom], row.start, line)  # raises if unsorted
+        if duplicate:
+            if fail:
+                raise BadInputError(order.uri, line, duplicate)
+            rejected.append((line, duplicate))
             continue
         chrom_ids.append(chrom_index[row.chrom])
         starts.append(row.start)
@@ -187,11 +281,13 @@ def read_label_file(
     Raises
     ------
     BadInputError
-        A bad line (``bad_rows="fail"``), a wrong header, or an unreadable
+        A bad line (``bad_rows="fail"``; a duplicate bin is one), a wrong
+        header, a header without rows, rows out of order, or an unreadable
         stream, naming file and line.
     """
     chrom_index = {chrom: i for i, chrom in enumerate(chroms)}
     report = ReadReport(uri)
+    order = _Order(uri, chroms)
     n_cells, keep = 0, []
     for first_line, block in _line_blocks(uri, block_bytes):
         if first_line == 1:
@@ -203,16 +299,19 @@ def read_label_file(
                 continue
         try:
             chrom_ids, starts, codes = _fast_parse(block, n_cells, keep, chrom_index)
+            if not order.take_block(chrom_ids, starts, first_line + block.count(b"\n") - 1):
+                raise _BlockHasBadRows
         except _BlockHasBadRows:
-            chrom_ids, starts, codes, rejected = _slow_parse(block, first_line, uri, n_cells, keep, chrom_index)
-            if rejected and bad_rows == "fail":
-                line, reason = rejected[0]
-                raise BadInputError(uri, line, reason) from None
+            chrom_ids, starts, codes, rejected = _slow_parse(
+                block, first_line, n_cells, keep, chrom_index, order, fail=bad_rows == "fail"
+            )
             report.rejected.extend(rejected)
         report.n_rows += block.count(b"\n")
         yield from _pieces(chrom_ids, starts, codes, chroms)
     if n_cells == 0:
         raise BadInputError(uri, 1, "file is empty")
+    if report.n_rows == 0:
+        raise BadInputError(uri, 1, "header but no data rows")
     yield report
 
 

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from preprocess.bedtools import run_bedtools
+from tfbs.bed import read_bed
 from tfbs.dream import BIN_SIZE, BIN_STEP, read_chrom_sizes
 from tfbs.errors import BadInputError, MissingInputError
 from tfbs.uri import local_path
@@ -85,6 +86,32 @@ def make_bins(
     bins = workdir / "bins.bed"
     _write_tsv(table, bins, header=None)
     return bins, table
+
+
+def check_peak_files(peaks: dict[str, tuple[str, str]], sizes: dict[str, int], blacklist_path: str | None) -> None:
+    """Check every peak line and the blacklist against the chromosome sizes, before bedtools sees them.
+
+    bedtools accepts much that is wrong (a peak past the chromosome end, a
+    start after its end) and rejects the rest with a message that names
+    neither file nor line. Lines on chromosomes outside the sizes file are
+    ignored and counted in the log: they have no bins (hg19.autoX, the
+    challenge's sizes, leaves out chrY; the DREAM blacklist lists chrM and
+    unplaced contigs). A file none of whose lines is on one is refused.
+
+    Raises
+    ------
+    MissingInputError
+        If a peak file is missing.
+    BadInputError
+        Naming file, line and reason (see :func:`tfbs.bed.read_bed`).
+    """
+    for cell, pair in sorted(peaks.items()):
+        for kind, path in zip(("conservative", "relaxed"), pair):
+            if not os.path.isfile(local_path(path)):
+                raise MissingInputError(f"{path}: {kind} peak file of {cell} not found")
+            read_bed(path, sizes, unknown_chroms="skip")
+    if blacklist_path is not None:
+        read_bed(blacklist_path, sizes, unknown_chroms="skip", past_end="allow")
 
 
 def peak_counts(
@@ -204,6 +231,8 @@ def build_labels(
         If no cell is given or a requested chromosome is unknown.
     FileNotFoundError
         If a peak file is missing.
+    BadInputError
+        A malformed sizes, peak or blacklist line (:func:`check_peak_files`).
     preprocess.bedtools.BedtoolsError
         If bedtools is missing or fails.
     """
@@ -213,6 +242,7 @@ def build_labels(
         raise ValueError("build_labels: no cell given in peaks")
     cells = sorted(peaks)
     sizes = read_chrom_sizes(chrom_sizes_path)
+    check_peak_files(peaks, sizes, blacklist_path)
     if chroms is not None:
         unknown = [c for c in chroms if c not in sizes]
         if unknown:

@@ -117,6 +117,76 @@ def test_empty_and_headerless_files(tmp_path):
     assert err.value.line == 1 and "header must start with chr, start, stop" in err.value.reason
 
 
-def test_header_only_file_has_no_rows(tmp_path):
-    pieces, report = _read(_write(tmp_path, []))
-    assert pieces == [] and report.n_rows == 0
+def test_header_only_file_is_refused(tmp_path):
+    uri = _write(tmp_path, [])
+    with pytest.raises(BadInputError) as err:
+        _read(uri)
+    assert str(err.value) == f"{uri}:1: header but no data rows"
+
+
+@pytest.mark.parametrize("block_bytes", [256, 1 << 20])  # many blocks (runs cross them), one block
+@pytest.mark.parametrize("bad_rows", ["fail", "set_aside"])
+def test_duplicate_bin_is_a_bad_row_wherever_it_falls(tmp_path, block_bytes, bad_rows):
+    lines = _lines(40) + _lines(20, "chr2")
+    for position in (45, 12):  # chr2 bin 200 (line 47 after the first insert), chr1 bin 550
+        lines.insert(position, lines[position - 1])
+    uri = _write(tmp_path, lines)
+    if bad_rows == "fail":
+        with pytest.raises(BadInputError) as err:
+            _read(uri, block_bytes=block_bytes)
+        assert (err.value.line, err.value.reason) == (14, "duplicate of line 13 (chr1 550)")
+        return
+    pieces, report = _read(uri, bad_rows, block_bytes)
+    assert report.n_rows == 62
+    assert report.rejected == [(14, "duplicate of line 13 (chr1 550)"), (48, "duplicate of line 47 (chr2 200)")]
+    assert sum(len(p.starts) for p in pieces) == 60
+
+
+@pytest.mark.parametrize("bad_rows", ["fail", "set_aside"])
+def test_duplicate_across_a_block_boundary_names_the_row_before(tmp_path, bad_rows):
+    # Rows of one width: the first block ends exactly after the 10th row, which
+    # the 11th repeats (the vectorised check sees it against the block before).
+    lines = [f"chr1\t{start}\t{start + 200}\tU\tB\n" for start in range(1000, 2000, 50)]
+    lines.insert(10, lines[9])
+    uri = _write(tmp_path, lines, name="labels.tsv")
+    first_block = len(HEADER) + len("".join(lines[:10]))
+    if bad_rows == "fail":
+        with pytest.raises(BadInputError) as err:
+            _read(uri, block_bytes=first_block)
+        assert (err.value.line, err.value.reason) == (12, "duplicate of line 11 (chr1 1450)")
+        return
+    pieces, report = _read(uri, bad_rows, block_bytes=first_block)
+    assert report.rejected == [(12, "duplicate of line 11 (chr1 1450)")] and report.n_rows == 21
+    assert [len(p.starts) for p in pieces] == [10, 10]
+
+
+@pytest.mark.parametrize("block_bytes", [256, 1 << 20])
+@pytest.mark.parametrize(
+    "lines, line, reason",
+    [
+        (
+            _lines(10) + _lines(10)[3:4] + _lines(5, "chr2"),
+            12,
+            "unsorted: chr1 150 after chr1 450 on line 11 (sort by chromosome, then start: sort -k1,1 -k2,2n)",
+        ),
+        (
+            _lines(30) + _lines(5, "chr2") + [f"chr1\t{50 * 40}\t{50 * 40 + 200}\tU\tU\n"],
+            37,
+            "unsorted: chr1 rows resume after those of chr2 (each chromosome's rows must be together: "
+            "sort -k1,1 -k2,2n)",
+        ),
+    ],
+    ids=["start-steps-back", "chromosome-resumes"],
+)
+@pytest.mark.parametrize("bad_rows", ["fail", "set_aside"])
+def test_unsorted_file_is_refused_even_when_setting_rows_aside(tmp_path, lines, line, reason, block_bytes, bad_rows):
+    uri = _write(tmp_path, lines)
+    with pytest.raises(BadInputError) as err:
+        _read(uri, bad_rows, block_bytes)
+    assert (err.value.uri, err.value.line, err.value.reason) == (uri, line, reason)
+
+
+def test_chromosomes_in_any_order_and_gaps_are_fine(tmp_path):
+    lines = _lines(5, "chr2") + [line for i, line in enumerate(_lines(30)) if i % 7]
+    pieces, report = _read(_write(tmp_path, lines))
+    assert report.n_rows == len(lines) and report.rejected == []

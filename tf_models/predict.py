@@ -23,20 +23,37 @@ from tf_models.model_dir import local_export
 from tfbs import uri as storage
 from tfbs.config import PipelineConfig
 from tfbs.dream import read_bed_intervals
-from tfbs.errors import BadInputError
+from tfbs.errors import BadInputError, bad_input_in
 from tfbs.lineage import EXPORT_METADATA
 from tfbs.proteins import read_protein_fasta
 
 log = logging.getLogger("tfbs.predict")
 
 
-def _parse_regions(lines: Iterable[tuple[str, int]], uri: str) -> Iterator[tuple]:
+def _parse_regions(lines: Iterable[tuple[str, int]], uri: str, chrom_sizes: dict[str, int]) -> Iterator[tuple]:
+    """``(chrom, (start, stop, index))`` of each ``(line, index)`` of a regions BED, checked.
+
+    Raises
+    ------
+    BadInputError
+        Naming file, line and reason: fewer than three columns, coordinates
+        that are not non-negative integers, start not before stop, a
+        chromosome the genome lacks, or a region past its end.
+    """
     for text, index in lines:
-        fields = text.split("\t")
-        try:
-            chrom, start, stop = fields[0], int(fields[1]), int(fields[2])
-        except (IndexError, ValueError):
-            raise BadInputError(uri, index + 1, "expected chr, start, stop") from None
+        line, fields = index + 1, text.rstrip("\r").split("\t")
+        if len(fields) < 3:
+            raise BadInputError(uri, line, f"expected chr, start, stop; found {len(fields)} column(s)")
+        chrom, start_text, stop_text = fields[:3]
+        if not (start_text.isascii() and start_text.isdigit() and stop_text.isascii() and stop_text.isdigit()):
+            raise BadInputError(uri, line, f"start/stop not non-negative integers: {start_text!r}, {stop_text!r}")
+        start, stop = int(start_text), int(stop_text)
+        if start >= stop:
+            raise BadInputError(uri, line, f"start {start} is not before stop {stop}")
+        if chrom not in chrom_sizes:
+            raise BadInputError(uri, line, f"chromosome {chrom!r} is not in the genome FASTA")
+        if stop > chrom_sizes[chrom]:
+            raise BadInputError(uri, line, f"stop {stop} is beyond the end of {chrom} ({chrom_sizes[chrom]} bp)")
         yield chrom, (start, stop, index)
 
 
@@ -105,12 +122,20 @@ def predict_regions(
     fasta_uri, dnase = config.data.genome_fasta, sc.broadcast(peaks)
     window, cell_index = metadata["window"], metadata["cells"].index(cell)
     protein, batch = proteins[tf_name], config.evaluate.batch_size
-    rows = sc.textFile(regions_uri).zipWithIndex().mapPartitions(lambda part: _parse_regions(part, regions_uri))
+    sizes = {chrom: entry.length for chrom, entry in read_fai(fasta_uri).items()}
+    rows = sc.textFile(regions_uri).zipWithIndex().mapPartitions(lambda part: _parse_regions(part, regions_uri, sizes))
     by_chrom: RDD = rows.partitionBy(max(1, sc.defaultParallelism))
     scored = by_chrom.mapPartitions(
         lambda part: _score_partition(part, fasta_uri, dnase.value, window, protein, cell_index, export_uri, batch)
     )
-    ordered = scored.sortByKey().values().collect()
+    try:
+        ordered = scored.sortByKey().values().collect()
+    except Exception as err:
+        # A bad region line fails a task; the driver reports it in one line.
+        bad = bad_input_in(err)
+        if bad is None:
+            raise
+        raise bad from None
     text = "".join(f"{c}\t{s}\t{e}\t{p:.6f}\n" for c, s, e, p in ordered)
     buffer = io.BytesIO()
     with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as out:

@@ -10,12 +10,12 @@ definitions from here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.csv as pacsv
 
 from tfbs import uri as storage
+from tfbs.bed import read_bed
 from tfbs.errors import BadInputError
 
 BIN_SIZE = 200
@@ -120,41 +120,40 @@ def read_chrom_sizes(uri: str) -> dict[str, int]:
     Raises
     ------
     BadInputError
-        On a line that is not ``chrom<TAB>size``.
+        On a line that is not ``chrom<TAB>size``, a size that is not a
+        positive integer, a chromosome listed twice, or a file without any.
     """
     sizes: dict[str, int] = {}
+    first_seen: dict[str, int] = {}
     with storage.open_text(uri) as handle:
         for number, line in enumerate(handle, start=1):
             fields = line.split()
             if not fields:
                 continue
-            if len(fields) < 2 or not fields[1].isdigit():
+            if len(fields) < 2:
                 raise BadInputError(uri, number, f"expected 'chrom<TAB>size', found {line.strip()!r}")
-            sizes[fields[0]] = int(fields[1])
+            chrom, size = fields[0], fields[1]
+            if not (size.isascii() and size.isdigit()) or int(size) == 0:
+                raise BadInputError(uri, number, f"size {size!r} of {chrom} is not a positive integer")
+            if chrom in first_seen:
+                raise BadInputError(uri, number, f"{chrom} is listed twice (first on line {first_seen[chrom]})")
+            first_seen[chrom] = number
+            sizes[chrom] = int(size)
+    if not sizes:
+        raise BadInputError(uri, 1, "no chromosome sizes (the file is empty)")
     return sizes
 
 
-def read_bed_intervals(uri: str) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def read_bed_intervals(
+    uri: str, chrom_sizes: dict[str, int] | None = None, unknown_chroms: Literal["error", "skip"] = "error"
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """Read the first three columns of a BED/narrowPeak file, by chromosome.
+
+    Every line is checked (see :func:`tfbs.bed.read_bed`, which this is).
 
     Raises
     ------
     BadInputError
-        If the file cannot be parsed, naming it and Arrow's reason.
+        Naming file, line and reason.
     """
-    try:
-        with storage.open_input(uri) as stream:
-            table = pacsv.read_csv(
-                stream,
-                read_options=pacsv.ReadOptions(autogenerate_column_names=True),
-                parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False),
-                convert_options=pacsv.ConvertOptions(
-                    include_columns=["f0", "f1", "f2"],
-                    column_types={"f0": pa.string(), "f1": pa.int64(), "f2": pa.int64()},
-                ),
-            )
-    except (pa.ArrowInvalid, OSError) as err:
-        raise BadInputError(uri, 0, f"not a readable BED file ({err})") from None
-    chroms = np.asarray(table.column("f0").to_pylist(), dtype=object)
-    starts, ends = table.column("f1").to_numpy(), table.column("f2").to_numpy()
-    return {chrom: (starts[chroms == chrom], ends[chroms == chrom]) for chrom in np.unique(chroms)}
+    return read_bed(uri, chrom_sizes, unknown_chroms)

@@ -47,3 +47,27 @@ class BadInputError(TfbsError, ValueError):
         if not found:
             return cls("(unknown file)", 0, message)
         return cls(found.group(1), int(found.group(2)), found.group(3))
+
+
+def bad_input_in(err: BaseException) -> BadInputError | None:
+    """The :class:`BadInputError` that failed a Spark job, rebuilt on the driver.
+
+    A task's exception reaches the driver as a Py4J error whose text holds
+    the task's traceback; its ``BadInputError: <file>:<line>: <reason>`` line
+    is the user's error. The traceback itself stays in Spark's log.
+
+    Returns
+    -------
+    BadInputError or None
+        ``err`` itself if it is one, the error rebuilt from its text, or
+        None when no bad input caused the failure.
+
+    Examples
+    --------
+    >>> bad_input_in(RuntimeError("Traceback ...\\ntfbs.errors.BadInputError: r.bed:3: bad\\n  at ...")).line
+    3
+    """
+    if isinstance(err, BadInputError):
+        return err
+    found = re.search(r"BadInputError: (.+)", str(err))
+    return BadInputError.from_message(found.group(1).strip()) if found else None

@@ -1,0 +1,663 @@
+"""Every bad input is refused in one line naming file, line and reason, or set
+aside and counted: one case per input kind and defect, the same through
+``tfbs preprocess`` and its Spark job, and property-based checks on generated
+label and peak files."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import DEMO_CONFIG, REPO, small_config
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+from preprocess.genome import check_fasta_index
+from preprocess.inputs import check_preprocess_inputs, read_label_cells
+from preprocess.label_reader import LabelPiece, ReadReport, read_label_file
+from preprocess.labels import check_peak_files
+from tf_models.predict import _parse_regions
+from tfbs.bed import read_bed
+from tfbs.config import load_config
+from tfbs.dream import read_chrom_sizes
+from tfbs.errors import BadInputError, ConfigError, MissingInputError
+from tfbs.proteins import read_protein_fasta
+from tfbs.uri import local_path
+
+SIZES = {"chr1": 10_000, "chr2": 5_000}
+LABEL_HEADER = "chr\tstart\tstop\tHepG2\tK562\n"
+SORT = "sort -k1,1 -k2,2n"
+
+
+def _peak(chrom: str, start: object, end: object, columns: int = 10) -> str:
+    return "\t".join([chrom, str(start), str(end), ".", "500", ".", "9.1", "4.2", "3.3", "80"][:columns]) + "\n"
+
+
+def _fasta_text(sequences: dict[str, str], width: int = 60) -> str:
+    return "".join(
+        f">{name}\n" + "".join(seq[i : i + width] + "\n" for i in range(0, len(seq), width))
+        for name, seq in sequences.items()
+    )
+
+
+def _fai_text(sequences: dict[str, str], width: int = 60, lead: int = 0) -> str:
+    """The samtools index of :func:`_fasta_text` after ``lead`` bytes."""
+    lines, offset = [], lead
+    for name, seq in sequences.items():
+        offset += len(f">{name}\n")
+        lines.append(f"{name}\t{len(seq)}\t{offset}\t{width}\t{width + 1}\n")
+        offset += len(seq) + -(-len(seq) // width)
+    return "".join(lines)
+
+
+GENOME = {"chr1": "ACGT" * 40, "chr2": "GATTACA" * 20}
+
+
+def _labels(tmp: Path, text: str) -> str:
+    return _write(tmp / "CTCF.train.labels.tsv.gz", LABEL_HEADER + text)
+
+
+def _write(path: Path, text: str) -> str:
+    path.write_bytes(gzip.compress(text.encode()) if path.name.endswith(".gz") else text.encode())
+    return f"file://{path}"
+
+
+def _read_labels(uri: str, bad_rows: str = "fail", block_bytes: int = 1 << 16) -> list:
+    return list(read_label_file(uri, ["HepG2", "K562"], list(SIZES), bad_rows, block_bytes))
+
+
+def _genome(tmp: Path, fasta: str, fai: str) -> str:
+    (tmp / "genome.fa.fai").write_text(fai)
+    return _write(tmp / "genome.fa", fasta)
+
+
+#: (id, write the input and return its URI, read it, file named in the error
+#: as a suffix of the input's URI, line, reason).
+Case = tuple[str, Callable[[Path], str], Callable[[str], object], str, int, str]
+CASES: list[Case] = [
+    # label files: the header alone, a repeated bin, rows out of order
+    ("labels-header-only", lambda t: _labels(t, ""), _read_labels, "", 1, "header but no data rows"),
+    ("labels-header-only-driver", lambda t: _labels(t, ""), read_label_cells, "", 1, "header but no data rows"),
+    (
+        "labels-duplicate",
+        lambda t: _labels(t, "chr1\t0\t200\tU\tU\nchr1\t50\t250\tU\tB\nchr1\t50\t250\tU\tB\n"),
+        _read_labels,
+        "",
+        4,
+        "duplicate of line 3 (chr1 50)",
+    ),
+    (
+        "labels-unsorted",
+        lambda t: _labels(t, "chr1\t0\t200\tU\tU\nchr1\t100\t300\tU\tU\nchr1\t50\t250\tU\tU\n"),
+        _read_labels,
+        "",
+        4,
+        f"unsorted: chr1 50 after chr1 100 on line 3 (sort by chromosome, then start: {SORT})",
+    ),
+    (
+        "labels-chromosome-resumes",
+        lambda t: _labels(t, "chr1\t0\t200\tU\tU\nchr2\t0\t200\tU\tU\nchr1\t50\t250\tU\tU\n"),
+        _read_labels,
+        "",
+        4,
+        f"unsorted: chr1 rows resume after those of chr2 (each chromosome's rows must be together: {SORT})",
+    ),
+    # narrowPeak (ChIP-seq and DNase peaks): gzipped, a track line first, the bad line third
+    *[
+        (
+            f"peaks-{name}",
+            lambda t, bad=bad: _write(t / "p.narrowPeak.gz", "track name=p\n" + _peak("chr1", 10, 90) + bad),
+            lambda uri: read_bed(uri, SIZES),
+            "",
+            3,
+            reason,
+        )
+        for name, bad, reason in [
+            ("two-columns", "chr1\t100\n", "expected at least 3 tab-separated columns, found 2"),
+            ("column-count", _peak("chr1", 100, 200, columns=9), "expected 10 columns as on line 2, found 9"),
+            ("non-integer", _peak("chr1", "1e3", 2000), "start '1e3' is not an integer"),
+            ("negative", _peak("chr2", -5, 20), "start -5 is negative"),
+            ("empty-interval", _peak("chr1", 500, 500), "start 500 is not before end 500"),
+            ("reversed", _peak("chr1", 600, 500), "start 600 is not before end 500"),
+            ("unknown-chromosome", _peak("chrUn", 1, 20), "chromosome 'chrUn' is not in the genome"),
+            ("beyond-end", _peak("chr2", 4900, 5100), "end 5100 is beyond the end of chr2 (5000 bp)"),
+        ]
+    ],
+    # ChIP-seq peaks for `tfbs labels`: lines on chromosomes without bins are
+    # ignored (hg19.autoX has no chrY), but not all of them
+    (
+        "chip-peaks-beyond-end",
+        lambda t: _write(t / "c.narrowPeak.gz", _peak("chrY", 5, 90) + _peak("chr2", 4000, 5001)),
+        lambda uri: check_peak_files({"K562": (uri, uri)}, SIZES, None),
+        "",
+        2,
+        "end 5001 is beyond the end of chr2 (5000 bp)",
+    ),
+    (
+        "chip-peaks-other-naming",
+        lambda t: _write(t / "c.narrowPeak.gz", _peak("1", 5, 90) + _peak("2", 0, 10)),
+        lambda uri: check_peak_files({"K562": (uri, uri)}, SIZES, None),
+        "",
+        1,
+        "chromosome '1' is not in the genome, nor is any other chromosome of this file (named another way?)",
+    ),
+    # the blacklist: lines elsewhere or past a chromosome's end exclude nothing,
+    # but its lines must still be intervals, and some on this genome
+    (
+        "blacklist-reversed",
+        lambda t: _write(t / "bl.bed.gz", "chrY\t0\t99\nchr1\t9000\t20000\nchr1\t300\t200\n"),
+        lambda uri: read_bed(uri, SIZES, unknown_chroms="skip", past_end="allow"),
+        "",
+        3,
+        "start 300 is not before end 200",
+    ),
+    (
+        "blacklist-other-naming",
+        lambda t: _write(t / "bl.bed.gz", "1\t0\t99\n2\t0\t10\n"),
+        lambda uri: read_bed(uri, SIZES, unknown_chroms="skip", past_end="allow"),
+        "",
+        1,
+        "chromosome '1' is not in the genome, nor is any other chromosome of this file (named another way?)",
+    ),
+    # the genome FASTA and its index
+    (
+        "fasta-text-before-header",
+        lambda t: _genome(t, "genome v2\n" + _fasta_text(GENOME), "".join(_fai_text(GENOME))),
+        check_fasta_index,
+        "",
+        1,
+        "text before the first '>' header",
+    ),
+    (
+        "fai-stale-offsets",
+        lambda t: _genome(t, _fasta_text({**GENOME, "chr1": "ACGT" * 41}), _fai_text(GENOME)),
+        check_fasta_index,
+        ".fai",
+        2,
+        "stale index of {uri} (re-run `samtools faidx`): chr2's offset 175 does not follow a '>chr2' line",
+    ),
+    (
+        "fai-stale-last-record",
+        lambda t: _genome(t, _fasta_text({**GENOME, "chr2": "GATTACA" * 19}), _fai_text(GENOME)),
+        check_fasta_index,
+        ".fai",
+        2,
+        "stale index of {uri} (re-run `samtools faidx`): chr2 of 140 bp would end at byte 317, "
+        "but the file ends at byte 311",
+    ),
+    (
+        "fai-malformed",
+        lambda t: _genome(t, _fasta_text(GENOME), "chr1\t160\tsix\t60\t61\n"),
+        check_fasta_index,
+        ".fai",
+        1,
+        "expected name, length, offset, bases and bytes per line; found 'chr1\\t160\\tsix\\t60\\t61'",
+    ),
+    # TF proteins
+    (
+        "protein-stop-codon",
+        lambda t: _write(t / "p.fa", ">CTCF zf\nMEGDAVEAIV\nEESETFIK*\n"),
+        read_protein_fasta,
+        "",
+        3,
+        "invalid residue '*' in CTCF at column 9 (allowed: the 20 amino acids and X)",
+    ),
+    (
+        "protein-ambiguity-code",
+        lambda t: _write(t / "p.fa", ">CTCF\nMEGDBVEAIV\n"),
+        read_protein_fasta,
+        "",
+        2,
+        "invalid residue 'B' in CTCF at column 5 (allowed: the 20 amino acids and X)",
+    ),
+    (
+        "protein-text-before-header",
+        lambda t: _write(t / "p.fa", "MEGDAV\n>CTCF\nMEGDAV\n"),
+        read_protein_fasta,
+        "",
+        1,
+        "sequence before the first '>' header",
+    ),
+    (
+        "protein-empty-sequence",
+        lambda t: _write(t / "p.fa", ">CTCF\n\n>EGR1\nMAAAK\n"),
+        read_protein_fasta,
+        "",
+        1,
+        "protein 'CTCF' has no sequence",
+    ),
+    (
+        "protein-empty-last-sequence",
+        lambda t: _write(t / "p.fa", ">CTCF\nMAAAK\n>EGR1\n"),
+        read_protein_fasta,
+        "",
+        3,
+        "protein 'EGR1' has no sequence",
+    ),
+    (
+        "protein-duplicate-name",
+        lambda t: _write(t / "p.fa", ">CTCF a\nMAAAK\n>CTCF b\nMAAAK\n"),
+        read_protein_fasta,
+        "",
+        3,
+        "protein 'CTCF' named twice (first on line 1)",
+    ),
+    (
+        "protein-nameless-header",
+        lambda t: _write(t / "p.fa", ">\nMAAAK\n"),
+        read_protein_fasta,
+        "",
+        1,
+        "header without a name",
+    ),
+    # chromosome sizes
+    (
+        "sizes-malformed",
+        lambda t: _write(t / "g.sizes", "chr1\t1000\nchr2\n"),
+        read_chrom_sizes,
+        "",
+        2,
+        "expected 'chrom<TAB>size', found 'chr2'",
+    ),
+    (
+        "sizes-non-integer",
+        lambda t: _write(t / "g.sizes", "chr1\t1.5e6\n"),
+        read_chrom_sizes,
+        "",
+        1,
+        "size '1.5e6' of chr1 is not a positive integer",
+    ),
+    (
+        "sizes-zero",
+        lambda t: _write(t / "g.sizes", "chr1\t0\n"),
+        read_chrom_sizes,
+        "",
+        1,
+        "size '0' of chr1 is not a positive integer",
+    ),
+    (
+        "sizes-duplicate",
+        lambda t: _write(t / "g.sizes", "chr1\t1000\nchr2\t50\nchr1\t1000\n"),
+        read_chrom_sizes,
+        "",
+        3,
+        "chr1 is listed twice (first on line 1)",
+    ),
+    (
+        "sizes-empty",
+        lambda t: _write(t / "g.sizes", "\n"),
+        read_chrom_sizes,
+        "",
+        1,
+        "no chromosome sizes (the file is empty)",
+    ),
+    # predict's regions (lines as Spark's textFile().zipWithIndex() gives them)
+    *[
+        (
+            f"regions-{name}",
+            lambda t, bad=bad: _write(t / "regions.bed", "chr1\t0\t200\n" + bad + "\n"),
+            lambda uri: list(_parse_regions(_zip_with_index(uri), uri, SIZES)),
+            "",
+            2,
+            reason,
+        )
+        for name, bad, reason in [
+            ("two-columns", "chr1\t200", "expected chr, start, stop; found 2 column(s)"),
+            ("non-integer", "chr1\t2e2\t400", "start/stop not non-negative integers: '2e2', '400'"),
+            ("negative", "chr1\t-50\t150", "start/stop not non-negative integers: '-50', '150'"),
+            ("empty", "chr1\t200\t200", "start 200 is not before stop 200"),
+            ("unknown-chromosome", "chrZ\t0\t200", "chromosome 'chrZ' is not in the genome FASTA"),
+            ("beyond-end", "chr2\t4900\t5100", "stop 5100 is beyond the end of chr2 (5000 bp)"),
+        ]
+    ],
+]
+
+
+def _zip_with_index(uri: str) -> list[tuple[str, int]]:
+    return [(line, index) for index, line in enumerate(Path(local_path(uri)).read_text().splitlines())]
+
+
+@pytest.mark.parametrize("name, write, read, suffix, line, reason", CASES, ids=[case[0] for case in CASES])
+def test_bad_input_names_file_line_and_reason(tmp_path, name, write, read, suffix, line, reason):
+    uri = write(tmp_path)
+    with pytest.raises(BadInputError) as err:
+        read(uri)
+    reason = reason.format(uri=uri)
+    assert (err.value.uri, err.value.line, err.value.reason) == (uri + suffix, line, reason)
+    assert str(err.value) == f"{uri}{suffix}:{line}: {reason}" and "\n" not in str(err.value)
+
+
+def test_good_inputs_of_every_kind_pass(tmp_path):
+    """The readers accept what the bad cases break: the checks have no false alarms."""
+    labels = _labels(tmp_path, "chr2\t0\t200\tU\tB\nchr1\t0\t200\tU\tU\nchr1\t100\t300\tA\tU\n")
+    assert _read_labels(labels)[-1].n_rows == 3
+    peaks = _write(tmp_path / "p.gz", "# comment\n\n" + _peak("chr1", 0, 10_000) + _peak("chr2", 5, 6) + "\r\n")
+    assert {chrom: (s.tolist(), e.tolist()) for chrom, (s, e) in read_bed(peaks, SIZES).items()} == {
+        "chr1": ([0], [10_000]),
+        "chr2": ([5], [6]),
+    }
+    chip = _write(tmp_path / "c.narrowPeak.gz", _peak("chrY", 5, 90) + _peak("chr2", 10, 20))
+    assert list(read_bed(chip, SIZES, unknown_chroms="skip")) == ["chr2"]
+    blacklist = _write(tmp_path / "bl.bed", "chrUn_gl000220\t0\t99\nchr2\t10\t9000\n")
+    assert list(read_bed(blacklist, SIZES, unknown_chroms="skip", past_end="allow")) == ["chr2"]
+    genome = _genome(tmp_path, "\n" + _fasta_text(GENOME) + "\n", _fai_text(GENOME, lead=1))
+    assert {name: entry.length for name, entry in check_fasta_index(genome).items()} == {"chr1": 160, "chr2": 140}
+    proteins = _write(tmp_path / "p.fa", ">CTCF zf\nmegdavX\n\n>EGR1\nMAAAK\n")
+    assert read_protein_fasta(proteins) == {"CTCF": "MEGDAVX", "EGR1": "MAAAK"}
+    assert read_chrom_sizes(_write(tmp_path / "g.sizes", "chr1 1000 extra\nchr2\t50\n")) == {"chr1": 1000, "chr2": 50}
+
+
+def test_invalid_yaml_value_names_file_and_key(tmp_path):
+    tree = yaml.safe_load(DEMO_CONFIG.read_text())
+    tree["preprocess"]["bad_rows"] = "skip"
+    path = tmp_path / "pipeline.yaml"
+    path.write_text(yaml.safe_dump(tree))
+    with pytest.raises(ConfigError) as err:
+        load_config(path)
+    assert str(err.value) == f"{path}: preprocess.bad_rows: Input should be 'fail' or 'set_aside'"
+
+
+# --------------------------------------------------------------------------
+# The preprocessing stage's inputs: one broken copy of the small data set each
+# --------------------------------------------------------------------------
+
+
+def _broken_copy(dataset, tmp_path: Path, defect: str) -> tuple[list[str], str, int, str]:
+    """Break one input of ``dataset`` in a copy; return the overrides, and the error's file, line and reason."""
+    data = dataset.data
+    if defect == "labels-header-only":
+        (tmp_path / "labels").mkdir()
+        uri = _labels(tmp_path / "labels", "")
+        return [f"data.labels_dir={tmp_path / 'labels'}"], uri, 1, "header but no data rows"
+    if defect == "fai-missing":
+        shutil.copy(local_path(data.genome_fasta), tmp_path / "genome.fa")
+        return [f"data.genome_fasta={tmp_path / 'genome.fa'}"], "", 0, ""
+    if defect == "fai-stale":
+        # The FASTA's headers rewritten after indexing, as a renaming script would.
+        fasta = Path(local_path(data.genome_fasta)).read_text().replace(">chr2\n", ">chr2 GRCh37\n")
+        shutil.copy(local_path(data.genome_fasta) + ".fai", tmp_path / "genome.fa.fai")
+        uri = _write(tmp_path / "genome.fa", fasta)
+        offset = check_fasta_index(data.genome_fasta)["chr2"].offset
+        reason = (
+            f"stale index of {uri} (re-run `samtools faidx`): chr2's offset {offset} does not follow a '>chr2' line"
+        )
+        return [f"data.genome_fasta={tmp_path / 'genome.fa'}"], uri + ".fai", 2, reason
+    if defect == "protein-residue":
+        lines = Path(local_path(data.proteins_fasta)).read_text().splitlines(True)
+        lines[2] = lines[2][:4] + "J" + lines[2][5:]
+        uri = _write(tmp_path / "proteins.fa", "".join(lines))
+        reason = "invalid residue 'J' in CTCF at column 5 (allowed: the 20 amino acids and X)"
+        return [f"data.proteins_fasta={tmp_path / 'proteins.fa'}"], uri, 3, reason
+    if defect == "dnase-beyond-end":
+        shutil.copytree(local_path(data.dnase_dir), tmp_path / "dnase")
+        path = tmp_path / "dnase" / "DNASE.K562.conservative.narrowPeak.gz"
+        lines = gzip.decompress(path.read_bytes()).decode().splitlines(True)
+        lines.insert(5, _peak("chr21", 59_990, 60_010))
+        uri = _write(path, "".join(lines))
+        return [f"data.dnase_dir={tmp_path / 'dnase'}"], uri, 6, "end 60010 is beyond the end of chr21 (60000 bp)"
+    if defect == "blacklist-non-integer":
+        uri = _write(tmp_path / "blacklist.bed.gz", "chr2\t100\t200\nchr3\t1,000\t2,000\n")
+        return [f"data.blacklist={tmp_path / 'blacklist.bed.gz'}"], uri, 2, "start '1,000' is not an integer"
+    raise AssertionError(defect)
+
+
+@pytest.mark.parametrize(
+    "defect",
+    ["labels-header-only", "fai-missing", "fai-stale", "protein-residue", "dnase-beyond-end", "blacklist-non-integer"],
+)
+def test_preprocess_inputs_refuse_a_broken_copy(small_dataset, tmp_path, defect):
+    overrides, uri, line, reason = _broken_copy(small_dataset, tmp_path, defect)
+    config = small_config(tmp_path, f"data.root={local_path(small_dataset.data.root)}", "data.tfs=[CTCF]", *overrides)
+    if defect == "fai-missing":
+        with pytest.raises(MissingInputError, match=r"genome\.fa\.fai: genome FASTA index"):
+            check_preprocess_inputs(config.data)
+        return
+    with pytest.raises(BadInputError) as err:
+        check_preprocess_inputs(config.data)
+    assert str(err.value) == f"{uri}:{line}: {reason}"
+
+
+def _tfbs_preprocess(root: str, tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "tfbs.cli", "preprocess", "--config", str(DEMO_CONFIG)]
+        + [f"--set={o}" for o in (f"data.root={root}", f"run_dir={tmp_path / 'run'}", "data.tfs=[CTCF]", *overrides)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+
+
+@pytest.mark.parametrize("defect", ["labels-header-only", "fai-stale"])
+def test_cli_refuses_before_spark_in_one_line(small_dataset, tmp_path, defect):
+    overrides, uri, line, reason = _broken_copy(small_dataset, tmp_path, defect)
+    run = _tfbs_preprocess(local_path(small_dataset.data.root), tmp_path, *overrides)
+    assert run.returncode == 2
+    assert run.stderr.strip().splitlines()[-1] == f"error: {uri}:{line}: {reason}"
+    assert "SparkContext" not in run.stderr and "Traceback" not in run.stderr
+
+
+def _with_duplicate(dataset, tmp_path: Path) -> tuple[str, int, str, int]:
+    """CTCF's labels with one chr2 row repeated; returns the labels dir, the repeat's line and reason, and the rows."""
+    source = gzip.decompress(Path(local_path(dataset.data.labels_uri("CTCF"))).read_bytes()).decode()
+    lines = source.splitlines(True)
+    first_chr2 = next(i for i, line in enumerate(lines) if line.startswith("chr2\t"))
+    position = first_chr2 + 7
+    lines.insert(position + 1, lines[position])
+    chrom, start = lines[position].split("\t")[:2]
+    (tmp_path / "labels").mkdir()
+    _write(tmp_path / "labels" / "CTCF.train.labels.tsv.gz", "".join(lines))
+    return str(tmp_path / "labels"), position + 2, f"duplicate of line {position + 1} ({chrom} {start})", len(lines) - 1
+
+
+@pytest.mark.spark  # in a subprocess: the marker is not inferred from fixtures
+def test_cli_duplicate_row_fails_in_spark_with_one_line(small_dataset, tmp_path):
+    labels_dir, line, reason, _ = _with_duplicate(small_dataset, tmp_path)
+    run = _tfbs_preprocess(local_path(small_dataset.data.root), tmp_path, f"data.labels_dir={labels_dir}")
+    assert run.returncode == 2
+    uri = f"file://{labels_dir}/CTCF.train.labels.tsv.gz"
+    assert run.stderr.strip().splitlines()[-1] == f"error: {uri}:{line}: {reason}"
+    # The task's traceback stays in Spark's log, above the one line.
+    assert "Traceback (most recent call last)" in run.stderr and "label_reader.py" in run.stderr
+    assert not list(tmp_path.glob("run/shards*"))
+
+
+def test_duplicate_row_set_aside_is_counted_in_the_manifest(spark, small_dataset, tmp_path):
+    from preprocess.build_shards import build_shards
+
+    labels_dir, line, reason, n_rows = _with_duplicate(small_dataset, tmp_path)
+    config = small_config(
+        tmp_path,
+        f"data.root={local_path(small_dataset.data.root)}",
+        f"data.labels_dir={labels_dir}",
+        "data.tfs=[CTCF]",
+        "preprocess.bad_rows=set_aside",
+    )
+    manifest = build_shards(spark, config)
+    assert manifest.inputs["CTCF"].input_rows == n_rows
+    assert [entry.model_dump() for entry in manifest.inputs["CTCF"].rejected] == [{"line": line, "reason": reason}]
+    for outcomes in manifest.counts["CTCF"].values():
+        assert outcomes.rejected_bad_line == 1 and outcomes.total() == n_rows
+
+
+# --------------------------------------------------------------------------
+# Properties: generated label and peak files, valid or with one defect
+# --------------------------------------------------------------------------
+
+LABEL_CHROMS = ["chr1", "chr2", "chr3"]
+#: Few examples, no example database (nothing written into the checkout).
+PROPERTY = settings(max_examples=40, deadline=None, database=None)
+
+
+@st.composite
+def label_rows(draw) -> list[str]:
+    """A valid label file's data lines: chromosomes in any order, rising starts, gaps allowed."""
+    chroms = draw(st.permutations(LABEL_CHROMS).map(lambda c: c[: draw(st.integers(1, 3))]))
+    rows = []
+    for chrom in chroms:
+        bins = draw(st.lists(st.integers(0, 60), min_size=1, max_size=25, unique=True))
+        for b in sorted(bins):
+            labels = draw(st.lists(st.sampled_from("UBA"), min_size=2, max_size=2))
+            rows.append(f"{chrom}\t{b * 50}\t{b * 50 + 200}\t{labels[0]}\t{labels[1]}\n")
+    return rows
+
+
+def _read_label_text(text: str, bad_rows: str, block_bytes: int) -> tuple[list[LabelPiece], ReadReport]:
+    with tempfile.TemporaryDirectory() as tmp:
+        uri = _write(Path(tmp) / "CTCF.train.labels.tsv.gz", text)
+        items = list(read_label_file(uri, ["HepG2", "K562"], LABEL_CHROMS, bad_rows, block_bytes))
+    assert isinstance(items[-1], ReadReport)
+    return [item for item in items if isinstance(item, LabelPiece)], items[-1]
+
+
+@PROPERTY
+@given(rows=label_rows(), block_bytes=st.integers(40, 400))
+def test_valid_label_file_accounts_for_every_row(rows, block_bytes):
+    pieces, report = _read_label_text(LABEL_HEADER + "".join(rows), "fail", block_bytes)
+    assert report.n_rows == len(rows) and report.rejected == []
+    got = sorted((piece.chrom, int(start)) for piece in pieces for start in piece.starts)
+    assert got == sorted((row.split("\t")[0], int(row.split("\t")[1])) for row in rows)
+
+
+def _off_grid(row: str) -> tuple[str, str]:
+    chrom, start, stop, rest = row.split("\t", 3)
+    return f"{chrom}\t{int(start) + 10}\t{int(stop) + 10}\t{rest}", f"start {int(start) + 10} is not on the 50 bp grid"
+
+
+#: Defects a row can get: the bad row and the reason it is refused or set aside with.
+ROW_DEFECTS: dict[str, Callable[[str], tuple[str, str]]] = {
+    "label": lambda row: (row[:-2] + "Q\n", "unknown label 'Q' (expected U, B or A)"),
+    "columns": lambda row: (row.rsplit("\t", 1)[0] + "\n", "expected 5 columns, found 4"),
+    "chromosome": lambda row: ("chrUn" + row[row.index("\t") :], "chromosome 'chrUn' is not in the genome FASTA"),
+    "off-grid": _off_grid,
+}
+
+
+@PROPERTY
+@given(
+    rows=label_rows(),
+    where=st.floats(0, 1, exclude_max=True),
+    defect=st.sampled_from([*ROW_DEFECTS, "duplicate"]),
+    bad_rows=st.sampled_from(["fail", "set_aside"]),
+    block_bytes=st.integers(40, 400),
+)
+def test_one_bad_row_is_named_or_set_aside(rows, where, defect, bad_rows, block_bytes):
+    position = int(where * len(rows))
+    if defect == "duplicate":
+        row = rows[position]
+        rows.insert(position + 1, row)
+        chrom, start = row.split("\t")[:2]
+        line, reason = position + 3, f"duplicate of line {position + 2} ({chrom} {start})"
+    else:
+        rows[position], reason = ROW_DEFECTS[defect](rows[position])
+        line = position + 2
+    text = LABEL_HEADER + "".join(rows)
+    if bad_rows == "fail":
+        with pytest.raises(BadInputError) as err:
+            _read_label_text(text, bad_rows, block_bytes)
+        assert (err.value.line, err.value.reason) == (line, reason)
+        return
+    pieces, report = _read_label_text(text, bad_rows, block_bytes)
+    assert report.n_rows == len(rows) and report.rejected == [(line, reason)]
+    assert sum(len(piece.starts) for piece in pieces) == len(rows) - 1
+
+
+@PROPERTY
+@given(rows=label_rows(), where=st.floats(0, 1, exclude_max=True), bad_rows=st.sampled_from(["fail", "set_aside"]))
+def test_a_start_stepping_back_is_refused_there(rows, where, bad_rows):
+    neighbours = [i for i in range(len(rows) - 1) if rows[i].split("\t")[0] == rows[i + 1].split("\t")[0]]
+    assume(neighbours)
+    position = neighbours[int(where * len(neighbours))]
+    rows[position], rows[position + 1] = rows[position + 1], rows[position]
+    with pytest.raises(BadInputError, match=r":\d+: unsorted: ") as err:
+        _read_label_text(LABEL_HEADER + "".join(rows), bad_rows, 64)
+    assert err.value.line == position + 3
+
+
+@PROPERTY
+@given(
+    rows=label_rows(),
+    which=st.floats(0, 1, exclude_max=True),
+    where=st.floats(0, 1, exclude_max=True),
+    bad_rows=st.sampled_from(["fail", "set_aside"]),
+    block_bytes=st.integers(40, 400),
+)
+def test_a_chromosome_resuming_is_refused_there(rows, which, where, bad_rows, block_bytes):
+    first_chrom = rows[0].split("\t")[0]
+    n_first = sum(row.split("\t")[0] == first_chrom for row in rows)
+    assume(2 <= n_first < len(rows))
+    # One of the first chromosome's rows moves past a row of the next one.
+    moved = rows.pop(int(which * n_first))
+    position = n_first + int(where * (len(rows) - n_first + 1))
+    rows.insert(position, moved)
+    with pytest.raises(BadInputError, match=rf":\d+: unsorted: {first_chrom} rows resume after") as err:
+        _read_label_text(LABEL_HEADER + "".join(rows), bad_rows, block_bytes)
+    assert err.value.line == position + 2
+
+
+PEAK_SIZES = {"chr1": 5_000, "chr2": 3_000, "chrX": 4_000}
+
+
+@st.composite
+def peak_lines(draw) -> list[str]:
+    lines = []
+    for _ in range(draw(st.integers(1, 30))):
+        chrom = draw(st.sampled_from(sorted(PEAK_SIZES)))
+        start = draw(st.integers(0, PEAK_SIZES[chrom] - 1))
+        end = draw(st.integers(start + 1, PEAK_SIZES[chrom]))
+        lines.append(_peak(chrom, start, end))
+    return lines
+
+
+#: Defects a peak line can get: ``(chrom, start, end) -> bad line``, and the reason's template.
+PEAK_DEFECTS: dict[str, tuple[Callable[[str, int, int], str], str]] = {
+    "columns": (lambda c, s, e: _peak(c, s, e, columns=8), "expected 10 columns as on line {first}, found 8"),
+    "short": (lambda c, s, e: f"{c}\t{s}\n", "expected at least 3 tab-separated columns, found 2"),
+    "non-integer": (lambda c, s, e: _peak(c, f"{s}.5", e), "start '{s}.5' is not an integer"),
+    "negative": (lambda c, s, e: _peak(c, -s - 1, e), "start {negative} is negative"),
+    "reversed": (lambda c, s, e: _peak(c, e, s), "start {e} is not before end {s}"),
+    "chromosome": (lambda c, s, e: _peak("chrM", s, e), "chromosome 'chrM' is not in the genome"),
+    "beyond-end": (lambda c, s, e: _peak(c, s, PEAK_SIZES[c] + 1), "end {beyond} is beyond the end of {c} ({size} bp)"),
+}
+
+
+@PROPERTY
+@given(lines=peak_lines(), gz=st.booleans(), header=st.booleans())
+def test_valid_peak_file_gives_every_interval(lines, gz, header):
+    with tempfile.TemporaryDirectory() as tmp:
+        uri = _write(Path(tmp) / ("p.narrowPeak.gz" if gz else "p.narrowPeak"), "track x\n" * header + "".join(lines))
+        intervals = read_bed(uri, PEAK_SIZES)
+    got = sorted((chrom, int(s), int(e)) for chrom, (starts, ends) in intervals.items() for s, e in zip(starts, ends))
+    assert got == sorted((f[0], int(f[1]), int(f[2])) for f in (line.split("\t") for line in lines))
+
+
+@PROPERTY
+@given(
+    lines=peak_lines(),
+    where=st.floats(0, 1, exclude_max=True),
+    defect=st.sampled_from(sorted(PEAK_DEFECTS)),
+    gz=st.booleans(),
+    header=st.booleans(),
+)
+def test_one_bad_peak_line_is_named(lines, where, defect, gz, header):
+    if defect == "columns":
+        lines.insert(0, _peak("chr1", 0, 10))  # the first interval line sets the column count
+    position = max(int(where * len(lines)), 1 if defect == "columns" else 0)
+    chrom, s, e = lines[position].split("\t")[:3]
+    start, end = int(s), int(e)
+    make_bad, template = PEAK_DEFECTS[defect]
+    lines[position] = make_bad(chrom, start, end)
+    size = PEAK_SIZES[chrom]
+    reason = template.format(first=1 + header, s=start, e=end, negative=-start - 1, beyond=size + 1, c=chrom, size=size)
+    with tempfile.TemporaryDirectory() as tmp:
+        uri = _write(Path(tmp) / ("p.narrowPeak.gz" if gz else "p.narrowPeak"), "track x\n" * header + "".join(lines))
+        with pytest.raises(BadInputError) as err:
+            read_bed(uri, PEAK_SIZES)
+    assert (err.value.uri, err.value.line, err.value.reason) == (uri, position + 1 + header, reason)
