@@ -197,6 +197,16 @@ def test_unpickling_the_address_installs_the_node_patches(server, monkeypatch):
         manager.shutdown()
 
 
+def test_a_node_without_spark_local_ip_binds_tfos_own_host_address(monkeypatch):
+    from tf_models.cluster import tfos_patches
+
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
+    monkeypatch.setattr(tfos_patches.tfos_util, "get_ip_address", lambda: "192.0.2.9")
+    assert tfos_patches.node_address() == "192.0.2.9"  # the address TFoS registers the node under
+    monkeypatch.setenv("SPARK_LOCAL_IP", LOOPBACK)
+    assert tfos_patches.node_address() == LOOPBACK
+
+
 @pytest.mark.parametrize("authkey", [bytes(range(256)), b"it's", b'say "k"', b"both ' and \" \\'"])
 def test_the_node_record_tfos_logs_before_registering_shows_no_authkey(tfos_untouched, caplog, authkey):
     from tensorflowonspark import TFSparkNode
