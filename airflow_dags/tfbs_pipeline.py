@@ -157,6 +157,12 @@ ARCHIVE_ALIAS = "environment"
 #: Where Spark puts the client's Hadoop configuration in a YARN container.
 HADOOP_CONF_IN_CONTAINER = "./__spark_conf__/__hadoop_conf__"
 
+#: Settings of every YARN submission: Spark authenticates and encrypts its
+#: connections. No secret is given: Spark on YARN draws one per application
+#: and hands it to the containers through YARN's credentials, never on a
+#: command line or in a log.
+YARN_NETWORK_CONF = {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
+
 _PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 #: Name node port of an ``hdfs://host/`` URI that names none.
@@ -432,6 +438,10 @@ class StageSubmitOperator(SparkSubmitOperator):
         # The stage runs in the project directory, as it does by hand.
         hook = super()._get_hook()
         hook.submit = functools.partial(hook.submit, cwd=self.project_dir)
+        # Only the hook knows the connection's master; the deployment's
+        # tfbs_spark_conf still wins.
+        if hook._is_yarn:
+            hook._conf = {**YARN_NETWORK_CONF, **hook._conf}
         return hook
 
 

@@ -16,7 +16,8 @@ import pytest
 from tfbs.config import PipelineConfig, load_config
 
 # The GCS emulator's fixtures; importing it sets STORAGE_EMULATOR_HOST before any Spark JVM starts.
-pytest_plugins = ["gcs_emulator"]
+# netwatch: the watched TensorFlowOnSpark training run shared by test_tfos and test_network_security.
+pytest_plugins = ["gcs_emulator", "netwatch"]
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_CONFIG = REPO / "conf" / "demo.yaml"

@@ -1,6 +1,8 @@
 """TensorFlowOnSpark end to end: ``tfbs train`` on a real ``local-cluster``
 (one JVM per executor), through the same command line users run, and the
-three strategies learning equally well from the same shards."""
+three strategies learning equally well from the same shards. Both cluster
+runs are watched (``netwatch.py``): what they listened on and wrote is
+checked here for all-reduce and in ``test_network_security.py`` for ps."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DEMO_CONFIG, MOTIF_OVERRIDES, REPO, SMALL_OVERRIDES
+from netwatch import assert_no_secret_written, assert_only_tf_ports_beyond_loopback, watched_run
 
 from tfbs.uri import local_path
 
@@ -42,31 +45,48 @@ def _model_dir(run_dir: Path) -> Path:
     return lineage.parent
 
 
-@pytest.mark.parametrize(
-    "strategy, roles",
-    [
-        ("parameter_server", {("chief", "0"), ("ps", "0"), ("worker", "0"), ("worker", "1")}),
-        ("multi_worker_mirrored", {("chief", "0"), ("worker", "0"), ("worker", "1")}),
-    ],
-)
-def test_training_on_local_cluster(small_shards, tmp_path, strategy, roles):
-    n_nodes = len(roles)
-    run = _train(
-        small_shards,
-        tmp_path / "run",
-        f"train.strategy={strategy}",
-        f"train.master=local-cluster[{n_nodes},1,1024]",
-    )
-    assert run.returncode == 0, run.stderr[-4000:]
-    placements = PLACEMENT.findall(run.stderr)
+def _check_training(run_dir, output: str, strategy: str, roles: set[tuple[str, str]]) -> None:
+    """One executor per node, two checkpointed evaluations, an export made by ``strategy``."""
+    placements = PLACEMENT.findall(output)
     assert {(job, task) for job, task, _ in placements} == roles
     executors = [executor for _, _, executor in placements]
-    assert "None" not in executors and len(set(executors)) == n_nodes  # one executor each
-    model_dir = _model_dir(tmp_path / "run")
+    assert "None" not in executors and len(set(executors)) == len(roles)  # one executor each
+    model_dir = _model_dir(run_dir)
     history = json.loads((model_dir / "history.json").read_text())
     assert [h["step"] for h in history] == [30, 60]
     assert (model_dir / "export" / "saved_model.pb").exists()
     assert json.loads((model_dir / "export" / "tfbs_metadata.json").read_text())["strategy"] == strategy
+
+
+def test_parameter_server_training_on_local_cluster(tfos_training):
+    """The shared watched run (netwatch.py); test_network_security checks what it exposed."""
+    run_dir, run = tfos_training
+    assert run.returncode == 0, run.output[-4000:]
+    _check_training(
+        run_dir, run.output, "parameter_server", {("chief", "0"), ("ps", "0"), ("worker", "0"), ("worker", "1")}
+    )
+
+
+def test_all_reduce_training_on_local_cluster(small_shards, tmp_path):
+    """MultiWorkerMirroredStrategy, watched like the ps run: 3 TF ports beyond loopback, no secret written."""
+    config, _ = small_shards
+    run_dir = tmp_path / "run"
+    overrides = [
+        *SMALL_OVERRIDES,
+        f"run_dir={run_dir}",
+        f"data.root={local_path(config.data.root)}",
+        f"shards_dir={config.shards_uri}",
+        "train.strategy=multi_worker_mirrored",
+        "train.master=local-cluster[3,1,1024]",
+    ]
+    args = ["jobs.train", "--config", str(DEMO_CONFIG)]
+    for override in overrides:
+        args += ["--set", override]
+    run = watched_run(args, tmp_path / "spy.jsonl", REPO)
+    assert run.returncode == 0, run.output[-4000:]
+    _check_training(run_dir, run.output, "multi_worker_mirrored", {("chief", "0"), ("worker", "0"), ("worker", "1")})
+    assert_only_tf_ports_beyond_loopback(run, num_nodes=3)
+    assert_no_secret_written(run, [run_dir], num_nodes=3)
 
 
 #: Whole epochs, no early stopping: every strategy sees the same examples.

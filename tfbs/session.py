@@ -10,6 +10,48 @@ from pyspark.sql import SparkSession
 
 from tfbs.config import SparkConfig
 
+#: The one address every Spark service of a one-machine run binds to.
+LOOPBACK = "127.0.0.1"
+
+
+def is_one_machine(master: str) -> bool:
+    """True for ``local``, ``local[N]``, ``local[N,F]`` and ``local-cluster[...]`` masters."""
+    return master.startswith("local")
+
+
+def network_conf(master: str) -> dict[str, str]:
+    """Spark settings that keep the run off the network, decided from the master.
+
+    One machine (:func:`is_one_machine`): the driver's RPC and block
+    manager bind and advertise ``127.0.0.1``. The rest (the UI, a
+    ``local-cluster``'s master, workers and executor JVMs) follows
+    ``SPARK_LOCAL_IP``, which :func:`build_session` sets before the JVM
+    starts: Spark binds its web UIs to ``SPARK_LOCAL_IP`` or else every
+    interface, and executors inherit the driver JVM's environment.
+
+    YARN: ``spark.authenticate`` with no secret given, so Spark draws one
+    per application and hands it to the containers through YARN's
+    credentials (no secret in the configuration, a log or a command line),
+    and ``spark.network.crypto.enabled``, so RPC and block transfers, which
+    carry the task closures and with them the TF cluster's reservation
+    secret, are encrypted.
+
+    Parameters
+    ----------
+    master : str
+        The Spark master the session starts with.
+
+    Returns
+    -------
+    dict of str to str
+        Settings the configuration's own ``spark.conf`` may override.
+    """
+    if is_one_machine(master):
+        return {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK}
+    if master.startswith("yarn"):
+        return {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
+    return {}
+
 
 def _local_cluster_home(scratch_dir: str) -> str:
     """A SPARK_HOME of links into the pip pyspark package, under ``scratch_dir``.
@@ -54,19 +96,33 @@ def build_session(
         Settings the stage needs on top of the configuration's.
     scratch_dir
         Local folder for a ``local-cluster``'s executor work and log folders.
+
+    Notes
+    -----
+    The master decides the network policy (:func:`network_conf`): on one
+    machine every Spark service listens on ``127.0.0.1`` only
+    (``SPARK_LOCAL_IP`` is set in this process's environment for that); on
+    YARN Spark authenticates and encrypts its connections.
     """
     builder = SparkSession.builder.appName(f"{spark.app_name}{app_suffix}")
+    network: dict[str, str] = {}
     # Under spark-submit the JVM is already up (PYSPARK_GATEWAY_PORT is set)
-    # and its --master must win over the configuration file.
+    # and its --master must win over the configuration file; the submitter
+    # sets its network policy (scripts/submit_yarn.sh).
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
         chosen = master or spark.master
         builder = builder.master(chosen)
+        network = network_conf(chosen)
+        if is_one_machine(chosen):
+            # Read by the JVM at start-up, and inherited by executor JVMs,
+            # PySpark workers and TF nodes (tf_models.cluster.tfos_patches).
+            os.environ["SPARK_LOCAL_IP"] = LOOPBACK
         if chosen.startswith("local-cluster") and scratch_dir:
             os.environ["SPARK_HOME"] = _local_cluster_home(scratch_dir)
     # Executors must run the same interpreter (the project's virtualenv) as
     # the driver, or they import a different, incomplete set of packages.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = builder.config("spark.ui.showConsoleProgress", "true")
-    for key, value in {**spark.conf, **(extra_conf or {})}.items():
+    for key, value in {**network, **spark.conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()

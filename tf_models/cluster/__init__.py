@@ -28,6 +28,12 @@ Modules:
     Executors, node stage and task placement, from Spark's status tracker.
 :mod:`~tf_models.cluster.failures`
     :class:`ClusterFailed` and the one-line explanation of a failed node.
+:mod:`~tf_models.cluster.reservation`
+    TFoS's reservation exchange, signed with a per-run secret and bound to
+    one interface.
+:mod:`~tf_models.cluster.tfos_patches`
+    Every run-time change to TFoS: the signed reservations, ps managers off
+    the wildcard address, authkeys that print as ``<redacted>``.
 
 Each node task runs on its own Spark executor. TFoS uses ``InputMode.TENSORFLOW``
 with ``master_node='chief'`` (TFoS exports ``TF_CONFIG`` only then).
@@ -82,8 +88,17 @@ and how it shaped this package:
 * ``import tensorflowonspark`` calls ``logging.basicConfig(level=INFO)`` and
   imports TensorFlow (``tensorflowonspark.compat``), so it is imported lazily.
   Importing this package loads neither TFoS, TensorFlow nor pyspark.
-* TFoS's reservation server accepts unauthenticated pickle on a driver TCP
-  port. Run it only on a trusted cluster network.
+* TFoS's reservation server listened on every interface of the driver,
+  unpickled whatever it received and gave any caller every node's manager
+  authkey; ps managers listened on every interface; TFoS logged the
+  authkeys at INFO into the executor logs. :mod:`~tf_models.cluster.tfos_patches`
+  changes that, and is the only place TFoS is patched: reservations are
+  signed with a per-run secret (checked before anything is unpickled) on
+  ``spark.driver.host`` only, ps managers listen on the executor's
+  ``SPARK_LOCAL_IP`` (or TFoS's host address), and authkeys print as
+  ``<redacted>``. TensorFlow's own gRPC servers still listen on every
+  interface: TF hard-codes that bind (one port per node, the ``port=`` of
+  the placement lines); keep those ports behind the cluster's firewall.
 * Where node output goes: Python workers write to their executor's stderr.
   On standalone / ``local-cluster`` that is
   ``$SPARK_HOME/work/<app-id>/<executor-id>/stderr``. With pip pyspark,

@@ -68,6 +68,20 @@ def _log_node_processes(node_dir: str | None, run_id: str, nodes: list[dict[str,
             )
 
 
+def reservation_host(sc: SparkContext) -> str:
+    """The address TFoS's reservation server listens on: the driver's ``spark.driver.host``.
+
+    That is the address the executors already reach the driver at
+    (``127.0.0.1`` in the one-machine profile of :mod:`tfbs.session`; on
+    YARN the driver host's cluster address). Spark always sets it once the
+    context runs; set ``spark.driver.host`` to choose another interface.
+    """
+    host = sc.getConf().get("spark.driver.host")
+    if not host:
+        raise ClusterFailed("spark.driver.host is not set: no interface for the TF cluster's reservations")
+    return host
+
+
 def _fail(sc: SparkContext, cluster: Any, message: str) -> ClusterFailed:
     """Cancel the node job, stop the reservation server and build the error to raise.
 
@@ -213,6 +227,8 @@ def run_cluster(
     # Imported here: importing it configures root logging and loads TF.
     from tensorflowonspark import TFCluster
 
+    from tf_models.cluster.tfos_patches import driver_reservations
+
     num_nodes = num_ps + num_workers + 1
     found = await_executors(sc, num_nodes, timeout=reservation_timeout)
     if found != num_nodes:
@@ -239,18 +255,19 @@ def run_cluster(
     TFCluster.tf_status.clear()
     t0 = time.monotonic()
     try:
-        cluster = TFCluster.run(
-            sc,
-            NodeEntry(node_main),
-            tf_args,
-            num_executors=num_nodes,
-            num_ps=num_ps,
-            tensorboard=False,
-            input_mode=TFCluster.InputMode.TENSORFLOW,
-            log_dir=log_dir,
-            master_node=CHIEF,
-            reservation_timeout=reservation_timeout,
-        )
+        with driver_reservations(reservation_host(sc)):
+            cluster = TFCluster.run(
+                sc,
+                NodeEntry(node_main),
+                tf_args,
+                num_executors=num_nodes,
+                num_ps=num_ps,
+                tensorboard=False,
+                input_mode=TFCluster.InputMode.TENSORFLOW,
+                log_dir=log_dir,
+                master_node=CHIEF,
+                reservation_timeout=reservation_timeout,
+            )
     except SystemExit as exc:  # TFoS: sc.stop(); sys.exit(1)
         raise ClusterFailed(f"a TF node failed during reservation: {_tfos_error()}") from exc
     except Exception as exc:  # reservation timed out; node tasks still running

@@ -1,0 +1,298 @@
+"""What a run exposes: the sockets its processes listen on, and where its secrets end up.
+
+Test helpers and one fixture (a pytest plugin of ``conftest.py``), used by
+``test_network_security.py`` and ``test_tfos.py``:
+
+* :func:`tfos_training`: one watched ``tfbs train`` run on a real
+  ``local-cluster`` (ps, two workers, the chief), shared by both modules.
+* :class:`ListenerSampler` samples, every second, the TCP sockets that a
+  process and all its descendants (executor JVMs, PySpark daemons and
+  workers, TF processes) listen on.
+* :func:`files_naming` searches files for a secret in the forms a log or a
+  file would carry it (raw, hex, base64, Python's ``repr``).
+* Run as a script, this module runs a Python module (``-m jobs.train ...``)
+  as the driver after wrapping TFoS's reservation server so that it records
+  the run's reservation secret and every node's manager authkey in a file
+  of the test's own (the spy file, outside the run's folder)::
+
+      python tests/netwatch.py SPY_FILE -m jobs.train --config ...
+"""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import os
+import re
+import runpy
+import subprocess
+import sys
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+
+
+@dataclass(frozen=True)
+class Listener:
+    """One listening TCP socket of a process."""
+
+    pid: int
+    process: str
+    ip: str
+    port: int
+
+    @property
+    def loopback(self) -> bool:
+        """True for 127.0.0.0/8 and ::1 (also IPv4-mapped)."""
+        address = ipaddress.ip_address(self.ip.split("%")[0])
+        if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+            address = address.ipv4_mapped
+        return address.is_loopback
+
+
+def _describe(process: psutil.Process) -> str:
+    """``java``/``python`` and the first telling word of its command line."""
+    try:
+        cmdline = process.cmdline()
+    except psutil.Error:
+        return "?"
+    for word in cmdline[1:]:
+        if "." in word and not word.startswith("-") and "/" not in word:
+            return f"{Path(cmdline[0]).name} {word}"  # a class or module name
+    return " ".join(Path(part).name for part in cmdline[:3])
+
+
+def listening_sockets(root_pid: int) -> set[Listener]:
+    """The TCP sockets ``root_pid`` and its descendants listen on, now."""
+    try:
+        root = psutil.Process(root_pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return set()
+    found = set()
+    for process in processes:
+        try:
+            connections = process.net_connections(kind="tcp")
+        except psutil.Error:
+            continue  # gone meanwhile
+        for conn in connections:
+            if conn.status == psutil.CONN_LISTEN:
+                found.add(Listener(process.pid, _describe(process), conn.laddr.ip, conn.laddr.port))
+    return found
+
+
+class ListenerSampler:
+    """Samples :func:`listening_sockets` of a process tree every ``interval`` seconds.
+
+    Use as a context manager around the run; ``seen`` holds every listener
+    sampled, ``samples`` the number of samples taken.
+    """
+
+    def __init__(self, root_pid: int, interval: float = 1.0) -> None:
+        self.root_pid = root_pid
+        self.interval = interval
+        self.seen: set[Listener] = set()
+        self.samples = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.seen |= listening_sockets(self.root_pid)
+            self.samples += 1
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> ListenerSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+
+    def beyond_loopback(self) -> set[Listener]:
+        """The listeners seen on an address other than loopback."""
+        return {listener for listener in self.seen if not listener.loopback}
+
+
+def secret_forms(secret: bytes) -> list[bytes]:
+    """The byte strings a file or log would hold ``secret`` as."""
+    forms = [
+        secret,
+        secret.hex().encode(),
+        secret.hex().upper().encode(),
+        base64.b64encode(secret),
+        base64.urlsafe_b64encode(secret),
+        base64.b64encode(secret).rstrip(b"="),
+        base64.urlsafe_b64encode(secret).rstrip(b"="),
+        # Python's repr of bytes, as TFoS's logged dicts carried the authkeys.
+        repr(secret)[2:-1].encode(),
+    ]
+    return [form for form in forms if len(form) >= 8]
+
+
+def files_naming(paths: Iterable[Path], secrets: Iterable[bytes]) -> dict[str, list[str]]:
+    """The files under ``paths`` that hold any of ``secrets`` in any of :func:`secret_forms`.
+
+    Returns
+    -------
+    dict
+        File path -> the hex of each secret found in it.
+    """
+    needles = [(secret.hex(), form) for secret in secrets for form in secret_forms(secret)]
+    found: dict[str, list[str]] = {}
+    for root in paths:
+        files = [root] if root.is_file() else []
+        # Not into symbolic links: a local-cluster's spark-home links to pyspark's jars.
+        for folder, _, names in os.walk(root, followlinks=False):
+            files += [Path(folder, name) for name in names if not Path(folder, name).is_symlink()]
+        for path in files:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            hits = sorted({name for name, form in needles if form in data})
+            if hits:
+                found[str(path)] = hits
+    return found
+
+
+@pytest.fixture(scope="session")
+def tfos_training(small_shards, tmp_path_factory) -> tuple[Path, WatchedRun]:
+    """``tfbs train`` with ParameterServerStrategy on ``local-cluster[4,1,1024]``, watched.
+
+    One ps, two workers and the chief on four executor JVMs; the run that
+    ``test_tfos.py`` checks for training and ``test_network_security.py`` for
+    what it exposed. Returns the run's folder and the :class:`WatchedRun`.
+    """
+    from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+
+    from tfbs.uri import local_path
+
+    config, _ = small_shards
+    root = tmp_path_factory.mktemp("tfos_training")
+    run_dir = root / "run"
+    overrides = [
+        *SMALL_OVERRIDES,
+        f"run_dir={run_dir}",
+        f"data.root={local_path(config.data.root)}",
+        f"shards_dir={config.shards_uri}",
+        "train.strategy=parameter_server",
+        "train.master=local-cluster[4,1,1024]",
+    ]
+    args = ["jobs.train", "--config", str(DEMO_CONFIG)]
+    for override in overrides:
+        args += ["--set", override]
+    return run_dir, watched_run(args, root / "spy.jsonl", REPO)
+
+
+def read_spy(spy_file: Path) -> tuple[list[bytes], list[bytes]]:
+    """The reservation secrets and manager authkeys the spy recorded: ``(secrets, authkeys)``."""
+    secrets, authkeys = [], []
+    for line in spy_file.read_text().splitlines():
+        record = json.loads(line)
+        if record.get("secret"):
+            secrets.append(bytes.fromhex(record["secret"]))
+        authkeys += [bytes.fromhex(key) for key in record["authkeys"]]
+    return secrets, authkeys
+
+
+@dataclass
+class WatchedRun:
+    """A command run as a driver under the spy, with its listeners sampled throughout."""
+
+    returncode: int
+    output: str
+    listeners: ListenerSampler
+    secrets: list[bytes]
+    authkeys: list[bytes]
+
+
+def watched_run(module_args: list[str], spy_file: Path, cwd: Path, timeout: float = 1200) -> WatchedRun:
+    """Run ``python tests/netwatch.py SPY_FILE -m MODULE ARGS...``, sampling its process tree's listeners.
+
+    Parameters
+    ----------
+    module_args : list of str
+        ``["jobs.train", "--config", ...]``.
+    spy_file : Path
+        Where the spy records the secrets (outside the run's folder).
+    cwd : Path
+        The checkout.
+    timeout : float
+        Seconds before the run is killed.
+    """
+    command = [sys.executable, str(Path(__file__).resolve()), str(spy_file), "-m", *module_args]
+    proc = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with proc, ListenerSampler(proc.pid) as sampler:
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            output, _ = proc.communicate()
+    secrets, authkeys = read_spy(spy_file) if spy_file.exists() else ([], [])
+    return WatchedRun(proc.returncode, output, sampler, secrets, authkeys)
+
+
+def tf_ports(output: str) -> set[int]:
+    """The TF gRPC ports of the cluster, from the driver's "tfbs placement" lines."""
+    return {int(port) for port in re.findall(r"tfbs placement: .* port=(\d+)", output)}
+
+
+def assert_only_tf_ports_beyond_loopback(run: WatchedRun, num_nodes: int) -> None:
+    """Nothing of the run listened beyond loopback but one TF gRPC port per TF node, all seen.
+
+    Also checks that the sampler ran while the cluster was up: it saw the
+    reservation server (on loopback) and every TF port.
+    """
+    ports = tf_ports(run.output)
+    assert len(ports) == num_nodes, run.output[-4000:]
+    exposed = run.listeners.beyond_loopback()
+    assert {listener.port for listener in exposed} == ports, sorted(exposed, key=lambda item: item.port)
+    reservations = re.search(r"tfbs reservations: listening on (\S+):(\d+)", run.output)
+    assert reservations is not None and reservations.group(1) == "127.0.0.1", run.output[-4000:]
+    assert int(reservations.group(2)) in {item.port for item in run.listeners.seen if item.loopback}
+
+
+def assert_no_secret_written(run: WatchedRun, paths: list[Path], num_nodes: int) -> None:
+    """Neither the reservation secret nor any manager authkey is in ``paths`` or the driver's output."""
+    assert len(run.secrets) == 1 and len(run.authkeys) == num_nodes, (run.secrets, len(run.authkeys))
+    secrets = run.secrets + run.authkeys
+    assert files_naming(paths, secrets) == {}
+    output = run.output.encode()
+    assert not [form for secret in secrets for form in secret_forms(secret) if form in output]
+
+
+def _install_spy(spy_file: Path) -> None:
+    """Record each reservation server's secret and the nodes' authkeys once all nodes registered."""
+    from tensorflowonspark import reservation
+
+    await_reservations = reservation.Server.await_reservations
+
+    def spied(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        nodes = await_reservations(self, *args, **kwargs)
+        secret = getattr(self, "secret", None)
+        record = {
+            "secret": bytes(secret).hex() if secret else None,
+            "authkeys": [bytes(node["authkey"]).hex() for node in nodes],
+        }
+        with spy_file.open("a") as out:
+            out.write(json.dumps(record) + "\n")
+        return nodes
+
+    reservation.Server.await_reservations = spied
+
+
+if __name__ == "__main__":
+    # netwatch.py SPY_FILE -m MODULE ARGS...
+    spy, flag, module, *rest = sys.argv[1:]
+    assert flag == "-m", "usage: netwatch.py SPY_FILE -m MODULE [ARGS...]"
+    _install_spy(Path(spy))
+    sys.argv = [module, *rest]
+    sys.path[0] = str(Path(__file__).resolve().parents[1])  # the checkout, as `python -m` would
+    runpy.run_module(module, run_name="__main__", alter_sys=True)

@@ -1,0 +1,281 @@
+"""Nothing of a run is open on the network (issue 13).
+
+On one machine nothing of a run listens beyond loopback except TF's own
+gRPC servers (one port per TF node; TF hard-codes their all-interfaces
+bind). TFoS's reservation exchange takes only messages signed with the
+run's secret and unpickles nothing else. Neither that secret nor any TFoS
+manager authkey ends in a log or a file of the run.
+
+The training run is the one ``test_tfos.py`` also checks (the
+``tfos_training`` fixture of ``netwatch.py``), watched while it runs: its
+process tree's listening sockets sampled every second, and its secrets
+recorded by a spy in the driver, in a file of the test's own.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import socket
+import struct
+import time
+from pathlib import Path
+
+import pytest
+from netwatch import (
+    assert_no_secret_written,
+    assert_only_tf_ports_beyond_loopback,
+    listening_sockets,
+)
+
+from tfbs.session import LOOPBACK, network_conf
+
+# ---------------------------------------------------------------------------
+# The reservation exchange: signed, bound, and nothing unpickled unsigned
+# ---------------------------------------------------------------------------
+
+
+class _Plant:
+    """A pickle whose loading creates ``path``: the proof that something was unpickled."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
+
+
+@pytest.fixture
+def tfos_untouched(monkeypatch):
+    """Undo, after the test, the node-side patches that unpickling an address installs."""
+    from tensorflowonspark import TFManager, TFSparkNode, reservation
+
+    monkeypatch.setattr(reservation, "Client", reservation.Client)
+    monkeypatch.setattr(TFManager, "TFManager", TFManager.TFManager)
+    node_logger = logging.getLogger(TFSparkNode.__name__)
+    monkeypatch.setattr(node_logger, "filters", list(node_logger.filters))
+    return reservation
+
+
+@pytest.fixture
+def server(tfos_untouched):
+    """A signed reservation server for two nodes on loopback."""
+    from tf_models.cluster.reservation import ReservationServer
+
+    server = ReservationServer(2, LOOPBACK)
+    address = server.start()
+    yield server, address
+    server.stop()
+
+
+def _raw_tfos_message(message: object) -> bytes:
+    """``message`` framed as TFoS's own client sends it: length, then the bare pickle."""
+    data = pickle.dumps(message)
+    return struct.pack(">I", len(data)) + data
+
+
+def _signed(message: object, secret: bytes, direction: bytes) -> bytes:
+    """``message`` framed and signed as :func:`send_message` would send it."""
+    from tf_models.cluster.reservation import _sign
+
+    payload = pickle.dumps(message)
+    body = _sign(secret, direction, payload) + payload
+    return struct.pack(">I", len(body)) + body
+
+
+def _answer(address: tuple[str, int], data: bytes) -> bytes:
+    """Send ``data`` on a fresh connection and return everything the server sends back."""
+    with socket.create_connection(address, timeout=10) as sock:
+        sock.sendall(data)
+        received = b""
+        try:
+            while chunk := sock.recv(4096):
+                received += chunk
+        except ConnectionResetError:
+            pass
+        return received
+
+
+def test_signed_reservations_bind_one_interface_and_print_no_secret(server):
+    from tf_models.cluster.reservation import HiddenBytes, ReservationClient
+
+    reservations, address = server
+    assert address == (LOOPBACK, address[1])
+    listening = [item for item in listening_sockets(os.getpid()) if item.port == address[1]]
+    assert [item.ip for item in listening] == [LOOPBACK]
+    # What TFoS logs or formats shows neither the secret nor an authkey.
+    key = HiddenBytes(b"k" * 32)
+    for shown in (repr(address), str(address), f"{address}", repr({"authkey": key}), str({"a": key})):
+        assert "k" * 8 not in shown and reservations.secret.hex() not in shown and "secret" not in shown
+    assert bytes(pickle.loads(pickle.dumps(key))) == b"k" * 32
+
+    first, second = ReservationClient(address), ReservationClient(address)
+    assert first.register({"executor_id": 0, "authkey": key}) == "OK"
+    assert first._request("QUERY") is False
+    assert second.register({"executor_id": 1}) == "OK"
+    nodes = first.await_reservations()
+    assert [node["executor_id"] for node in nodes] == [0, 1]
+    assert bytes(nodes[0]["authkey"]) == b"k" * 32
+    first.close()
+    second.close()
+
+
+@pytest.mark.parametrize("sender", ["tfos_pickle", "wrong_secret", "reply_as_request", "oversized"])
+def test_a_caller_without_the_secret_is_refused_and_nothing_is_unpickled(server, tmp_path, caplog, sender):
+    from tf_models.cluster.reservation import REPLY, REQUEST, ReservationClient
+
+    reservations, address = server
+    planted = tmp_path / "planted"
+    message = {"type": "QINFO", "data": _Plant(planted)}
+    data = {
+        "tfos_pickle": lambda: _raw_tfos_message(message),
+        "wrong_secret": lambda: _signed(message, b"x" * 32, REQUEST),
+        # Signed with the run's secret, but as a reply: not a request.
+        "reply_as_request": lambda: _signed(message, reservations.secret, REPLY),
+        "oversized": lambda: struct.pack(">I", 1 << 30) + pickle.dumps(message),
+    }[sender]()
+    # The payload is live: loading it creates the file.
+    pickle.loads(pickle.dumps(_Plant(planted)))
+    assert planted.exists()
+    planted.unlink()
+
+    node = ReservationClient(address)
+    node.register({"executor_id": 0, "authkey": b"secret-authkey!!"})
+    node.close()
+    reply = _answer(address, data)
+    assert reply == b""  # refused: the connection closed, nothing answered
+    time.sleep(0.2)
+    assert not planted.exists()
+    assert "refused a message from" in caplog.text
+    # The server still serves a node that has the secret.
+    client = ReservationClient(address)
+    assert [node["executor_id"] for node in client.get_reservations()] == [0]
+    client.close()
+
+
+def test_tfos_own_client_gets_no_node_records(server, tfos_untouched):
+    """TFoS's unpatched client (what any caller without the secret can run) learns nothing."""
+    _, address = server
+    client = tfos_untouched.Client((address[0], address[1]))
+    with pytest.raises(Exception, match="socket closed|reset by peer"):
+        client.get_reservations()
+    client.close()
+
+
+def test_unpickling_the_address_installs_the_node_patches(server, monkeypatch):
+    from tensorflowonspark import TFManager, reservation
+
+    from tf_models.cluster.reservation import HiddenBytes
+    from tf_models.cluster.tfos_patches import BoundManager, NodeReservationClient
+
+    _, sent = server
+    address = pickle.loads(pickle.dumps(sent))  # as a node task's closure is loaded
+    assert tuple(address) == tuple(sent) and bytes(address.secret) == bytes(sent.secret)
+    assert reservation.Client is NodeReservationClient
+    assert TFManager.TFManager is BoundManager
+    authkey = b"\x00'\"\\k" * 4
+
+    # TFoS's ps manager is "remote", which TFoS binds to every interface.
+    monkeypatch.setenv("SPARK_LOCAL_IP", LOOPBACK)
+    manager = TFManager.start(authkey, ["control", "error"], "remote")
+    try:
+        port = manager.address[1]
+        assert manager.address[0] == LOOPBACK
+        assert {item.ip for item in listening_sockets(manager._process.pid) if item.port == port} == {LOOPBACK}
+        # TFoS records the ps manager under its guess at the host's address;
+        # the node registers the address the manager is bound to.
+        client = reservation.Client(address)
+        client.register({"executor_id": 0, "job_name": "ps", "addr": ("192.0.2.7", port), "authkey": authkey})
+        [node] = client.get_reservations()
+        client.close()
+        assert node["addr"] == (LOOPBACK, port)
+        # ... and its authkey hidden, in every copy of the record.
+        assert isinstance(node["authkey"], HiddenBytes) and bytes(node["authkey"]) == authkey
+        assert "<redacted>" in repr(node) and repr(authkey)[2:-1] not in repr(node)
+    finally:
+        manager.shutdown()
+
+
+def test_a_node_without_spark_local_ip_binds_tfos_own_host_address(monkeypatch):
+    from tf_models.cluster import tfos_patches
+
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
+    monkeypatch.setattr(tfos_patches.tfos_util, "get_ip_address", lambda: "192.0.2.9")
+    assert tfos_patches.node_address() == "192.0.2.9"  # the address TFoS registers the node under
+    monkeypatch.setenv("SPARK_LOCAL_IP", LOOPBACK)
+    assert tfos_patches.node_address() == LOOPBACK
+
+
+@pytest.mark.parametrize("authkey", [bytes(range(256)), b"it's", b'say "k"', b"both ' and \" \\'"])
+def test_the_node_record_tfos_logs_before_registering_shows_no_authkey(tfos_untouched, caplog, authkey):
+    from tensorflowonspark import TFSparkNode
+
+    from tf_models.cluster.tfos_patches import install_node_patches
+
+    install_node_patches()
+    install_node_patches()  # idempotent: one filter
+    node_logger = logging.getLogger(TFSparkNode.__name__)
+    assert len(node_logger.filters) == 1
+    record = {"executor_id": 0, "port": 1, "authkey": authkey, "addr": ("127.0.0.1", 2)}
+    with caplog.at_level(logging.INFO):
+        node_logger.info(f"TFSparkNode.reserve: {record}")  # as TFoS logs it (str.format)
+    [line] = [r.getMessage() for r in caplog.records if r.name == TFSparkNode.__name__]
+    assert line == "TFSparkNode.reserve: {'executor_id': 0, 'port': 1, 'authkey': <redacted>, 'addr': ('127.0.0.1', 2)}"
+
+
+# ---------------------------------------------------------------------------
+# Spark's own services
+# ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "master, expected",
+    [
+        ("local[2]", {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK}),
+        ("local-cluster[4,1,1024]", {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK}),
+        ("yarn", {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}),
+        ("spark://master:7077", {}),
+    ],
+)
+def test_network_policy_follows_the_master(master, expected):
+    conf = network_conf(master)
+    assert conf == expected
+    assert not any("secret" in key for key in conf)  # Spark on YARN draws its own
+
+
+def test_a_local_session_listens_on_loopback_only(spark):
+    jvm = spark.sparkContext._gateway.proc.pid
+    listeners = listening_sockets(jvm)
+    assert len(listeners) >= 3  # RPC, block manager, UI at least
+    assert {item for item in listeners if not item.loopback} == set()
+    assert spark.sparkContext.uiWebUrl.startswith(f"http://{LOOPBACK}:")
+
+
+# ---------------------------------------------------------------------------
+# A real training run: what listened, and what was written
+# ---------------------------------------------------------------------------
+
+
+def test_training_listens_beyond_loopback_only_on_tf_grpc_ports(tfos_training):
+    """(a) One ps, two workers, the chief: four TF gRPC ports, nothing else beyond loopback."""
+    _, run = tfos_training
+    assert run.returncode == 0, run.output[-4000:]
+    assert run.listeners.samples >= 10
+    assert_only_tf_ports_beyond_loopback(run, num_nodes=4)
+    # Executor JVMs, PySpark workers and the ps manager were sampled too.
+    processes = " ".join(item.process for item in run.listeners.seen)
+    assert "CoarseGrainedExecutorBackend" in processes and "pyspark.daemon" in processes
+
+
+def test_no_output_of_the_run_names_a_secret(tfos_training):
+    """(c) The reservation secret and the four manager authkeys are in no log or file of the run."""
+    run_dir, run = tfos_training
+    assert run.returncode == 0, run.output[-4000:]
+    executor_logs = list((run_dir / "spark-home" / "work").glob("app-*/*/stderr"))
+    assert len(executor_logs) == 4
+    # TFoS's node records were logged, with their keys redacted.
+    assert "'authkey': <redacted>" in "".join(p.read_text(errors="replace") for p in executor_logs)
+    (export,) = run_dir.glob("models/*/export/saved_model.pb")  # the one model version
+    assert export.stat().st_size > 0
+    assert_no_secret_written(run, [run_dir], num_nodes=4)
