@@ -163,6 +163,12 @@ HADOOP_CONF_IN_CONTAINER = "./__spark_conf__/__hadoop_conf__"
 #: command line or in a log.
 YARN_NETWORK_CONF = {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
 
+#: Environment of a submission on a local master: everything of the run (the
+#: driver, its UI and block manager, local-cluster executors) binds to
+#: loopback. spark-submit starts the JVM before the job's own session
+#: settings could say so.
+LOCAL_NETWORK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
+
 _PROJECT_DIR = Path(__file__).resolve().parents[1]
 
 #: Name node port of an ``hdfs://host/`` URI that names none.
@@ -442,6 +448,8 @@ class StageSubmitOperator(SparkSubmitOperator):
         # tfbs_spark_conf still wins.
         if hook._is_yarn:
             hook._conf = {**YARN_NETWORK_CONF, **hook._conf}
+        elif hook._connection["master"].startswith("local"):
+            hook._env_vars = {**LOCAL_NETWORK_ENV, **(hook._env_vars or {})}
         return hook
 
 
