@@ -91,7 +91,6 @@ EDITS: dict[str, tuple[str, Callable[[bytes], bytes]]] = {
     "dnase/K562": ("dnase/DNASE.K562.conservative.narrowPeak.gz", _gzipped_lines(lambda ls: ls[: len(ls) // 2])),
     "blacklist": ("annotations/blacklist.bed.gz", _gzipped_lines(lambda lines: lines[:-1])),
     "genome": ("genome/genome.fa", _swap_bases_of(b"chr2")),
-    "genome_index": ("genome/genome.fa.fai", _shorter_chromosome),
     "proteins": ("proteins/tf_proteins.fa", _other_residue),
 }
 
@@ -163,6 +162,16 @@ def test_files_preprocessing_does_not_read_leave_the_fingerprint_alone(small_dat
     for unread in ("dnase/DNASE.GM12878.conservative.narrowPeak.gz", "annotations/chrom.sizes"):
         (data / unread).write_bytes(b"chr1\t1\t2\n")
     assert input_fingerprint(config) == before
+
+
+def test_an_index_edited_alone_is_refused_as_stale_not_fingerprinted(built):
+    """The ``.fai`` is fingerprinted with the genome, but new bytes of the
+    index alone (same size and mtime) no longer describe the FASTA: they are
+    refused before any digest is compared."""
+    config, _, data = built
+    stale = pytest.raises(BadInputError, match=r"genome\.fa\.fai:3: stale index of .*re-run `samtools faidx`")
+    with _edited(data / "genome" / "genome.fa.fai", _shorter_chromosome), stale:
+        input_fingerprint(config)
 
 
 @pytest.mark.parametrize("name", list(EDITS))
