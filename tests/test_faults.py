@@ -178,6 +178,13 @@ def _read_bytes(uri: str) -> bytes:
         return stream.read()
 
 
+def _restorable(state_uri: str, files: set[str]) -> bool:
+    """Whether a TensorFlow checkpoint state file names a checkpoint whose index is among ``files``."""
+    named = re.search(r'^model_checkpoint_path: "(.+)"', _read_bytes(state_uri).decode(), re.MULTILINE)
+    parent = state_uri.rsplit("/", 1)[0]
+    return named is not None and f"{parent}/{named.group(1).rsplit('/', 1)[-1]}.index" in files
+
+
 def _assert_whole_outputs(run_uri: str) -> Counter:
     """Every output under ``run_uri`` that a later stage or a rerun reads is complete.
 
@@ -201,9 +208,7 @@ def _assert_whole_outputs(run_uri: str) -> Counter:
             assert f"{parent}/variables/variables.index" in names, f"{uri}: no variables beside it"
             assert f"{parent}/tfbs_metadata.json" in names, f"{uri}: no tfbs_metadata.json beside it"
         elif name == "checkpoint":  # TensorFlow's state file: the checkpoint a rerun restores
-            latest = re.search(r'^model_checkpoint_path: "(.+)"', _read_bytes(uri).decode(), re.MULTILINE)
-            assert latest, f"{uri}: names no checkpoint"
-            assert f"{parent}/{latest.group(1).rsplit('/', 1)[-1]}.index" in names, f"{uri}: its checkpoint is missing"
+            assert _restorable(uri, names), f"{uri}: names no checkpoint that is there"
         elif name.endswith(".tab.gz"):
             rows = gzip.decompress(_read_bytes(uri)).decode().splitlines()  # EOFError if truncated
             assert rows and all(len(row.split("\t")) == 4 for row in rows), uri
@@ -307,3 +312,222 @@ def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_
     # chromosome, file), and each record file sorts its chunks before its
     # seeded shuffle, so retries and delivery order change nothing.
     assert _digests(run_dir / "shards") == _digests(Path(storage.local_path(config.shards_uri)))
+
+
+# --------------------------------------------------------------------------
+# Training, evaluation and prediction
+# --------------------------------------------------------------------------
+
+#: Steps of the faulted training, checkpointed every CHECKPOINT_EVERY: a
+#: kill at the first checkpoint lands seconds before the end.
+STEPS = 300
+CHECKPOINT_EVERY = 30
+#: The driver's log line after each checkpoint (tf_models/train_loop.py).
+CHECKPOINT_LINE = re.compile(r"tfbs\.train: checkpoint \S+-(\d+)$", re.MULTILINE)
+RESUMED_LINE = re.compile(r"tfbs\.train: resumed from \S+ at step (\d+)")
+REGIONS = ["chr8\t10000\t10200", "chr21\t5000\t5200", "chr1\t20000\t20200"]
+
+
+def _checkpointed(step: int | None = None) -> Callable[[str], object]:
+    """Ready once the driver logged a checkpoint (of ``step``, or any)."""
+    return lambda output: [int(s) for s in CHECKPOINT_LINE.findall(output) if step is None or int(s) == step]
+
+
+def _exporting(run_dir: Path) -> Callable[[str], object]:
+    """Ready once a SavedModel's ``variables`` folder appears under the run (written first
+    by ``tf.saved_model.save``), or, if the export is written elsewhere and moved in, once
+    training reports it finished."""
+
+    def ready(output: str) -> object:
+        started = next((p for p in run_dir.rglob("variables") if p.is_dir()), None)
+        return started or re.search(r"tfbs\.train: training \(\w+\) finished", output)
+
+    return ready
+
+
+@pytest.fixture(scope="module")
+def faulted_training(small_shards, tmp_path_factory) -> dict:
+    """``tfbs train`` interrupted after its first checkpoint, rerun and killed as it exports, rerun again.
+
+    The ``local`` strategy: the loop runs in the command's own process, the
+    one the user's Ctrl-C and a kill reach (TF nodes on executors: see
+    ``test_a_killed_chief_resumes_from_hdfs``).
+    """
+    config, _ = small_shards
+    run_dir = tmp_path_factory.mktemp("faulted") / "run"
+    train = Stage(
+        "train",
+        [
+            f"data.root={storage.local_path(config.data.root)}",
+            f"run_dir={run_dir}",
+            f"shards_dir={config.shards_uri}",
+            "train.strategy=local",
+            f"train.steps={STEPS}",
+            f"train.checkpoint_every_steps={CHECKPOINT_EVERY}",
+            # Every step is run: the reruns resume to the end, not to an early stop.
+            "train.early_stopping_patience=null",
+        ],
+    )
+    run_uri = storage.to_uri(run_dir)
+    interrupted = train.signalled(signal.SIGINT, _checkpointed(), "the first checkpoint")
+    after_interrupt = _assert_whole_outputs(run_uri)
+    exporting = train.signalled(signal.SIGKILL, _exporting(run_dir), "the export")
+    after_kill = _assert_whole_outputs(run_uri)
+    debris = sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("variables") if p.is_dir())
+    print(f"train: after SIGKILL at the export: {dict(after_kill)}; SavedModel variables dirs: {debris}")
+    finished = train.run()
+    return {
+        "run_dir": run_dir,
+        "overrides": train.overrides,
+        "interrupted": interrupted,
+        "after_interrupt": after_interrupt,
+        "exporting": exporting,
+        "after_kill": after_kill,
+        "finished": finished,
+        "after_finish": _assert_whole_outputs(run_uri),
+    }
+
+
+def test_training_interrupted_then_killed_resumes_and_exports_whole(faulted_training):
+    interrupted = faulted_training["interrupted"]
+    stopped_at = max(_checkpointed()(interrupted))
+    assert stopped_at < STEPS, "the interrupt came after the end"
+    # Interrupted mid-training: checkpoints and history, whole; no export.
+    assert faulted_training["after_interrupt"]["checkpoint"] >= 1
+    assert faulted_training["after_interrupt"]["saved_model.pb"] == 0
+
+    # The rerun resumed where the interrupt left it (a checkpoint saved as
+    # the interrupt came may not have been logged yet).
+    resumed = [int(s) for s in RESUMED_LINE.findall(faulted_training["exporting"])]
+    assert len(resumed) == 1 and stopped_at <= resumed[0] < STEPS, faulted_training["exporting"][-4000:]
+    assert min(_checkpointed()(faulted_training["exporting"])) == resumed[0] + CHECKPOINT_EVERY
+
+    # Killed as it exported: the last rerun restores the last checkpoint and exports.
+    assert RESUMED_LINE.findall(faulted_training["finished"]) == [str(STEPS)]
+    assert faulted_training["after_finish"]["saved_model.pb"] >= 1
+    assert faulted_training["after_finish"]["tfbs_metadata.json"] >= 1
+    run_dir = faulted_training["run_dir"]
+    histories = list(run_dir.rglob("history.json"))
+    assert histories
+    for path in histories:
+        steps = [entry["step"] for entry in json.loads(path.read_text())]
+        assert steps == list(range(CHECKPOINT_EVERY, STEPS + 1, CHECKPOINT_EVERY)), path
+
+
+def test_evaluation_interrupted_then_killed_leaves_no_report(faulted_training):
+    run_uri = storage.to_uri(faulted_training["run_dir"])
+    evaluate = Stage("evaluate", faulted_training["overrides"])
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        evaluate.signalled(sig, _spark_stage(), "the test split being scored")
+        assert _assert_whole_outputs(run_uri)["report.json"] == 0
+    evaluate.run()
+    reports = list(faulted_training["run_dir"].rglob("report.json"))
+    assert len(reports) == 1
+    assert len(json.loads(reports[0].read_text())["results"]) == 6  # 2 TFs x 3 cells
+
+
+def test_prediction_interrupted_then_killed_leaves_no_submission(faulted_training, tmp_path):
+    run_uri = storage.to_uri(faulted_training["run_dir"])
+    regions = tmp_path / "regions.bed"
+    regions.write_text("\n".join(REGIONS) + "\n")
+    predict = Stage(
+        "predict", faulted_training["overrides"], ("--regions", str(regions), "--tf", "CTCF", "--cell", "K562")
+    )
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        predict.signalled(sig, _spark_stage(), "the regions being scored")
+        assert _assert_whole_outputs(run_uri)["submission"] == 0
+    predict.run()
+    submissions = list(faulted_training["run_dir"].rglob("*.tab.gz"))
+    assert len(submissions) == 1
+    rows = gzip.decompress(submissions[0].read_bytes()).decode().splitlines()
+    assert ["\t".join(row.split("\t")[:3]) for row in rows] == REGIONS
+
+
+# --------------------------------------------------------------------------
+# A killed chief, data and run on HDFS
+# --------------------------------------------------------------------------
+
+#: Steps of the distributed runs: the chief is killed at its first checkpoint,
+#: several seconds of training before the end.
+HDFS_STEPS = 400
+HDFS_CHECKPOINT_EVERY = 50
+CHIEF_PROCESS = re.compile(r"tfbs node process: job=chief task=0 \S+ host=\S+ pid=(\d+)")
+#: Executors a strategy needs with one worker: ps + chief + worker, or chief + worker.
+MASTERS = {"parameter_server": "local-cluster[3,1,1024]", "multi_worker_mirrored": "local-cluster[2,1,1024]"}
+
+
+def _chief_with_checkpoint(run_uri: str) -> Callable[[str], object]:
+    """Ready (with the chief's pid) once the chief runs and a checkpoint of the run is on HDFS."""
+    next_look = [0.0]
+
+    def ready(output: str) -> object:
+        chief = CHIEF_PROCESS.search(output)
+        if chief is None or time.monotonic() < next_look[0]:
+            return None
+        next_look[0] = time.monotonic() + 0.5
+        # The state file of the checkpoints a rerun restores (not the best one's, pushed
+        # before it), once whole: a file being written to HDFS is there, empty, until closed.
+        files = set(storage.list_files(run_uri)) if storage.exists(run_uri) else set()
+        states = [u for u in files if u.endswith("/checkpoints/checkpoint")]
+        return int(chief.group(1)) if any(_restorable(u, files) for u in states) else None
+
+    return ready
+
+
+@pytest.mark.cluster
+def test_a_killed_chief_resumes_from_hdfs(spark, hadoop, hdfs_dataset, tmp_path):
+    from preprocess.build_shards import build_shards
+
+    base = f"{hadoop.fs_default_fs}/faults"
+    shards_uri = f"{base}/shards"
+    build_shards(
+        spark,
+        load_config(
+            DEMO_CONFIG,
+            [*SMALL_OVERRIDES, f"data.root={hdfs_dataset}", f"run_dir={base}/preprocess", f"shards_dir={shards_uri}"],
+        ),
+    )
+    for strategy, master in MASTERS.items():
+        run_uri = f"{base}/{strategy}"
+        train = Stage(
+            "train",
+            [
+                f"data.root={hdfs_dataset}",
+                f"run_dir={run_uri}",
+                f"shards_dir={shards_uri}",
+                f"train.strategy={strategy}",
+                f"train.master={master}",
+                "train.num_workers=1",
+                f"train.steps={HDFS_STEPS}",
+                f"train.checkpoint_every_steps={HDFS_CHECKPOINT_EVERY}",
+                "train.early_stopping_patience=null",
+            ],
+            spark_home=tmp_path / strategy,
+        )
+
+        def kill_chief(_: StreamedProcess, pid: object, marker: str = train.marker) -> None:
+            assert pid in _marked_processes(marker), "the logged chief pid is not a process of this run"
+            os.kill(int(pid), signal.SIGKILL)  # type: ignore[call-overload]
+
+        code, output, seconds = train.faulted(_chief_with_checkpoint(run_uri), "a checkpoint on HDFS", kill_chief)
+        print(f"{strategy}: chief killed; the command exited {seconds:.1f} s later")
+        assert code != 0, output[-4000:]
+        assert seconds < EXIT_WITHIN_S
+        assert re.search(r"TF node chief:0 \(.*\) died: its process was killed by SIGKILL", output), output[-4000:]
+        hint = re.search(r"Run the same command again to resume from the checkpoint at step (\d+)", output)
+        assert hint is not None and int(hint.group(1)) > 0, output[-4000:]
+        after_kill = _assert_whole_outputs(run_uri)
+        assert after_kill["checkpoint"] >= 1 and after_kill["saved_model.pb"] == 0, after_kill
+
+        started = time.monotonic()
+        rerun = train.run()
+        print(f"{strategy}: the rerun finished in {time.monotonic() - started:.1f} s")
+        resumed = re.search(rf"resuming from the checkpoint at step (\d+) of {HDFS_STEPS} \(hdfs://", rerun)
+        assert resumed is not None and int(resumed.group(1)) >= int(hint.group(1)), rerun[-4000:]
+        finished = _assert_whole_outputs(run_uri)
+        assert finished["saved_model.pb"] >= 1, finished
+        histories = [u for u in storage.list_files(run_uri) if u.endswith("/history.json")]
+        assert histories
+        for uri in histories:
+            steps = [entry["step"] for entry in json.loads(storage.read_text(uri))]
+            assert steps == list(range(HDFS_CHECKPOINT_EVERY, HDFS_STEPS + 1, HDFS_CHECKPOINT_EVERY)), uri
