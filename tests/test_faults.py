@@ -29,6 +29,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,9 +119,12 @@ class Stage:
     def signalled(self, sig: signal.Signals, ready: Callable[[str], object], what: str) -> str:
         """Send ``sig`` to the command once ``ready`` holds; it must stop on it. Returns the output."""
         code, output, seconds = self.faulted(ready, what, lambda process, _: process.proc.send_signal(sig))
-        # Killed by the signal: Python re-raises an unhandled SIGINT's
-        # KeyboardInterrupt as the signal itself.
-        assert code == -sig, f"exit {code} after {sig.name}:\n{output[-4000:]}"
+        # Python ends on an unhandled KeyboardInterrupt by re-raising SIGINT,
+        # but PySpark's clean-up can turn it into another error first (exit 1:
+        # an UnboundLocalError in pyspark's _load_from_socket, seen in predict).
+        assert code == -sig or (sig == signal.SIGINT and code == 1), f"exit {code} after {sig.name}:\n{output[-4000:]}"
+        if sig == signal.SIGINT:
+            assert "KeyboardInterrupt" in output, output[-4000:]
         assert seconds < EXIT_WITHIN_S, f"{sig.name}: the command exited {seconds:.0f} s later"
         print(f"{self.stage}: {sig.name} at {what}; exited {seconds:.1f} s later")
         return output
@@ -320,7 +324,7 @@ def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_
 
 #: Steps of the faulted training, checkpointed every CHECKPOINT_EVERY: a
 #: kill at the first checkpoint lands seconds before the end.
-STEPS = 300
+STEPS = 150
 CHECKPOINT_EVERY = 30
 #: The driver's log line after each checkpoint (tf_models/train_loop.py).
 CHECKPOINT_LINE = re.compile(r"tfbs\.train: checkpoint \S+-(\d+)$", re.MULTILINE)
@@ -414,30 +418,45 @@ def test_training_interrupted_then_killed_resumes_and_exports_whole(faulted_trai
         assert steps == list(range(CHECKPOINT_EVERY, STEPS + 1, CHECKPOINT_EVERY)), path
 
 
-def test_evaluation_interrupted_then_killed_leaves_no_report(faulted_training):
-    run_uri = storage.to_uri(faulted_training["run_dir"])
-    evaluate = Stage("evaluate", faulted_training["overrides"])
+def _interrupted_then_killed(stage: Stage, what: str, kind: str, run_uri: str) -> None:
+    """Ctrl-C, then kill -9, ``stage`` as Spark starts on ``what``; neither leaves a ``kind`` output; the rerun works."""
     for sig in (signal.SIGINT, signal.SIGKILL):
-        evaluate.signalled(sig, _spark_stage(), "the test split being scored")
-        assert _assert_whole_outputs(run_uri)["report.json"] == 0
-    evaluate.run()
-    reports = list(faulted_training["run_dir"].rglob("report.json"))
-    assert len(reports) == 1
-    assert len(json.loads(reports[0].read_text())["results"]) == 6  # 2 TFs x 3 cells
+        stage.signalled(sig, _spark_stage(), what)
+        assert _assert_whole_outputs(run_uri)[kind] == 0
+    stage.run()
 
 
-def test_prediction_interrupted_then_killed_leaves_no_submission(faulted_training, tmp_path):
-    run_uri = storage.to_uri(faulted_training["run_dir"])
+def test_evaluation_and_prediction_interrupted_then_killed_leave_no_output(faulted_training, tmp_path):
+    run_dir = faulted_training["run_dir"]
     regions = tmp_path / "regions.bed"
     regions.write_text("\n".join(REGIONS) + "\n")
-    predict = Stage(
-        "predict", faulted_training["overrides"], ("--regions", str(regions), "--tf", "CTCF", "--cell", "K562")
-    )
-    for sig in (signal.SIGINT, signal.SIGKILL):
-        predict.signalled(sig, _spark_stage(), "the regions being scored")
-        assert _assert_whole_outputs(run_uri)["submission"] == 0
-    predict.run()
-    submissions = list(faulted_training["run_dir"].rglob("*.tab.gz"))
+    overrides = faulted_training["overrides"]
+    predict_arguments = ("--regions", str(regions), "--tf", "CTCF", "--cell", "K562")
+    # Side by side: they write different files, and each mostly waits on start-up.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        chains = [
+            pool.submit(
+                _interrupted_then_killed,
+                Stage("evaluate", overrides),
+                "the test split being scored",
+                "report.json",
+                storage.to_uri(run_dir),
+            ),
+            pool.submit(
+                _interrupted_then_killed,
+                Stage("predict", overrides, predict_arguments),
+                "the regions being scored",
+                "submission",
+                storage.to_uri(run_dir),
+            ),
+        ]
+        for chain in chains:
+            chain.result()
+
+    reports = list(run_dir.rglob("report.json"))
+    assert len(reports) == 1
+    assert len(json.loads(reports[0].read_text())["results"]) == 6  # 2 TFs x 3 cells
+    submissions = list(run_dir.rglob("*.tab.gz"))
     assert len(submissions) == 1
     rows = gzip.decompress(submissions[0].read_bytes()).decode().splitlines()
     assert ["\t".join(row.split("\t")[:3]) for row in rows] == REGIONS
@@ -449,8 +468,8 @@ def test_prediction_interrupted_then_killed_leaves_no_submission(faulted_trainin
 
 #: Steps of the distributed runs: the chief is killed at its first checkpoint,
 #: several seconds of training before the end.
-HDFS_STEPS = 400
-HDFS_CHECKPOINT_EVERY = 50
+HDFS_STEPS = 120
+HDFS_CHECKPOINT_EVERY = 30
 CHIEF_PROCESS = re.compile(r"tfbs node process: job=chief task=0 \S+ host=\S+ pid=(\d+)")
 #: Executors a strategy needs with one worker: ps + chief + worker, or chief + worker.
 MASTERS = {"parameter_server": "local-cluster[3,1,1024]", "multi_worker_mirrored": "local-cluster[2,1,1024]"}
@@ -487,47 +506,124 @@ def test_a_killed_chief_resumes_from_hdfs(spark, hadoop, hdfs_dataset, tmp_path)
             [*SMALL_OVERRIDES, f"data.root={hdfs_dataset}", f"run_dir={base}/preprocess", f"shards_dir={shards_uri}"],
         ),
     )
-    for strategy, master in MASTERS.items():
-        run_uri = f"{base}/{strategy}"
-        train = Stage(
-            "train",
-            [
-                f"data.root={hdfs_dataset}",
-                f"run_dir={run_uri}",
-                f"shards_dir={shards_uri}",
-                f"train.strategy={strategy}",
-                f"train.master={master}",
-                "train.num_workers=1",
-                f"train.steps={HDFS_STEPS}",
-                f"train.checkpoint_every_steps={HDFS_CHECKPOINT_EVERY}",
-                "train.early_stopping_patience=null",
-            ],
-            spark_home=tmp_path / strategy,
-        )
+    for strategy in MASTERS:
+        _chief_killed_then_resumed(strategy, base, hdfs_dataset, tmp_path)
 
-        def kill_chief(_: StreamedProcess, pid: object, marker: str = train.marker) -> None:
-            assert pid in _marked_processes(marker), "the logged chief pid is not a process of this run"
-            os.kill(int(pid), signal.SIGKILL)  # type: ignore[call-overload]
 
-        code, output, seconds = train.faulted(_chief_with_checkpoint(run_uri), "a checkpoint on HDFS", kill_chief)
-        print(f"{strategy}: chief killed; the command exited {seconds:.1f} s later")
-        assert code != 0, output[-4000:]
-        assert seconds < EXIT_WITHIN_S
-        assert re.search(r"TF node chief:0 \(.*\) died: its process was killed by SIGKILL", output), output[-4000:]
-        hint = re.search(r"Run the same command again to resume from the checkpoint at step (\d+)", output)
-        assert hint is not None and int(hint.group(1)) > 0, output[-4000:]
-        after_kill = _assert_whole_outputs(run_uri)
-        assert after_kill["checkpoint"] >= 1 and after_kill["saved_model.pb"] == 0, after_kill
+def _chief_killed_then_resumed(strategy: str, base: str, data_uri: str, scratch: Path) -> None:
+    """Kill the chief once its first checkpoint is on HDFS; run the same command again."""
+    run_uri = f"{base}/{strategy}"
+    train = Stage(
+        "train",
+        [
+            f"data.root={data_uri}",
+            f"run_dir={run_uri}",
+            f"shards_dir={base}/shards",
+            f"train.strategy={strategy}",
+            f"train.master={MASTERS[strategy]}",
+            "train.num_workers=1",
+            f"train.steps={HDFS_STEPS}",
+            f"train.checkpoint_every_steps={HDFS_CHECKPOINT_EVERY}",
+            "train.early_stopping_patience=null",
+        ],
+        spark_home=scratch / strategy,
+    )
 
-        started = time.monotonic()
-        rerun = train.run()
-        print(f"{strategy}: the rerun finished in {time.monotonic() - started:.1f} s")
-        resumed = re.search(rf"resuming from the checkpoint at step (\d+) of {HDFS_STEPS} \(hdfs://", rerun)
-        assert resumed is not None and int(resumed.group(1)) >= int(hint.group(1)), rerun[-4000:]
-        finished = _assert_whole_outputs(run_uri)
-        assert finished["saved_model.pb"] >= 1, finished
-        histories = [u for u in storage.list_files(run_uri) if u.endswith("/history.json")]
-        assert histories
-        for uri in histories:
-            steps = [entry["step"] for entry in json.loads(storage.read_text(uri))]
-            assert steps == list(range(HDFS_CHECKPOINT_EVERY, HDFS_STEPS + 1, HDFS_CHECKPOINT_EVERY)), uri
+    def kill_chief(_: StreamedProcess, pid: object) -> None:
+        assert pid in _marked_processes(train.marker), "the logged chief pid is not a process of this run"
+        os.kill(int(pid), signal.SIGKILL)  # type: ignore[call-overload]
+
+    code, output, seconds = train.faulted(_chief_with_checkpoint(run_uri), "a checkpoint on HDFS", kill_chief)
+    print(f"{strategy}: chief killed; the command exited {seconds:.1f} s later")
+    assert code != 0, output[-4000:]
+    assert seconds < EXIT_WITHIN_S
+    assert re.search(r"TF node chief:0 \(.*\) died: its process was killed by SIGKILL", output), output[-4000:]
+    hint = re.search(r"Run the same command again to resume from the checkpoint at step (\d+)", output)
+    assert hint is not None and 0 < int(hint.group(1)) < HDFS_STEPS, output[-4000:]
+    after_kill = _assert_whole_outputs(run_uri)
+    assert after_kill["checkpoint"] >= 1 and after_kill["saved_model.pb"] == 0, after_kill
+
+    rerun = train.run()
+    resumed = re.search(rf"resuming from the checkpoint at step (\d+) of {HDFS_STEPS} \(hdfs://", rerun)
+    assert resumed is not None and int(resumed.group(1)) >= int(hint.group(1)), rerun[-4000:]
+    finished = _assert_whole_outputs(run_uri)
+    assert finished["saved_model.pb"] >= 1, finished
+    histories = [u for u in storage.list_files(run_uri) if u.endswith("/history.json")]
+    assert histories
+    for uri in histories:
+        steps = [entry["step"] for entry in json.loads(storage.read_text(uri))]
+        assert steps == list(range(HDFS_CHECKPOINT_EVERY, HDFS_STEPS + 1, HDFS_CHECKPOINT_EVERY)), uri
+
+
+#: Pushes a model directory to HDFS as the chief does after each checkpoint,
+#: and dies (SIGKILL) with TensorFlow's checkpoint state file written but
+#: not closed, recognised by its content whatever name it is written under.
+DYING_PUSH = """
+import os, signal, sys
+from tfbs import uri as storage
+from tf_models.model_dir import ModelDirectory
+
+class DyingStream:
+    def __init__(self, stream):
+        self.stream, self.head = stream, b""
+    def write(self, data):
+        self.head += bytes(data)[: max(0, 64 - len(self.head))]
+        return self.stream.write(data)
+    def close(self):
+        if self.head.startswith(b"model_checkpoint_path"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.stream.close()
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        self.close()
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+class DyingFileSystem:
+    def __init__(self, fs):
+        self.fs = fs
+    def open_output_stream(self, *args, **kwargs):
+        return DyingStream(self.fs.open_output_stream(*args, **kwargs))
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+real = storage.filesystem
+def filesystem(uri):
+    fs, path = real(uri)
+    return DyingFileSystem(fs), path
+storage.filesystem = filesystem
+ModelDirectory(sys.argv[1], sys.argv[2]).push()
+"""
+
+
+@pytest.mark.cluster
+@pytest.mark.xfail(
+    strict=True,
+    reason="tfbs.uri writes HDFS files in place: a chief killed while pushing leaves TensorFlow's "
+    "checkpoint state file under construction, read back empty, and every resume then fails with "
+    "'Invalid checkpoint state' (atomic: write under a temporary name, then rename)",
+)
+def test_a_chief_killed_while_pushing_its_checkpoint_state_leaves_a_resumable_run(hadoop, tmp_path):
+    """The push the chief makes after each checkpoint, killed as it writes the state file: what
+    HDFS then holds must restore (the newest whole checkpoint, or none), as a rerun reads it."""
+    import subprocess
+
+    import tensorflow as tf
+
+    from tf_models.model_dir import model_directory
+
+    local = tmp_path / "mirror"
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(30)), str(local / "checkpoints"), 3)
+    manager.save(checkpoint_number=30)
+    model_uri = f"{hadoop.fs_default_fs}/faults/dying-push/model"
+    pushed = subprocess.run(
+        [sys.executable, "-c", DYING_PUSH, model_uri, str(local)], capture_output=True, text=True, timeout=300
+    )
+    assert pushed.returncode == -signal.SIGKILL, pushed.stderr[-4000:]
+    # What a rerun does first: pull the remote into a fresh mirror and restore the newest checkpoint.
+    rerun = model_directory(model_uri)
+    rerun.pull()
+    checkpoints = f"{rerun.local}/checkpoints"
+    restored = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(0)), checkpoints, 3)
+    assert restored.latest_checkpoint in (None, f"{checkpoints}/ckpt-30")
