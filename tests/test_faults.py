@@ -9,7 +9,9 @@
   the same command run again succeeds (training resumes from its checkpoint).
 - The chief's TensorFlow process killed while training with data and run
   on HDFS, under both distributed strategies: the rerun resumes from the
-  checkpoint on HDFS and finishes.
+  checkpoint on HDFS and finishes; and one killed exactly while it pushes
+  TensorFlow's checkpoint state file to HDFS (expected to fail until HDFS
+  writes go through a temporary name).
 
 Outputs are found by name wherever they lie under the run (``report.json``,
 ``saved_model.pb``, ...), so the checks hold however model versions and
@@ -277,6 +279,7 @@ def _kill_an_executor(process: StreamedProcess, _: object) -> None:
     executors[0].kill()
 
 
+@pytest.mark.cluster
 def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_path):
     """Ctrl-C, then kill -9, mid-way leave no shards; the rerun, losing an executor, writes the undisturbed shards."""
     config, undisturbed = small_shards
