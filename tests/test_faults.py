@@ -9,7 +9,9 @@
   the same command run again succeeds (training resumes from its checkpoint).
 - The chief's TensorFlow process killed while training with data and run
   on HDFS, under both distributed strategies: the rerun resumes from the
-  checkpoint on HDFS and finishes.
+  checkpoint on HDFS and finishes; and one killed exactly while it pushes
+  TensorFlow's checkpoint state file to HDFS (expected to fail until HDFS
+  writes go through a temporary name).
 
 Outputs are found by name wherever they lie under the run (``report.json``,
 ``saved_model.pb``, ...), so the checks hold however model versions and
@@ -29,6 +31,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -118,9 +121,12 @@ class Stage:
     def signalled(self, sig: signal.Signals, ready: Callable[[str], object], what: str) -> str:
         """Send ``sig`` to the command once ``ready`` holds; it must stop on it. Returns the output."""
         code, output, seconds = self.faulted(ready, what, lambda process, _: process.proc.send_signal(sig))
-        # Killed by the signal: Python re-raises an unhandled SIGINT's
-        # KeyboardInterrupt as the signal itself.
-        assert code == -sig, f"exit {code} after {sig.name}:\n{output[-4000:]}"
+        # Python ends on an unhandled KeyboardInterrupt by re-raising SIGINT,
+        # but PySpark's clean-up can turn it into another error first (exit 1:
+        # an UnboundLocalError in pyspark's _load_from_socket, seen in predict).
+        assert code == -sig or (sig == signal.SIGINT and code == 1), f"exit {code} after {sig.name}:\n{output[-4000:]}"
+        if sig == signal.SIGINT:
+            assert "KeyboardInterrupt" in output, output[-4000:]
         assert seconds < EXIT_WITHIN_S, f"{sig.name}: the command exited {seconds:.0f} s later"
         print(f"{self.stage}: {sig.name} at {what}; exited {seconds:.1f} s later")
         return output
@@ -178,6 +184,13 @@ def _read_bytes(uri: str) -> bytes:
         return stream.read()
 
 
+def _restorable(state_uri: str, files: set[str]) -> bool:
+    """Whether a TensorFlow checkpoint state file names a checkpoint whose index is among ``files``."""
+    named = re.search(r'^model_checkpoint_path: "(.+)"', _read_bytes(state_uri).decode(), re.MULTILINE)
+    parent = state_uri.rsplit("/", 1)[0]
+    return named is not None and f"{parent}/{named.group(1).rsplit('/', 1)[-1]}.index" in files
+
+
 def _assert_whole_outputs(run_uri: str) -> Counter:
     """Every output under ``run_uri`` that a later stage or a rerun reads is complete.
 
@@ -201,9 +214,7 @@ def _assert_whole_outputs(run_uri: str) -> Counter:
             assert f"{parent}/variables/variables.index" in names, f"{uri}: no variables beside it"
             assert f"{parent}/tfbs_metadata.json" in names, f"{uri}: no tfbs_metadata.json beside it"
         elif name == "checkpoint":  # TensorFlow's state file: the checkpoint a rerun restores
-            latest = re.search(r'^model_checkpoint_path: "(.+)"', _read_bytes(uri).decode(), re.MULTILINE)
-            assert latest, f"{uri}: names no checkpoint"
-            assert f"{parent}/{latest.group(1).rsplit('/', 1)[-1]}.index" in names, f"{uri}: its checkpoint is missing"
+            assert _restorable(uri, names), f"{uri}: names no checkpoint that is there"
         elif name.endswith(".tab.gz"):
             rows = gzip.decompress(_read_bytes(uri)).decode().splitlines()  # EOFError if truncated
             assert rows and all(len(row.split("\t")) == 4 for row in rows), uri
@@ -268,6 +279,7 @@ def _kill_an_executor(process: StreamedProcess, _: object) -> None:
     executors[0].kill()
 
 
+@pytest.mark.cluster
 def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_path):
     """Ctrl-C, then kill -9, mid-way leave no shards; the rerun, losing an executor, writes the undisturbed shards."""
     config, undisturbed = small_shards
@@ -307,3 +319,314 @@ def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_
     # chromosome, file), and each record file sorts its chunks before its
     # seeded shuffle, so retries and delivery order change nothing.
     assert _digests(run_dir / "shards") == _digests(Path(storage.local_path(config.shards_uri)))
+
+
+# --------------------------------------------------------------------------
+# Training, evaluation and prediction
+# --------------------------------------------------------------------------
+
+#: Steps of the faulted training, checkpointed every CHECKPOINT_EVERY: a
+#: kill at the first checkpoint lands seconds before the end.
+STEPS = 150
+CHECKPOINT_EVERY = 30
+#: The driver's log line after each checkpoint (tf_models/train_loop.py).
+CHECKPOINT_LINE = re.compile(r"tfbs\.train: checkpoint \S+-(\d+)$", re.MULTILINE)
+RESUMED_LINE = re.compile(r"tfbs\.train: resumed from \S+ at step (\d+)")
+REGIONS = ["chr8\t10000\t10200", "chr21\t5000\t5200", "chr1\t20000\t20200"]
+
+
+def _checkpointed(step: int | None = None) -> Callable[[str], object]:
+    """Ready once the driver logged a checkpoint (of ``step``, or any)."""
+    return lambda output: [int(s) for s in CHECKPOINT_LINE.findall(output) if step is None or int(s) == step]
+
+
+def _exporting(run_dir: Path) -> Callable[[str], object]:
+    """Ready once a SavedModel's ``variables`` folder appears under the run (written first
+    by ``tf.saved_model.save``), or, if the export is written elsewhere and moved in, once
+    training reports it finished."""
+
+    def ready(output: str) -> object:
+        started = next((p for p in run_dir.rglob("variables") if p.is_dir()), None)
+        return started or re.search(r"tfbs\.train: training \(\w+\) finished", output)
+
+    return ready
+
+
+@pytest.fixture(scope="module")
+def faulted_training(small_shards, tmp_path_factory) -> dict:
+    """``tfbs train`` interrupted after its first checkpoint, rerun and killed as it exports, rerun again.
+
+    The ``local`` strategy: the loop runs in the command's own process, the
+    one the user's Ctrl-C and a kill reach (TF nodes on executors: see
+    ``test_a_killed_chief_resumes_from_hdfs``).
+    """
+    config, _ = small_shards
+    run_dir = tmp_path_factory.mktemp("faulted") / "run"
+    train = Stage(
+        "train",
+        [
+            f"data.root={storage.local_path(config.data.root)}",
+            f"run_dir={run_dir}",
+            f"shards_dir={config.shards_uri}",
+            "train.strategy=local",
+            f"train.steps={STEPS}",
+            f"train.checkpoint_every_steps={CHECKPOINT_EVERY}",
+            # Every step is run: the reruns resume to the end, not to an early stop.
+            "train.early_stopping_patience=null",
+        ],
+    )
+    run_uri = storage.to_uri(run_dir)
+    interrupted = train.signalled(signal.SIGINT, _checkpointed(), "the first checkpoint")
+    after_interrupt = _assert_whole_outputs(run_uri)
+    exporting = train.signalled(signal.SIGKILL, _exporting(run_dir), "the export")
+    after_kill = _assert_whole_outputs(run_uri)
+    debris = sorted(str(p.relative_to(run_dir)) for p in run_dir.rglob("variables") if p.is_dir())
+    print(f"train: after SIGKILL at the export: {dict(after_kill)}; SavedModel variables dirs: {debris}")
+    finished = train.run()
+    return {
+        "run_dir": run_dir,
+        "overrides": train.overrides,
+        "interrupted": interrupted,
+        "after_interrupt": after_interrupt,
+        "exporting": exporting,
+        "after_kill": after_kill,
+        "finished": finished,
+        "after_finish": _assert_whole_outputs(run_uri),
+    }
+
+
+def test_training_interrupted_then_killed_resumes_and_exports_whole(faulted_training):
+    interrupted = faulted_training["interrupted"]
+    stopped_at = max(_checkpointed()(interrupted))
+    assert stopped_at < STEPS, "the interrupt came after the end"
+    # Interrupted mid-training: checkpoints and history, whole; no export.
+    assert faulted_training["after_interrupt"]["checkpoint"] >= 1
+    assert faulted_training["after_interrupt"]["saved_model.pb"] == 0
+
+    # The rerun resumed where the interrupt left it (a checkpoint saved as
+    # the interrupt came may not have been logged yet).
+    resumed = [int(s) for s in RESUMED_LINE.findall(faulted_training["exporting"])]
+    assert len(resumed) == 1 and stopped_at <= resumed[0] < STEPS, faulted_training["exporting"][-4000:]
+    assert min(_checkpointed()(faulted_training["exporting"])) == resumed[0] + CHECKPOINT_EVERY
+
+    # Killed as it exported: the last rerun restores the last checkpoint and exports.
+    assert RESUMED_LINE.findall(faulted_training["finished"]) == [str(STEPS)]
+    assert faulted_training["after_finish"]["saved_model.pb"] >= 1
+    assert faulted_training["after_finish"]["tfbs_metadata.json"] >= 1
+    run_dir = faulted_training["run_dir"]
+    histories = list(run_dir.rglob("history.json"))
+    assert histories
+    for path in histories:
+        steps = [entry["step"] for entry in json.loads(path.read_text())]
+        assert steps == list(range(CHECKPOINT_EVERY, STEPS + 1, CHECKPOINT_EVERY)), path
+
+
+def _interrupted_then_killed(stage: Stage, what: str, kind: str, run_uri: str) -> None:
+    """Ctrl-C, then kill -9, ``stage`` as Spark starts on ``what``; neither leaves a ``kind`` output; the rerun works."""
+    for sig in (signal.SIGINT, signal.SIGKILL):
+        stage.signalled(sig, _spark_stage(), what)
+        assert _assert_whole_outputs(run_uri)[kind] == 0
+    stage.run()
+
+
+def test_evaluation_and_prediction_interrupted_then_killed_leave_no_output(faulted_training, tmp_path):
+    run_dir = faulted_training["run_dir"]
+    regions = tmp_path / "regions.bed"
+    regions.write_text("\n".join(REGIONS) + "\n")
+    overrides = faulted_training["overrides"]
+    predict_arguments = ("--regions", str(regions), "--tf", "CTCF", "--cell", "K562")
+    # Side by side: they write different files, and each mostly waits on start-up.
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        chains = [
+            pool.submit(
+                _interrupted_then_killed,
+                Stage("evaluate", overrides),
+                "the test split being scored",
+                "report.json",
+                storage.to_uri(run_dir),
+            ),
+            pool.submit(
+                _interrupted_then_killed,
+                Stage("predict", overrides, predict_arguments),
+                "the regions being scored",
+                "submission",
+                storage.to_uri(run_dir),
+            ),
+        ]
+        for chain in chains:
+            chain.result()
+
+    reports = list(run_dir.rglob("report.json"))
+    assert len(reports) == 1
+    assert len(json.loads(reports[0].read_text())["results"]) == 6  # 2 TFs x 3 cells
+    submissions = list(run_dir.rglob("*.tab.gz"))
+    assert len(submissions) == 1
+    rows = gzip.decompress(submissions[0].read_bytes()).decode().splitlines()
+    assert ["\t".join(row.split("\t")[:3]) for row in rows] == REGIONS
+
+
+# --------------------------------------------------------------------------
+# A killed chief, data and run on HDFS
+# --------------------------------------------------------------------------
+
+#: Steps of the distributed runs: the chief is killed at its first checkpoint,
+#: several seconds of training before the end.
+HDFS_STEPS = 120
+HDFS_CHECKPOINT_EVERY = 30
+CHIEF_PROCESS = re.compile(r"tfbs node process: job=chief task=0 \S+ host=\S+ pid=(\d+)")
+#: Executors a strategy needs with one worker: ps + chief + worker, or chief + worker.
+MASTERS = {"parameter_server": "local-cluster[3,1,1024]", "multi_worker_mirrored": "local-cluster[2,1,1024]"}
+
+
+def _chief_with_checkpoint(run_uri: str) -> Callable[[str], object]:
+    """Ready (with the chief's pid) once the chief runs and a checkpoint of the run is on HDFS."""
+    next_look = [0.0]
+
+    def ready(output: str) -> object:
+        chief = CHIEF_PROCESS.search(output)
+        if chief is None or time.monotonic() < next_look[0]:
+            return None
+        next_look[0] = time.monotonic() + 0.5
+        # The state file of the checkpoints a rerun restores (not the best one's, pushed
+        # before it), once whole: a file being written to HDFS is there, empty, until closed.
+        files = set(storage.list_files(run_uri)) if storage.exists(run_uri) else set()
+        states = [u for u in files if u.endswith("/checkpoints/checkpoint")]
+        return int(chief.group(1)) if any(_restorable(u, files) for u in states) else None
+
+    return ready
+
+
+@pytest.mark.cluster
+def test_a_killed_chief_resumes_from_hdfs(spark, hadoop, hdfs_dataset, tmp_path):
+    from preprocess.build_shards import build_shards
+
+    base = f"{hadoop.fs_default_fs}/faults"
+    shards_uri = f"{base}/shards"
+    build_shards(
+        spark,
+        load_config(
+            DEMO_CONFIG,
+            [*SMALL_OVERRIDES, f"data.root={hdfs_dataset}", f"run_dir={base}/preprocess", f"shards_dir={shards_uri}"],
+        ),
+    )
+    for strategy in MASTERS:
+        _chief_killed_then_resumed(strategy, base, hdfs_dataset, tmp_path)
+
+
+def _chief_killed_then_resumed(strategy: str, base: str, data_uri: str, scratch: Path) -> None:
+    """Kill the chief once its first checkpoint is on HDFS; run the same command again."""
+    run_uri = f"{base}/{strategy}"
+    train = Stage(
+        "train",
+        [
+            f"data.root={data_uri}",
+            f"run_dir={run_uri}",
+            f"shards_dir={base}/shards",
+            f"train.strategy={strategy}",
+            f"train.master={MASTERS[strategy]}",
+            "train.num_workers=1",
+            f"train.steps={HDFS_STEPS}",
+            f"train.checkpoint_every_steps={HDFS_CHECKPOINT_EVERY}",
+            "train.early_stopping_patience=null",
+        ],
+        spark_home=scratch / strategy,
+    )
+
+    def kill_chief(_: StreamedProcess, pid: object) -> None:
+        assert pid in _marked_processes(train.marker), "the logged chief pid is not a process of this run"
+        os.kill(int(pid), signal.SIGKILL)  # type: ignore[call-overload]
+
+    code, output, seconds = train.faulted(_chief_with_checkpoint(run_uri), "a checkpoint on HDFS", kill_chief)
+    print(f"{strategy}: chief killed; the command exited {seconds:.1f} s later")
+    assert code != 0, output[-4000:]
+    assert seconds < EXIT_WITHIN_S
+    assert re.search(r"TF node chief:0 \(.*\) died: its process was killed by SIGKILL", output), output[-4000:]
+    hint = re.search(r"Run the same command again to resume from the checkpoint at step (\d+)", output)
+    assert hint is not None and 0 < int(hint.group(1)) < HDFS_STEPS, output[-4000:]
+    after_kill = _assert_whole_outputs(run_uri)
+    assert after_kill["checkpoint"] >= 1 and after_kill["saved_model.pb"] == 0, after_kill
+
+    rerun = train.run()
+    resumed = re.search(rf"resuming from the checkpoint at step (\d+) of {HDFS_STEPS} \(hdfs://", rerun)
+    assert resumed is not None and int(resumed.group(1)) >= int(hint.group(1)), rerun[-4000:]
+    finished = _assert_whole_outputs(run_uri)
+    assert finished["saved_model.pb"] >= 1, finished
+    histories = [u for u in storage.list_files(run_uri) if u.endswith("/history.json")]
+    assert histories
+    for uri in histories:
+        steps = [entry["step"] for entry in json.loads(storage.read_text(uri))]
+        assert steps == list(range(HDFS_CHECKPOINT_EVERY, HDFS_STEPS + 1, HDFS_CHECKPOINT_EVERY)), uri
+
+
+#: Pushes a model directory to HDFS as the chief does after each checkpoint,
+#: and dies (SIGKILL) with TensorFlow's checkpoint state file written but
+#: not closed, recognised by its content whatever name it is written under.
+DYING_PUSH = """
+import os, signal, sys
+from tfbs import uri as storage
+from tf_models.model_dir import ModelDirectory
+
+class DyingStream:
+    def __init__(self, stream):
+        self.stream, self.head = stream, b""
+    def write(self, data):
+        self.head += bytes(data)[: max(0, 64 - len(self.head))]
+        return self.stream.write(data)
+    def close(self):
+        if self.head.startswith(b"model_checkpoint_path"):
+            os.kill(os.getpid(), signal.SIGKILL)
+        return self.stream.close()
+    def __enter__(self):
+        return self
+    def __exit__(self, *exc):
+        self.close()
+    def __getattr__(self, name):
+        return getattr(self.stream, name)
+
+class DyingFileSystem:
+    def __init__(self, fs):
+        self.fs = fs
+    def open_output_stream(self, *args, **kwargs):
+        return DyingStream(self.fs.open_output_stream(*args, **kwargs))
+    def __getattr__(self, name):
+        return getattr(self.fs, name)
+
+real = storage.filesystem
+def filesystem(uri):
+    fs, path = real(uri)
+    return DyingFileSystem(fs), path
+storage.filesystem = filesystem
+ModelDirectory(sys.argv[1], sys.argv[2]).push()
+"""
+
+
+@pytest.mark.cluster
+@pytest.mark.xfail(
+    strict=True,
+    reason="tfbs.uri writes HDFS files in place: a chief killed while pushing leaves TensorFlow's "
+    "checkpoint state file under construction, read back empty, and every resume then fails with "
+    "'Invalid checkpoint state' (atomic: write under a temporary name, then rename)",
+)
+def test_a_chief_killed_while_pushing_its_checkpoint_state_leaves_a_resumable_run(hadoop, tmp_path):
+    """The push the chief makes after each checkpoint, killed as it writes the state file: what
+    HDFS then holds must restore (the newest whole checkpoint, or none), as a rerun reads it."""
+    import subprocess
+
+    import tensorflow as tf
+
+    from tf_models.model_dir import model_directory
+
+    local = tmp_path / "mirror"
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(30)), str(local / "checkpoints"), 3)
+    manager.save(checkpoint_number=30)
+    model_uri = f"{hadoop.fs_default_fs}/faults/dying-push/model"
+    pushed = subprocess.run(
+        [sys.executable, "-c", DYING_PUSH, model_uri, str(local)], capture_output=True, text=True, timeout=300
+    )
+    assert pushed.returncode == -signal.SIGKILL, pushed.stderr[-4000:]
+    # What a rerun does first: pull the remote into a fresh mirror and restore the newest checkpoint.
+    rerun = model_directory(model_uri)
+    rerun.pull()
+    checkpoints = f"{rerun.local}/checkpoints"
+    restored = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(0)), checkpoints, 3)
+    assert restored.latest_checkpoint in (None, f"{checkpoints}/ckpt-30")
