@@ -387,9 +387,11 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
             }
         )
         manifest_io.write_manifest(staging_uri, manifest)
-    except Exception as err:
+    except BaseException as err:
+        # Ctrl-C too: an interrupted build leaves no staging folder behind
+        # (a SIGKILLed one does; nothing reads it, and it is safe to delete).
         storage.delete_dir(staging_uri)
-        reason = _spark_error_reason(err)
+        reason = _spark_error_reason(err) if isinstance(err, Exception) else None
         if reason and not isinstance(err, BadInputError):
             raise BadInputError.from_message(reason) from None
         raise

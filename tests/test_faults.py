@@ -601,12 +601,6 @@ ModelDirectory(sys.argv[1], sys.argv[2]).push()
 
 
 @pytest.mark.cluster
-@pytest.mark.xfail(
-    strict=True,
-    reason="tfbs.uri writes HDFS files in place: a chief killed while pushing leaves TensorFlow's "
-    "checkpoint state file under construction, read back empty, and every resume then fails with "
-    "'Invalid checkpoint state' (atomic: write under a temporary name, then rename)",
-)
 def test_a_chief_killed_while_pushing_its_checkpoint_state_leaves_a_resumable_run(hadoop, tmp_path):
     """The push the chief makes after each checkpoint, killed as it writes the state file: what
     HDFS then holds must restore (the newest whole checkpoint, or none), as a rerun reads it."""
