@@ -434,7 +434,10 @@ def test_evaluation_and_prediction_interrupted_then_killed_leave_no_output(fault
     regions = tmp_path / "regions.bed"
     regions.write_text("\n".join(REGIONS) + "\n")
     overrides = faulted_training["overrides"]
+    # The version trained above, named: no LATEST exists until evaluation passes.
+    (lineage,) = run_dir.glob("models/*/lineage.json")
     predict_arguments = ("--regions", str(regions), "--tf", "CTCF", "--cell", "K562")
+    predict_arguments += ("--model-version", lineage.parent.name)
     # Side by side: they write different files, and each mostly waits on start-up.
     with ThreadPoolExecutor(max_workers=2) as pool:
         chains = [
@@ -456,8 +459,13 @@ def test_evaluation_and_prediction_interrupted_then_killed_leave_no_output(fault
         for chain in chains:
             chain.result()
 
-    reports = list(run_dir.rglob("report.json"))
-    assert len(reports) == 1
+    # The version's report, and its copy at <run_dir>/report once LATEST moved to it.
+    reports = sorted(run_dir.rglob("report.json"))
+    assert [p.parent.relative_to(run_dir).as_posix() for p in reports] == [
+        f"models/{lineage.parent.name}/report",
+        "report",
+    ]
+    assert reports[0].read_text() == reports[1].read_text()
     assert len(json.loads(reports[0].read_text())["results"]) == 6  # 2 TFs x 3 cells
     submissions = list(run_dir.rglob("*.tab.gz"))
     assert len(submissions) == 1
