@@ -409,8 +409,12 @@ def test_training_interrupted_then_killed_resumes_and_exports_whole(faulted_trai
     assert len(resumed) == 1 and stopped_at <= resumed[0] < STEPS, faulted_training["exporting"][-4000:]
     assert min(_checkpointed()(faulted_training["exporting"])) == resumed[0] + CHECKPOINT_EVERY
 
-    # Killed as it exported: the last rerun restores the last checkpoint and exports.
-    assert RESUMED_LINE.findall(faulted_training["finished"]) == [str(STEPS)]
+    # Killed as it exported: the last rerun restores the last checkpoint and
+    # exports; or, when the kill landed just after the export was whole (the
+    # window is short on a loaded machine), it finds the version up to date.
+    finished = faulted_training["finished"]
+    resumed_at_end = RESUMED_LINE.findall(finished) == [str(STEPS)]
+    assert resumed_at_end or "up to date" in finished, finished[-4000:]
     assert faulted_training["after_finish"]["saved_model.pb"] >= 1
     assert faulted_training["after_finish"]["tfbs_metadata.json"] >= 1
     run_dir = faulted_training["run_dir"]
