@@ -22,7 +22,7 @@ import hashlib
 import json
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -264,6 +264,27 @@ def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = 
     return changed[:4]
 
 
+_Record = TypeVar("_Record", bound=BaseModel)
+
+
+def _read_record(uri: str, model: type[_Record], what: str) -> _Record | None:
+    """The JSON record at ``uri`` validated as ``model``, or None if there is none.
+
+    Raises
+    ------
+    LineageError
+        If the file is there but is not such a record (one line: where and why).
+    """
+    if not storage.exists(uri):
+        return None
+    try:
+        return model.model_validate_json(storage.read_text(uri))
+    except ValidationError as err:
+        problem = err.errors()[0]
+        where = ".".join(map(str, problem["loc"])) or "record"
+        raise LineageError(f"{uri}: not {what} ({where}: {problem['msg']})") from None
+
+
 def read_lineage(run_dir: str, version: str) -> Lineage | None:
     """The lineage of ``version``, or None if it has none (not trained yet).
 
@@ -272,15 +293,7 @@ def read_lineage(run_dir: str, version: str) -> Lineage | None:
     LineageError
         If ``lineage.json`` is there but is not a lineage record.
     """
-    uri = lineage_uri(run_dir, version)
-    if not storage.exists(uri):
-        return None
-    try:
-        return Lineage.model_validate_json(storage.read_text(uri))
-    except ValidationError as err:
-        problem = err.errors()[0]
-        where = ".".join(map(str, problem["loc"])) or "record"
-        raise LineageError(f"{uri}: not a lineage record ({where}: {problem['msg']})") from None
+    return _read_record(lineage_uri(run_dir, version), Lineage, "a lineage record")
 
 
 def write_lineage(run_dir: str, lineage: Lineage) -> str:
@@ -373,15 +386,7 @@ def read_latest(run_dir: str) -> Latest | None:
     LineageError
         If the file is there but unreadable as a pointer.
     """
-    uri = latest_uri(run_dir)
-    if not storage.exists(uri):
-        return None
-    try:
-        return Latest.model_validate_json(storage.read_text(uri))
-    except ValidationError as err:
-        problem = err.errors()[0]
-        where = ".".join(map(str, problem["loc"])) or "record"
-        raise LineageError(f"{uri}: not a LATEST pointer ({where}: {problem['msg']})") from None
+    return _read_record(latest_uri(run_dir), Latest, "a LATEST pointer")
 
 
 def write_latest(run_dir: str, lineage: Lineage, mean_auroc: float, mean_auprc: float) -> Latest:
