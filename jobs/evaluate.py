@@ -24,18 +24,15 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     from preprocess.manifest import read_manifest
     from tf_models.evaluate import evaluate
     from tfbs.lineage import EXPORT_METADATA, Lineage, export_uri, report_uri, require_lineage
-    from tfbs.session import build_session
+    from tfbs.session import spark_session
 
     # Fail before the JVM starts: no shards, no such version, or no whole export.
     manifest = read_manifest(config.shards_uri)
     lineage = require_lineage(config.run_dir, Lineage.of(config, manifest))
     exported = f"{export_uri(config.run_dir, lineage.version)}/{EXPORT_METADATA}"
     require(exported, f"exported model of version {lineage.version} (run `tfbs train` first)")
-    spark = build_session(config.spark, app_suffix="-evaluate")
-    try:
+    with spark_session(config.spark, app_suffix="-evaluate") as spark:
         report = evaluate(spark, config, manifest)
-    finally:
-        spark.stop()
     print(f"report: {report_uri(config.run_dir, lineage.version)}/report.json (version {lineage.version}, now LATEST)")
     return report
 

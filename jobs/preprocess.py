@@ -23,14 +23,11 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> Manif
     """Build the shards and manifest under ``<run_dir>/shards``."""
     from preprocess.build_shards import build_shards
     from preprocess.inputs import check_preprocess_inputs
-    from tfbs.session import build_session
+    from tfbs.session import spark_session
 
     check_preprocess_inputs(config.data)  # fail before the JVM starts
-    spark = build_session(config.spark, app_suffix="-preprocess")
-    try:
+    with spark_session(config.spark, app_suffix="-preprocess") as spark:
         manifest = build_shards(spark, config)
-    finally:
-        spark.stop()
     print(f"manifest: {config.shards_uri}/manifest.json")
     return manifest
 

@@ -24,7 +24,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     from tf_models.distributed import prepare_version, train_on_spark, up_to_date_summary
     from tf_models.gpus import gpu_spark_conf
     from tfbs.lineage import export_uri
-    from tfbs.session import build_session
+    from tfbs.session import spark_session
     from tfbs.uri import is_remote, local_path
 
     # Fail, or find the model up to date, before the JVM starts.
@@ -34,7 +34,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
         print(f"model: {export_uri(config.run_dir, lineage.version)} (version {lineage.version}, up to date)")
         return up_to_date_summary(config, lineage)
     master = None if config.train.strategy == "local" else config.train.master
-    spark = build_session(
+    with spark_session(
         config.spark,
         master=master,
         app_suffix="-train",
@@ -46,11 +46,8 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
             "spark.dynamicAllocation.enabled": "false",
         },
         scratch_dir=None if is_remote(config.run_dir) else local_path(config.run_dir),
-    )
-    try:
+    ) as spark:
         summary = train_on_spark(spark, config, manifest)
-    finally:
-        spark.stop()
     print(f"model: {export_uri(config.run_dir, summary['version'])} (version {summary['version']})")
     return summary
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -126,3 +128,28 @@ def build_session(
     for key, value in {**network, **spark.conf, **(extra_conf or {})}.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
+
+
+@contextmanager
+def spark_session(
+    spark: SparkConfig,
+    master: str | None = None,
+    app_suffix: str = "",
+    extra_conf: dict[str, str] | None = None,
+    scratch_dir: str | None = None,
+) -> Iterator[SparkSession]:
+    """:func:`build_session` for one stage: the session stops when the block ends.
+
+    Stopping in every case (an error, Ctrl-C) ends the executors and their
+    TensorFlow nodes with the stage instead of leaving them to the JVM's exit.
+
+    Examples
+    --------
+    >>> with spark_session(config.spark, app_suffix="-evaluate") as spark:  # doctest: +SKIP
+    ...     report = evaluate(spark, config, manifest)
+    """
+    session = build_session(spark, master, app_suffix, extra_conf, scratch_dir)
+    try:
+        yield session
+    finally:
+        session.stop()
