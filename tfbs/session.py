@@ -143,10 +143,7 @@ def spark_session(
     Stopping in every case (an error, Ctrl-C) ends the executors and their
     TensorFlow nodes with the stage instead of leaving them to the JVM's exit.
 
-    Examples
-    --------
-    >>> with spark_session(config.spark, app_suffix="-evaluate") as spark:  # doctest: +SKIP
-    ...     report = evaluate(spark, config, manifest)
+    Used as ``with spark_session(config.spark, app_suffix="-evaluate") as spark:``.
     """
     session = build_session(spark, master, app_suffix, extra_conf, scratch_dir)
     try:
