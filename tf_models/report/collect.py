@@ -286,7 +286,6 @@ def collect(
         notes.append(f"{versions.model_uri(run_dir, version)}/history.json: not found (no training history)")
     tree, manifest_notes = _manifest_part(manifest, read_manifest, lineage.get("shards_uri", ""), lineage)
     notes += manifest_notes
-    latest = versions.read_latest(run_dir)
     sections = {}
     for name in SECTION_FILES:
         section = read_section(report_dir, name)
@@ -298,7 +297,6 @@ def collect(
         "run_dir": run_dir,
         "version": version,
         "report_dir": report_dir,
-        "latest": latest.version if latest else None,
         "report": report,
         "lineage": lineage,
         "curves": curves,

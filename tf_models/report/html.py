@@ -268,7 +268,6 @@ def lineage_section(page: dict[str, Any]) -> str:
     )
     rows = [[label, str(lineage.get(key, ""))] for label, key in fields]
     rows.append(["model export", str(page["report"].get("model", ""))])
-    rows.append(["LATEST", str(page.get("latest") or "none")])
     train = json.dumps(lineage.get("train", {}), indent=2, sort_keys=True)
     return "\n".join(
         [
@@ -294,7 +293,8 @@ def render(page: dict[str, Any]) -> str:
     """The whole page for what :func:`tf_models.report.collect.collect` returned."""
     report = page["report"]
     title = f"tfbs-spark report: model {page['version']}"
-    status = "LATEST" if page.get("latest") == page["version"] else f"not LATEST ({page.get('latest') or 'none'})"
+    passed = report.get("floors", {}).get("passed", True)
+    status = "passed the floors" if passed else "below the floors: not promoted to LATEST"
     meta = (
         f"{_e(page['report_dir'])} &middot; {status} &middot; mean auPRC {_number(report.get('mean_auprc'))}, "
         f"mean auROC {_number(report.get('mean_auroc'))} &middot; {len(report.get('results', {}))} TF/cells"
