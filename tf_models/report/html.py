@@ -70,7 +70,10 @@ def _number(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
-        return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+        if value != value or value == 0 or 0.001 <= abs(value) < 1000:
+            return f"{value:.3f}"
+        # p- and q-values keep their digits; large rates their thousands.
+        return f"{value:.2g}" if abs(value) < 0.001 else f"{value:,.0f}"
     if isinstance(value, int):
         return f"{value:,}"
     return _e(value)
