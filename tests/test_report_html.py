@@ -193,3 +193,16 @@ def test_a_report_with_gaps_still_renders(tmp_path):
     assert "predictions: not found" in notes and "history.json: not found" in notes and "no manifest given" in notes
     assert 'id="tfcell-CTCF-K562"' in html and "observable_ceiling" in html
     assert not (tmp_path / "run" / "report").exists()
+
+
+def test_tfbs_report_needs_an_evaluated_version(tmp_path, capsys):
+    """Before any version passed evaluation, `tfbs report` names the missing LATEST and exits 2."""
+    from conftest import DEMO_CONFIG
+
+    assert report_job.main(["--config", str(DEMO_CONFIG), "--set", f"run_dir={tmp_path}"]) == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert (
+        error == f"error: {versions.latest_uri(tmp_path.as_uri())}: not found (run `tfbs evaluate` or pass --version)"
+    )
+    assert report_job.main(["--config", str(DEMO_CONFIG), "--set", f"run_dir={tmp_path}", "--version", "v9"]) == 2
+    assert "models/v9/report/report.json: not found (run `tfbs evaluate` first)" in capsys.readouterr().err
