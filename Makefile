@@ -15,6 +15,7 @@ demo: $(STAMP)
 
 # Lint and type checks first: they take seconds, the suite about 20 minutes.
 test: lint
+	@TEST_DEPS=1 bash scripts/system_deps.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # No Spark, no cluster, nothing slow: about a minute.

@@ -2,6 +2,8 @@
 # System packages the pipeline needs: the bedtools binary, Java 17 for Spark,
 # and Maven, which fetches Hadoop's mini cluster for the HDFS/YARN tests
 # (cluster/pom.xml). Installs only what is missing (Debian/Ubuntu, apt-get).
+# TEST_DEPS=1 (`make test`) adds headless Chromium and its WebDriver, which
+# render the HTML report in tests/test_report_html.py; the demo needs neither.
 set -euo pipefail
 
 SUDO=""
@@ -15,6 +17,10 @@ fi
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v python3.11 >/dev/null 2>&1 || python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \
   || missing+=(python3.11 python3.11-venv)
+if [ "${TEST_DEPS:-0}" = "1" ]; then
+  command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+  command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "installing: ${missing[*]}"
   $SUDO apt-get update -qq
@@ -23,3 +29,6 @@ fi
 echo "bedtools: $(bedtools --version)"
 echo "java: $(java -version 2>&1 | head -n 1)"
 echo "maven: $(mvn -v 2>/dev/null | head -n 1)"
+if [ "${TEST_DEPS:-0}" = "1" ]; then
+  echo "chromium: $(chromedriver --version 2>/dev/null | head -n 1)"
+fi

@@ -8,7 +8,7 @@ needed and pyplot's global backend state is left untouched.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -22,7 +22,7 @@ from tfbs.metrics import (
     roc_curve,
 )
 
-__all__ = ["plot_auprc_bars", "plot_curves", "plot_history"]
+__all__ = ["plot_auprc_bars", "plot_curves", "plot_history", "plot_scorers"]
 
 #: Curves longer than this are thinned before drawing (keeps endpoints).
 MAX_POINTS = 5000
@@ -157,7 +157,7 @@ def plot_auprc_bars(series: dict[str, dict[str, float]], out_png: str, title: st
     fig.savefig(out_png, dpi=120)
 
 
-def plot_history(history: list[dict], out_png: str) -> None:
+def plot_history(history: list[dict], out_png: str | IO[bytes]) -> None:
     """Training history: loss, validation auPRC (new bests marked) and throughput by step.
 
     Parameters
@@ -165,7 +165,7 @@ def plot_history(history: list[dict], out_png: str) -> None:
     history
         The entries of ``history.json``.
     out_png
-        Output PNG path.
+        Output PNG path, or a binary stream the PNG is written to.
     """
     fig = Figure(figsize=(13, 3.5))
     FigureCanvasAgg(fig)
@@ -182,4 +182,52 @@ def plot_history(history: list[dict], out_png: str) -> None:
     rate_axes.plot(steps, [h["examples_per_s"] for h in history], marker="o")
     rate_axes.set(xlabel="step", ylabel="examples / s", title="throughput")
     fig.tight_layout()
-    fig.savefig(out_png)
+    fig.savefig(out_png, format="png")
+
+
+def plot_scorers(curves: dict[str, dict], out_png: str | IO[bytes], title: str, dpi: int = 80) -> None:
+    """PR (left) and ROC (right) of one TF / cell, one line per scorer (the model, each baseline).
+
+    Parameters
+    ----------
+    curves
+        ``{scorer: {"precision", "recall", "fpr", "tpr", "auprc", "auroc"}}``
+        as :func:`plot_curves` takes them. A scorer whose arrays are empty
+        (metrics known, per-bin scores not kept) is named in the legends
+        with its areas but draws no line.
+    out_png
+        Output PNG path, or a binary stream the PNG is written to.
+    title
+        The figure's title, e.g. ``"CTCF/PC-3"``.
+
+    Raises
+    ------
+    ValueError
+        If ``curves`` is empty or an entry has neither form.
+    """
+    if not curves:
+        raise ValueError("curves is empty: nothing to plot")
+    fig = Figure(figsize=(9, 4))
+    FigureCanvasAgg(fig)
+    ax_pr, ax_roc = fig.subplots(1, 2)
+    for name, entry in curves.items():
+        c = _resolve(name, entry)
+        recall, precision = c["recall"], c["precision"]
+        if recall.size:
+            # PRROC draws the first point's precision back to recall 0.
+            recall = np.concatenate(([0.0], recall))
+            precision = np.concatenate((precision[:1], precision))
+        recall, precision = _thin(recall, precision)
+        fpr, tpr = _thin(c["fpr"], c["tpr"])
+        style = {"lw": 2.0} if name == "model" else {"lw": 1.2, "ls": "--"}
+        (line,) = ax_pr.plot(recall, precision, label=f"{name} ({_fmt(c['auprc'])})", **style)
+        ax_roc.plot(fpr, tpr, color=line.get_color(), label=f"{name} ({_fmt(c['auroc'])})", **style)
+    ax_roc.plot([0, 1], [0, 1], ls=":", lw=0.8, color="grey")
+    ax_pr.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="Recall", ylabel="Precision", title=f"{title}: PR (auPRC)")
+    ax_roc.set(xlim=(0, 1), ylim=(0, 1.02), xlabel="False positive rate", ylabel="True positive rate")
+    ax_roc.set_title(f"{title}: ROC (auROC)")
+    for ax in (ax_pr, ax_roc):
+        ax.grid(alpha=0.3)
+        ax.legend(loc="upper right" if ax is ax_pr else "lower right", fontsize="small")
+    fig.tight_layout()
+    fig.savefig(out_png, format="png", dpi=dpi)

@@ -169,7 +169,7 @@ def _copy(source: str, target: str) -> None:
 
 
 #: What ``<run_dir>/report/`` copies of the ``LATEST`` version's report.
-RUN_REPORT_FILES = ("report.json", "curves.png", "baselines.png")
+RUN_REPORT_FILES = ("report.json", "curves.png", "baselines.png", "report.html", "page.json")
 
 
 def _promote(config: PipelineConfig, lineage: Lineage, report: dict) -> None:
@@ -213,6 +213,7 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
         If a floor is set and the mean is below it; ``LATEST`` is not moved.
     """
     from tf_models.curves_plot import plot_auprc_bars, plot_curves
+    from tf_models.report import write_html_report
 
     started = time.monotonic()
     lineage = versions.require_lineage(config.run_dir, Lineage.of(config, manifest))
@@ -277,6 +278,7 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     log.info("mean auROC %.3f, mean auPRC %.3f%s", report["mean_auroc"], report["mean_auprc"], means)
     if report["below_motif_scan"]:
         log.warning("the model does not beat the motif scan on %s", ", ".join(report["below_motif_scan"]))
+    write_html_report(config.run_dir, lineage.version, manifest, oracle_uri=config.data.oracle_uri)
     if failures:
         latest = versions.read_latest(config.run_dir)
         kept = f"still names {latest.version}" if latest else "not written"
