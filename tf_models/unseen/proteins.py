@@ -56,8 +56,8 @@ def identical_aligned_residues(a: str, b: str) -> int:
         score[i] = shifted[origin] + GAP * columns
         row_same = np.concatenate([[0], best_same])
         same[i] = row_same[origin]
-    i, j = np.unravel_index(int(np.argmax(score)), score.shape)
-    return int(same[i, j])
+    end = np.unravel_index(int(np.argmax(score)), score.shape)
+    return int(same[end])
 
 
 def _running_argmax(values: np.ndarray) -> np.ndarray:
