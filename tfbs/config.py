@@ -395,6 +395,12 @@ class UnseenConfig(_Section):
         None, gt=0, description="train exactly this many steps instead (None: epochs, or train.steps)"
     )
     seed: int = Field(29, description="seeds the shuffled-protein control")
+    protein_inputs: list[Literal["full", "dbd"]] = Field(
+        ["full"],
+        min_length=1,
+        description="what the model is given of each protein, one table block each: the whole sequence, "
+        "or its DNA-binding domain (dbd=START-END in the protein FASTA's headers)",
+    )
 
 
 class PipelineConfig(_Section):

@@ -18,7 +18,7 @@ from preprocess.manifest import Manifest
 from tf_models.unseen.proteins import nearest_protein, shuffled_protein
 from tf_models.unseen.score import auprc_by_cell, load_exported_model, read_test_rows, score_rows
 from tf_models.unseen.shards import without_tf
-from tf_models.unseen.table import table_rows, verdict, write_table
+from tf_models.unseen.table import family_note, table_rows, verdict, write_table
 from tfbs import lineage as versions
 from tfbs import uri as storage
 from tfbs.config import PipelineConfig
@@ -29,6 +29,8 @@ log = logging.getLogger("tfbs.unseen")
 
 #: The own protein must beat the shuffled one by this mean auPRC to count as signal.
 SIGNAL_MARGIN = 0.02
+#: Proteins this identical (local alignment, over the shorter) share a DNA-binding domain: one family.
+FAMILY_IDENTITY = 0.2
 
 
 def unseen_uri(run_dir: str) -> str:
@@ -63,8 +65,24 @@ def _seen_report(config: PipelineConfig) -> tuple[str, dict]:
     return latest.version, json.loads(storage.read_text(report_json))
 
 
+def with_protein_input(config: PipelineConfig, manifest: Manifest, protein_input: str) -> Manifest:
+    """The manifest whose proteins are what the model is given: whole, or cut to their DNA-binding domains."""
+    if protein_input == "full":
+        return manifest
+    from tf_models.unseen.domains import domains_only
+
+    # model_copy does not validate: only the proteins change, so the model version does too.
+    return manifest.model_copy(update={"proteins": domains_only(manifest.proteins, config.data.proteins_fasta)})
+
+
 def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, seen: dict) -> dict:
     """Train without ``held_out``, then score its test rows five ways.
+
+    Parameters
+    ----------
+    manifest
+        The shards' manifest, its proteins those the model is to be given
+        (:func:`with_protein_input`).
 
     Returns
     -------
@@ -145,16 +163,21 @@ def run_unseen(config: PipelineConfig, manifest: Manifest) -> dict:
             f"{config.source}: unseen.tfs: {unknown or held_out} cannot be held out of the shards' TFs {manifest.tfs}"
         )
     version, seen = _seen_report(config)
-    results = [measure_held_out(config, manifest, tf, seen) for tf in held_out]
+    results, notes = [], []
+    for protein_input in config.unseen.protein_inputs:
+        given = with_protein_input(config, manifest, protein_input)
+        block = [{**measure_held_out(config, given, tf, seen), "input": protein_input} for tf in held_out]
+        notes += [*verdict(table_rows(block), SIGNAL_MARGIN), *family_note(block, FAMILY_IDENTITY, SIGNAL_MARGIN)]
+        results += block
     rows = table_rows(results)
     notes = [
-        *verdict(rows, SIGNAL_MARGIN),
+        *notes,
         "Nearest TF: the other TF whose protein shares the most identical residues in a local alignment "
         "(identity over the shorter protein).",
         f"Each held-out model trained in one process (strategy local) on the other TFs' records only; "
         f"seen-TF model: version {version}.",
         "Trainings: "
-        + ", ".join(f"{r['tf']} held out {r['seconds']:.0f} s (version {r['version']})" for r in results)
+        + ", ".join(f"{r['tf']} held out, {r['input']}: {r['seconds']:.0f} s (version {r['version']})" for r in results)
         + ".",
     ]
     report_dirs = [versions.report_uri(config.run_dir, version), versions.run_report_uri(config.run_dir)]

@@ -21,24 +21,30 @@ CONDITIONS = (
     ("motif_scan", "own motif scan"),
     ("seen", "seen-TF model"),
 )
-COLUMNS = ["TF", "cell", "nearest TF (identity)", *(heading for _, heading in CONDITIONS)]
+#: What the model was given of each protein, as the table names it.
+INPUTS = {"full": "whole protein", "dbd": "DNA-binding domain"}
+COLUMNS = ["TF", "cell", "protein input", "nearest TF (identity)", *(heading for _, heading in CONDITIONS)]
+#: Column of the first scoring.
+FIRST = 4
 JSON_NAME = "unseen.json"
 PNG_NAME = "unseen.png"
 
 
 def table_rows(results: list[dict]) -> list[list]:
-    """One row per held-out TF and cell.
+    """One row per held-out TF, cell and protein input.
 
     Parameters
     ----------
     results
-        Per held-out TF: ``{"tf", "nearest", "identity", "auprc": {cell: {condition: auPRC}}}``.
+        Per held-out TF and protein input: ``{"tf", "input", "nearest", "identity",
+        "auprc": {cell: {condition: auPRC}}}``.
     """
     rows = []
     for result in results:
         for cell, auprc in sorted(result["auprc"].items()):
             nearest = f"{result['nearest']} ({result['identity']:.2f})"
-            rows.append([result["tf"], cell, nearest, *(_rounded(auprc.get(key)) for key, _ in CONDITIONS)])
+            scores = (_rounded(auprc.get(key)) for key, _ in CONDITIONS)
+            rows.append([result["tf"], cell, INPUTS[result["input"]], nearest, *scores])
     return rows
 
 
@@ -49,7 +55,7 @@ def _rounded(value: float | None) -> float | None:
 def means(rows: list[list]) -> dict[str, float]:
     """Mean auPRC of each scoring over the rows that have it."""
     out = {}
-    for offset, (key, _) in enumerate(CONDITIONS, start=3):
+    for offset, (key, _) in enumerate(CONDITIONS, start=FIRST):
         values = [row[offset] for row in rows if row[offset] is not None]
         if values:
             out[key] = float(np.mean(values))
@@ -57,36 +63,66 @@ def means(rows: list[list]) -> dict[str, float]:
 
 
 def verdict(rows: list[list], margin: float) -> list[str]:
-    """Plain notes: the means, and whether the protein branch beats its controls.
+    """Plain notes on rows of one protein input: the means, and whether the protein branch beats its controls.
 
     The protein branch "adds something" only if the own protein beats the
     shuffled protein by more than ``margin`` on average and in most rows.
     """
     average = means(rows)
     headings = dict(CONDITIONS)
-    notes = ["Means: " + ", ".join(f"{headings[key]} {value:.3f}" for key, value in average.items()) + "."]
+    given = rows[0][2] if rows else ""
+    notes = [f"{given}: means " + ", ".join(f"{headings[key]} {value:.3f}" for key, value in average.items()) + "."]
     own, shuffled = average.get("own"), average.get("shuffled")
     if own is None or shuffled is None:
         return notes
-    wins = sum(1 for row in rows if row[3] is not None and row[4] is not None and row[3] > row[4])
+    wins = sum(1 for row in rows if row[FIRST] > row[FIRST + 1])
     if own - shuffled > margin and wins > len(rows) / 2:
         notes.append(
-            f"The own protein beats the shuffled protein by {own - shuffled:.3f} on average "
-            f"({wins} of {len(rows)} rows): the protein branch carries some TF-specific signal."
+            f"{given}: the own protein beats the shuffled protein by {own - shuffled:.3f} on average "
+            f"({wins} of {len(rows)} rows): the protein branch carries TF-specific signal to an unseen TF."
         )
     else:
         notes.append(
-            f"The protein branch adds nothing measurable for an unseen TF: its own protein scores "
+            f"{given}: the protein branch adds nothing measurable for an unseen TF: its own protein scores "
             f"{own:.3f} against {shuffled:.3f} with its residues shuffled (better in {wins} of {len(rows)} rows, "
             f"margin {margin})."
         )
     if "motif_scan" in average:
         gap = own - average["motif_scan"]
-        side = "above" if gap > 0 else "below"
-        notes.append(f"Unseen-TF scoring is {abs(gap):.3f} {side} the held-out TF's own motif scan on average.")
+        notes.append(
+            f"{given}: unseen-TF scoring is {abs(gap):.3f} {'above' if gap > 0 else 'below'} "
+            "the held-out TF's own motif scan on average."
+        )
     if "seen" in average:
-        notes.append(f"The model trained with the TF (seen) scores {average['seen'] - own:.3f} more on average.")
+        notes.append(f"{given}: the model trained with the TF (seen) scores {average['seen'] - own:.3f} more.")
     return notes
+
+
+def family_note(results: list[dict], family_identity: float, margin: float) -> list[str]:
+    """What the nearest TF's protein does for held-out TFs that have a family member (identity >= ``family_identity``)."""
+    pairs = [
+        (values["own"], values["nearest"])
+        for result in results
+        if result["identity"] >= family_identity
+        for values in result["auprc"].values()
+    ]
+    if not pairs:
+        return [
+            f"No held-out TF has another TF's protein at identity >= {family_identity}: no family to transfer from."
+        ]
+    own, nearest = (float(np.mean(column)) for column in zip(*pairs))
+    tfs = sorted({f"{r['tf']} (via {r['nearest']})" for r in results if r["identity"] >= family_identity})
+    note = (
+        f"Held-out TFs with a family member ({', '.join(tfs)}): the member's protein gives {nearest:.3f}, "
+        f"their own protein {own:.3f}."
+    )
+    if nearest - own > margin:
+        note += (
+            " The model transfers through a protein it was trained with, not through the shared DNA-binding "
+            "domain: the TF's own protein, a few residues from the member's domain, scores like a shuffled one. "
+            "The protein branch acts as a TF identifier."
+        )
+    return [note]
 
 
 def write_table(report_dirs: list[str], rows: list[list], notes: list[str], plot) -> str:
@@ -98,10 +134,14 @@ def write_table(report_dirs: list[str], rows: list[list], notes: list[str], plot
         ``plot(series, png_path, title)``, e.g. :func:`tf_models.curves_plot.plot_auprc_bars`.
     """
     payload = {"title": TITLE, "columns": COLUMNS, "rows": rows, "notes": notes, "images": [PNG_NAME]}
-    series = {
-        heading: {f"{row[0]}/{row[1]}": row[offset] for row in rows if row[offset] is not None}
-        for offset, (_, heading) in enumerate(CONDITIONS, start=3)
-    }
+    several = len({row[2] for row in rows}) > 1
+    series: dict[str, dict[str, float]] = {}
+    for row in rows:
+        for offset, (key, heading) in enumerate(CONDITIONS, start=FIRST):
+            # The motif scan and the seen model do not depend on the protein input: one bar each.
+            name = f"{heading} ({row[2]})" if several and key in ("own", "shuffled", "nearest") else heading
+            if row[offset] is not None:
+                series.setdefault(name, {})[f"{row[0]}/{row[1]}"] = row[offset]
     for report_dir in report_dirs:
         storage.write_through_local(f"{report_dir}/{PNG_NAME}", lambda path: plot(series, path, TITLE))
         # The JSON last: it names the image, which is then already there.
