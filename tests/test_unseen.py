@@ -164,10 +164,11 @@ def test_family_note_names_transfer_through_a_seen_protein():
         {"tf": "FOXA1", "nearest": "FOXA2", "identity": 0.28, "auprc": {"HepG2": {"own": 0.2, "nearest": 0.6}}},
         {"tf": "CTCF", "nearest": "FOXA2", "identity": 0.02, "auprc": {"HepG2": {"own": 0.04, "nearest": 0.03}}},
     ]
-    (note,) = family_note(results, family_identity=0.2, margin=0.02)
+    alone, note = family_note(results, family_identity=0.2, margin=0.02)
+    assert "without a family member (CTCF): own protein 0.040" in alone
     assert "FOXA1 (via FOXA2)" in note and "CTCF" not in note
     assert "0.600" in note and "0.200" in note and "TF identifier" in note
-    assert "no family" in family_note(results[1:], family_identity=0.2, margin=0.02)[0]
+    assert "no family" in family_note(results[1:], family_identity=0.2, margin=0.02)[-1]
 
 
 def test_domains_are_cut_from_the_fasta_headers(tmp_path):

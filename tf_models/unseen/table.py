@@ -99,7 +99,18 @@ def verdict(rows: list[list], margin: float) -> list[str]:
 
 
 def family_note(results: list[dict], family_identity: float, margin: float) -> list[str]:
-    """What the nearest TF's protein does for held-out TFs that have a family member (identity >= ``family_identity``)."""
+    """What the nearest TF's protein does for held-out TFs that have a family member (identity >= ``family_identity``),
+    and what TFs without one get."""
+    alone = [r for r in results if r["identity"] < family_identity]
+    notes = []
+    if alone:
+        own = float(np.mean([v["own"] for r in alone for v in r["auprc"].values()]))
+        scan = [v["motif_scan"] for r in alone for v in r["auprc"].values() if "motif_scan" in v]
+        notes.append(
+            f"Held-out TFs without a family member ({', '.join(sorted({r['tf'] for r in alone}))}): own protein "
+            f"{own:.3f}" + (f" against their motif scan's {float(np.mean(scan)):.3f}" if scan else "") + ": "
+            "with no related protein among the TFs trained on, nothing transfers."
+        )
     pairs = [
         (values["own"], values["nearest"])
         for result in results
@@ -122,7 +133,7 @@ def family_note(results: list[dict], family_identity: float, margin: float) -> l
             "domain: the TF's own protein, a few residues from the member's domain, scores like a shuffled one. "
             "The protein branch acts as a TF identifier."
         )
-    return [note]
+    return [*notes, note]
 
 
 def write_table(report_dirs: list[str], rows: list[list], notes: list[str], plot) -> str:
