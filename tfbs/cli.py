@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-STAGES = ("generate", "labels", "preprocess", "changes", "train", "evaluate", "predict", "demo", "report")
+STAGES = ("generate", "labels", "preprocess", "changes", "train", "evaluate", "predict", "demo", "report", "unseen")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -386,6 +386,23 @@ class EvaluateConfig(_Section):
         return None if value is None else to_uri(value)
 
 
+class UnseenConfig(_Section):
+    """Leave-one-TF-out training and its controls (``tfbs unseen``)."""
+
+    tfs: list[str] | None = Field(None, description="TFs to hold out, one training each (None: every TF of the shards)")
+    epochs: int | None = Field(None, gt=0, description="passes per held-out training (None: train.epochs)")
+    steps: int | None = Field(
+        None, gt=0, description="train exactly this many steps instead (None: epochs, or train.steps)"
+    )
+    seed: int = Field(29, description="seeds the shuffled-protein control")
+    protein_inputs: list[Literal["full", "dbd"]] = Field(
+        ["full"],
+        min_length=1,
+        description="what the model is given of each protein, one table block each: the whole sequence, "
+        "or its DNA-binding domain (dbd=START-END in the protein FASTA's headers)",
+    )
+
+
 class PipelineConfig(_Section):
     """Everything one run needs; built by :func:`load_config`."""
 
@@ -398,6 +415,7 @@ class PipelineConfig(_Section):
     preprocess: PreprocessConfig = Field(default_factory=PreprocessConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
+    unseen: UnseenConfig = Field(default_factory=UnseenConfig)
 
     @model_validator(mode="after")
     def _absolute_dirs(self) -> "PipelineConfig":
@@ -504,5 +522,6 @@ __all__ = [
     "SparkConfig",
     "TFSpec",
     "TrainConfig",
+    "UnseenConfig",
     "load_config",
 ]

@@ -1,0 +1,38 @@
+"""Leave-one-TF-out: score TFs the model never saw, beside controls (``tfbs unseen``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":
+    # Run as a file: Python put jobs/ first on the path, where
+    # jobs/preprocess.py would shadow the preprocess package.
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from tfbs.config import PipelineConfig
+
+
+def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
+    """Train once per held-out TF on the others' shards; write ``unseen.json`` beside the LATEST report.
+
+    Run after ``tfbs demo`` (or train and evaluate): it reads the shards'
+    manifest and the LATEST version's report.
+    """
+    from preprocess.manifest import read_manifest
+    from tf_models.unseen.run import run_unseen
+
+    result = run_unseen(config, read_manifest(config.shards_uri))
+    print(f"unseen: {result['uri']}")
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.common import run_stage
+
+    return run_stage(__doc__, run, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

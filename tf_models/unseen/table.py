@@ -1,0 +1,160 @@
+"""The unseen-TF table: JSON and a bar chart in a report directory.
+
+The JSON follows the report-directory contract: ``{"title", "columns",
+"rows", "notes", "images"}``, images relative to the JSON's folder.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from tfbs import uri as storage
+
+TITLE = "Unseen TFs: leave-one-TF-out test auPRC per cell"
+#: The scorings compared, in table order: (key in the scores, column heading).
+CONDITIONS = (
+    ("own", "own protein"),
+    ("shuffled", "shuffled protein"),
+    ("nearest", "nearest TF's protein"),
+    ("motif_scan", "own motif scan"),
+    ("seen", "seen-TF model"),
+)
+#: What the model was given of each protein, as the table names it.
+INPUTS = {"full": "whole protein", "dbd": "DNA-binding domain"}
+COLUMNS = ["TF", "cell", "protein input", "nearest TF (identity)", *(heading for _, heading in CONDITIONS)]
+#: Column of the first scoring.
+FIRST = 4
+JSON_NAME = "unseen.json"
+PNG_NAME = "unseen.png"
+
+
+def table_rows(results: list[dict]) -> list[list]:
+    """One row per held-out TF, cell and protein input.
+
+    Parameters
+    ----------
+    results
+        Per held-out TF and protein input: ``{"tf", "input", "nearest", "identity",
+        "auprc": {cell: {condition: auPRC}}}``.
+    """
+    rows = []
+    for result in results:
+        for cell, auprc in sorted(result["auprc"].items()):
+            nearest = f"{result['nearest']} ({result['identity']:.2f})"
+            scores = (_rounded(auprc.get(key)) for key, _ in CONDITIONS)
+            rows.append([result["tf"], cell, INPUTS[result["input"]], nearest, *scores])
+    return rows
+
+
+def _rounded(value: float | None) -> float | None:
+    return None if value is None else round(float(value), 4)
+
+
+def means(rows: list[list]) -> dict[str, float]:
+    """Mean auPRC of each scoring over the rows that have it."""
+    out = {}
+    for offset, (key, _) in enumerate(CONDITIONS, start=FIRST):
+        values = [row[offset] for row in rows if row[offset] is not None]
+        if values:
+            out[key] = float(np.mean(values))
+    return out
+
+
+def verdict(rows: list[list], margin: float) -> list[str]:
+    """Plain notes on rows of one protein input: the means, and whether the protein branch beats its controls.
+
+    The protein branch "adds something" only if the own protein beats the
+    shuffled protein by more than ``margin`` on average and in most rows.
+    """
+    average = means(rows)
+    headings = dict(CONDITIONS)
+    given = rows[0][2] if rows else ""
+    notes = [f"{given}: means " + ", ".join(f"{headings[key]} {value:.3f}" for key, value in average.items()) + "."]
+    own, shuffled = average.get("own"), average.get("shuffled")
+    if own is None or shuffled is None:
+        return notes
+    wins = sum(1 for row in rows if row[FIRST] > row[FIRST + 1])
+    if own - shuffled > margin and wins > len(rows) / 2:
+        notes.append(
+            f"{given}: the own protein beats the shuffled protein by {own - shuffled:.3f} on average "
+            f"({wins} of {len(rows)} rows): the protein branch carries TF-specific signal to an unseen TF."
+        )
+    else:
+        notes.append(
+            f"{given}: the protein branch adds nothing measurable for an unseen TF: its own protein scores "
+            f"{own:.3f} against {shuffled:.3f} with its residues shuffled (better in {wins} of {len(rows)} rows, "
+            f"margin {margin})."
+        )
+    if "motif_scan" in average:
+        gap = own - average["motif_scan"]
+        notes.append(
+            f"{given}: unseen-TF scoring is {abs(gap):.3f} {'above' if gap > 0 else 'below'} "
+            "the held-out TF's own motif scan on average."
+        )
+    if "seen" in average:
+        notes.append(f"{given}: the model trained with the TF (seen) scores {average['seen'] - own:.3f} more.")
+    return notes
+
+
+def family_note(results: list[dict], family_identity: float, margin: float) -> list[str]:
+    """What the nearest TF's protein does for held-out TFs that have a family member (identity >= ``family_identity``),
+    and what TFs without one get."""
+    alone = [r for r in results if r["identity"] < family_identity]
+    notes = []
+    if alone:
+        own = float(np.mean([v["own"] for r in alone for v in r["auprc"].values()]))
+        scan = [v["motif_scan"] for r in alone for v in r["auprc"].values() if "motif_scan" in v]
+        notes.append(
+            f"Held-out TFs without a family member ({', '.join(sorted({r['tf'] for r in alone}))}): own protein "
+            f"{own:.3f}" + (f" against their motif scan's {float(np.mean(scan)):.3f}" if scan else "") + ": "
+            "with no related protein among the TFs trained on, nothing transfers."
+        )
+    pairs = [
+        (values["own"], values["nearest"])
+        for result in results
+        if result["identity"] >= family_identity
+        for values in result["auprc"].values()
+    ]
+    if not pairs:
+        return [
+            f"No held-out TF has another TF's protein at identity >= {family_identity}: no family to transfer from."
+        ]
+    own, nearest = (float(np.mean(column)) for column in zip(*pairs))
+    tfs = sorted({f"{r['tf']} (via {r['nearest']})" for r in results if r["identity"] >= family_identity})
+    note = (
+        f"Held-out TFs with a family member ({', '.join(tfs)}): the member's protein gives {nearest:.3f}, "
+        f"their own protein {own:.3f}."
+    )
+    if nearest - own > margin:
+        note += (
+            " The model transfers through a protein it was trained with, not through the shared DNA-binding "
+            "domain: the TF's own protein, a few residues from the member's domain, scores like a shuffled one. "
+            "The protein branch acts as a TF identifier."
+        )
+    return [*notes, note]
+
+
+def write_table(report_dirs: list[str], rows: list[list], notes: list[str], plot) -> str:
+    """Write ``unseen.json`` and ``unseen.png`` into each report directory; returns the first JSON's URI.
+
+    Parameters
+    ----------
+    plot
+        ``plot(series, png_path, title)``, e.g. :func:`tf_models.curves_plot.plot_auprc_bars`.
+    """
+    payload = {"title": TITLE, "columns": COLUMNS, "rows": rows, "notes": notes, "images": [PNG_NAME]}
+    several = len({row[2] for row in rows}) > 1
+    series: dict[str, dict[str, float]] = {}
+    for row in rows:
+        for offset, (key, heading) in enumerate(CONDITIONS, start=FIRST):
+            # The motif scan and the seen model do not depend on the protein input: one bar each.
+            name = f"{heading} ({row[2]})" if several and key in ("own", "shuffled", "nearest") else heading
+            if row[offset] is not None:
+                series.setdefault(name, {})[f"{row[0]}/{row[1]}"] = row[offset]
+    for report_dir in report_dirs:
+        storage.write_through_local(f"{report_dir}/{PNG_NAME}", lambda path: plot(series, path, TITLE))
+        # The JSON last: it names the image, which is then already there.
+        storage.write_text(f"{report_dir}/{JSON_NAME}", json.dumps(payload, indent=2))
+    return f"{report_dirs[0]}/{JSON_NAME}"
