@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib
 import sys
 
-STAGES = ("generate", "labels", "preprocess", "changes", "train", "evaluate", "predict", "demo")
+STAGES = ("generate", "labels", "preprocess", "changes", "train", "evaluate", "predict", "explain", "demo")
 
 
 def main(argv: list[str] | None = None) -> int:
