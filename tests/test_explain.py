@@ -153,12 +153,17 @@ def _hand_built_export(config, database, export_dir: str, tfs: list[str], cells:
 
 
 def _label_predictions(config, tfs: list[str], path: str) -> None:
-    """A stand-in for evaluation's predictions: the test chromosomes' labels as probabilities (B 1, U 0)."""
+    """A stand-in for evaluation's predictions: the test chromosomes' labels (B 1, U 0) plus noise.
+
+    The noise spreads the top predictions over the bound sites instead of
+    the first site's overlapping bins.
+    """
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     from tfbs.uri import local_path
 
+    rng = np.random.default_rng(11)
     columns: dict[str, list] = {name: [] for name in ("tf", "cell", "chrom", "start", "label", "probability")}
     for tf_name in tfs:
         with gzip.open(local_path(config.data.labels_uri(tf_name)), "rt") as handle:
@@ -170,7 +175,7 @@ def _label_predictions(config, tfs: list[str], path: str) -> None:
                 for cell, label in zip(cells, labels):
                     for name, value in zip(columns, (tf_name, cell, chrom, int(start), int(label == "B"), 0.0)):
                         columns[name].append(value)
-                    columns["probability"][-1] = float(label == "B")
+                    columns["probability"][-1] = float(label == "B") + 0.5 * float(rng.uniform())
     Path(path).mkdir(parents=True)
     pq.write_table(pa.table(columns), f"{path}/part-0.parquet")
 
@@ -184,7 +189,7 @@ def test_explain_recovers_the_planted_motifs_end_to_end(spark, small_dataset, tm
         tmp_path,
         f"data.root={local_path(small_dataset.data.root)}",
         "train.model.motif_cnn.kernel=20",
-        "explain.top_n=16",
+        "explain.top_n=12",
     )
     tfs, cells = ["CTCF", "FOXA1"], list(small_dataset.generate.cells)
     version = "hand-built"
@@ -209,3 +214,11 @@ def test_explain_recovers_the_planted_motifs_end_to_end(spark, small_dataset, tm
     assert set(read_meme(f"{report}/motifs.meme")) == {"CTCF_learned", "FOXA1_learned"}
     # Not LATEST (there is none): the run-level report is left alone.
     assert not Path(local_path(versions.run_report_uri(config.run_dir)), "motifs.json").exists()
+
+
+def test_explain_without_an_evaluated_model_is_a_one_line_error(tmp_path, capsys):
+    from jobs.explain import main
+
+    code = main(["--config", "conf/demo.yaml", "--set", f"run_dir={tmp_path / 'run'}"])
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert code == 2 and error.startswith("error: ") and "models/LATEST: not found" in error

@@ -15,6 +15,7 @@ import json
 import logging
 import time
 from collections import defaultdict
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -181,13 +182,17 @@ def explain_version(spark: SparkSession, config: PipelineConfig, version: str) -
     return table
 
 
+def _draw(path: str, pattern: np.ndarray, match: np.ndarray, title: str, match_title: str) -> None:
+    draw_pair(pattern, match, path, title, match_title)
+
+
 def _match_and_draw(
     config: PipelineConfig, report_dir: str, patterns: dict[str, Pattern], database: dict[str, np.ndarray]
 ) -> dict[str, Any]:
     """TOMTOM each pattern, draw its logo beside the best match and build the table."""
     cfg, planted = config.explain, _planted(config)
     names = list(patterns)
-    matches, q, ids = best_matches([patterns[n].ppm for n in names], database) if names else ([], None, [])
+    matches, q, ids = best_matches([patterns[n].ppm for n in names], database) if names else ([], np.empty((0, 0)), [])
     rows, images, recovered = [], [], 0
     for index, (name, match) in enumerate(zip(names, matches)):
         pattern, motif = patterns[name], planted.get(name)
@@ -199,12 +204,12 @@ def _match_and_draw(
         shown = reverse_complement_ppm(database[match.motif]) if match.reverse else database[match.motif]
         storage.write_through_local(
             f"{report_dir}/{logo}",
-            lambda path, pattern=pattern, shown=shown, name=name, match=match: draw_pair(
-                pattern.ppm,
-                shown,
-                path,
-                f"{name}: learned pattern ({pattern.n_seqlets} seqlets)",
-                f"best match {match.motif} (q = {match.q_value:.2g})",
+            partial(
+                _draw,
+                pattern=pattern.ppm,
+                match=shown,
+                title=f"{name}: learned pattern ({pattern.n_seqlets} seqlets)",
+                match_title=f"best match {match.motif} (q = {match.q_value:.2g})",
             ),
         )
         images.append(logo)
