@@ -23,9 +23,24 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _version(config: PipelineConfig, requested: str | None) -> str:
+    """The model version to explain: the one asked for, else ``LATEST``'s (as ``tfbs predict`` chooses)."""
+    from tfbs.errors import MissingInputError
+    from tfbs.lineage import latest_uri, read_latest
+
+    if requested:
+        return requested
+    latest = read_latest(config.run_dir)
+    if latest is None:
+        raise MissingInputError(
+            f"{latest_uri(config.run_dir)}: not found: no model has passed evaluation yet "
+            "(run `tfbs evaluate`, or name one with --model-version)"
+        )
+    return latest.version
+
+
 def run(config: PipelineConfig, args: argparse.Namespace) -> dict:
     """Write ``motifs.json`` for the version; returns its table."""
-    from jobs.predict import _version
     from tf_models.explain.report import explain_version
     from tfbs.lineage import report_uri
     from tfbs.session import build_session
