@@ -222,3 +222,10 @@ def test_explain_without_an_evaluated_model_is_a_one_line_error(tmp_path, capsys
     code = main(["--config", "conf/demo.yaml", "--set", f"run_dir={tmp_path / 'run'}"])
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert code == 2 and error.startswith("error: ") and "models/LATEST: not found" in error
+
+
+def test_explain_widths_must_nest(tmp_path):
+    from tfbs.config import ConfigError
+
+    with pytest.raises(ConfigError, match="explain.*pattern_bp"):
+        small_config(tmp_path, "explain.pattern_bp=400")

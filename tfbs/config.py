@@ -405,6 +405,15 @@ class ExplainConfig(_Section):
     def _motif_db_uri(cls, value: str | None) -> str | None:
         return None if value is None else to_uri(value)
 
+    @model_validator(mode="after")
+    def _widths_nest(self) -> "ExplainConfig":
+        if not self.seqlet_core_bp <= self.pattern_bp <= self.scan_bp:
+            raise ValueError(
+                f"need seqlet_core_bp ({self.seqlet_core_bp}) <= pattern_bp ({self.pattern_bp}) "
+                f"<= scan_bp ({self.scan_bp})"
+            )
+        return self
+
 
 class PipelineConfig(_Section):
     """Everything one run needs; built by :func:`load_config`."""
