@@ -182,8 +182,8 @@ def explain_version(spark: SparkSession, config: PipelineConfig, version: str) -
     return table
 
 
-def _draw(path: str, pattern: np.ndarray, match: np.ndarray, title: str, match_title: str) -> None:
-    draw_pair(pattern, match, path, title, match_title)
+def _draw(path: str, pattern: np.ndarray, match: np.ndarray, title: str, match_title: str, offset: int) -> None:
+    draw_pair(pattern, match, path, title, match_title, offset)
 
 
 def _match_and_draw(
@@ -210,6 +210,7 @@ def _match_and_draw(
                 match=shown,
                 title=f"{name}: learned pattern ({pattern.n_seqlets} seqlets)",
                 match_title=f"best match {match.motif} (q = {match.q_value:.2g})",
+                offset=match.offset,
             ),
         )
         images.append(logo)
