@@ -121,6 +121,12 @@ def test_learned_patterns_are_written_as_meme(tmp_path, database):
     assert set(back) == set(patterns)
     assert all(np.allclose(back[name], ppm, atol=1e-5) for name, ppm in patterns.items())
     assert "nsites= 12" in path.read_text()
+    # memelite's own reader (what its TOMTOM users load) agrees.
+    from memelite.io import read_meme as memelite_read
+
+    assert {name: m.T.shape for name, m in memelite_read(str(path)).items()} == {
+        name: ppm.shape for name, ppm in patterns.items()
+    }
 
 
 def _hand_built_export(config, database, export_dir: str, tfs: list[str], cells: list[str]) -> None:

@@ -177,7 +177,10 @@ def explain_version(spark: SparkSession, config: PipelineConfig, version: str) -
         f"Model version {version}; in-silico mutagenesis of the central {length} bp of the top {cfg.top_n} "
         "test predictions per TF/cell (DNA only; protein, cell and DNase held at the example's values).",
     )
-    table["notes"].append(f"TOMTOM (memelite) against {motif_db}; explained in {time.monotonic() - started:.0f} s.")
+    table["notes"].append(
+        f"TOMTOM (memelite) against {motif_db}; the learned patterns are in motifs.meme beside this table; "
+        f"explained in {time.monotonic() - started:.0f} s."
+    )
     _write(config, version, report_dir, table, patterns)
     return table
 
