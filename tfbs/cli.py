@@ -9,7 +9,19 @@ from __future__ import annotations
 import importlib
 import sys
 
-STAGES = ("generate", "labels", "preprocess", "changes", "train", "evaluate", "predict", "demo", "report", "unseen")
+STAGES = (
+    "generate",
+    "labels",
+    "preprocess",
+    "changes",
+    "train",
+    "evaluate",
+    "predict",
+    "explain",
+    "unseen",
+    "report",
+    "demo",
+)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -403,6 +403,35 @@ class UnseenConfig(_Section):
     )
 
 
+class ExplainConfig(_Section):
+    """What the model learned (``tfbs explain``): ISM of the top test predictions, seqlets, TOMTOM."""
+
+    top_n: int = Field(64, gt=0, description="top test predictions per TF/cell explained")
+    scan_bp: int = Field(300, gt=0, description="central bp of each window mutated (the model's scanned region)")
+    batch_size: int = Field(4096, gt=0, description="mutated windows scored per model call")
+    seqlet_core_bp: int = Field(10, gt=0, description="width of the attribution sum that places a seqlet")
+    pattern_bp: int = Field(24, gt=0, description="width of a pattern before trimming its uninformative ends")
+    shift_bp: int = Field(6, ge=0, description="how far a seqlet may move when aligned to the others")
+    seqlets_per_window: int = Field(1, gt=0, description="seqlets taken from each explained window")
+    min_bits: float = Field(0.3, ge=0, le=2, description="columns below this information at a pattern's ends go")
+    q_threshold: float = Field(0.05, gt=0, le=1, description="a planted motif is recovered at a q-value below this")
+    motif_db: str | None = Field(None, description="MEME file to match against (default: evaluate.motif_db)")
+
+    @field_validator("motif_db")
+    @classmethod
+    def _motif_db_uri(cls, value: str | None) -> str | None:
+        return None if value is None else to_uri(value)
+
+    @model_validator(mode="after")
+    def _widths_nest(self) -> "ExplainConfig":
+        if not self.seqlet_core_bp <= self.pattern_bp <= self.scan_bp:
+            raise ValueError(
+                f"need seqlet_core_bp ({self.seqlet_core_bp}) <= pattern_bp ({self.pattern_bp}) "
+                f"<= scan_bp ({self.scan_bp})"
+            )
+        return self
+
+
 class PipelineConfig(_Section):
     """Everything one run needs; built by :func:`load_config`."""
 
@@ -416,6 +445,7 @@ class PipelineConfig(_Section):
     train: TrainConfig = Field(default_factory=TrainConfig)
     evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
     unseen: UnseenConfig = Field(default_factory=UnseenConfig)
+    explain: ExplainConfig = Field(default_factory=ExplainConfig)
 
     @model_validator(mode="after")
     def _absolute_dirs(self) -> "PipelineConfig":
@@ -514,6 +544,7 @@ __all__ = [
     "ConfigError",
     "DataConfig",
     "EvaluateConfig",
+    "ExplainConfig",
     "FactorNetConfig",
     "GenerateConfig",
     "ModelConfig",

@@ -1,0 +1,68 @@
+"""What a model version learned: attributions, motifs, TOMTOM matches and logos (``tfbs explain``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+if __name__ == "__main__":
+    # Run as a file (`spark-submit jobs/explain.py`): Python put jobs/ first on the
+    # path, where jobs/preprocess.py would shadow the preprocess package.
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from tfbs.config import PipelineConfig
+
+
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model-version",
+        default=None,
+        metavar="V",
+        help="explain the model version V of <run_dir>/models (default: the one models/LATEST names)",
+    )
+
+
+def _version(config: PipelineConfig, requested: str | None) -> str:
+    """The model version to explain: the one asked for, else ``LATEST``'s (as ``tfbs predict`` chooses)."""
+    from tfbs.errors import MissingInputError
+    from tfbs.lineage import latest_uri, read_latest
+
+    if requested:
+        return requested
+    latest = read_latest(config.run_dir)
+    if latest is None:
+        raise MissingInputError(
+            f"{latest_uri(config.run_dir)}: not found: no model has passed evaluation yet "
+            "(run `tfbs evaluate`, or name one with --model-version)"
+        )
+    return latest.version
+
+
+def run(config: PipelineConfig, args: argparse.Namespace) -> dict:
+    """Write ``motifs.json`` for the version; returns its table."""
+    from tf_models.explain.report import explain_version
+    from tfbs.lineage import report_uri
+    from tfbs.session import build_session
+
+    version = _version(config, args.model_version)
+    spark = build_session(config.spark, app_suffix="-explain")
+    try:
+        table = explain_version(spark, config, version)
+    finally:
+        spark.stop()
+    columns = table["columns"]
+    for row in table["rows"]:
+        print("  ".join(f"{c}={v:.3g}" if isinstance(v, float) else f"{c}={v}" for c, v in zip(columns, row)))
+    print(f"motifs: {report_uri(config.run_dir, version)}/motifs.json (model version {version})")
+    return table
+
+
+def main(argv: list[str] | None = None) -> int:
+    from jobs.common import run_stage
+
+    return run_stage(__doc__, run, argv, extra_arguments=_arguments)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
