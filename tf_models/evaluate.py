@@ -4,8 +4,8 @@ official metrics (A removed, auROC, Davis-Goadrich auPRC, recall at FDR).
 Prediction is distributed: each Spark task loads the exported SavedModel
 once and scores its share of the test shards in batches, and scores the
 same rows with the motif-scan baseline. Only ``(tf, cell, label, scores)``
-come back to the driver, which adds the generator's oracle where there is
-one (:mod:`tf_models.baselines`).
+come back to the driver, which adds the generator's oracle and observable
+ceiling where there are (:mod:`tf_models.baselines`).
 
 The model scored is the version of the current shards and configuration
 (:mod:`tfbs.lineage`); its report goes into the version's folder. When the
@@ -200,7 +200,7 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     (or ``train.version``). Under ``<run_dir>/models/<version>/report/`` it
     writes ``report.json`` (with the version's lineage), ``curves.png`` (PR
     and ROC), ``baselines.png`` (auPRC of the model, the motif scan and the
-    oracle per TF/cell) and the per-bin predictions as Parquet
+    observable ceiling and the oracle per TF/cell) and the per-bin predictions as Parquet
     (``predictions/``). If the means pass ``evaluate.min_mean_auroc`` and
     ``evaluate.min_mean_auprc``, ``<run_dir>/models/LATEST`` moves to the
     version and ``<run_dir>/report/`` gets a copy of the report and plots.

@@ -1,14 +1,17 @@
 """A learned motif scanner over the bin, chosen by the TF's protein (``architecture: motif_cnn``).
 
 What decides a DREAM label is whether the TF binds inside the 200 bp bin,
-so the model scans only the bin and a short margin (``dna_center_bp``) with
-one layer of motif-width filters, on both strands with the same weights, and
-keeps each filter's best match (a max over positions and strands): a motif
-counts wherever it sits in the scanned region and on either strand, and a
-motif in the flanks, which makes the neighbouring bins bound instead, does
-not. Measured on the demo, scanning the whole 1 kb window instead cut the
-mean test auPRC from 0.67 to 0.31 (FOXA's short motif recurs by chance in
-the flanks), and was three times slower.
+so the model weighs each motif match by where it lies: one layer of
+motif-width filters scans the whole window on both strands with the same
+weights, a learned weight per 10 bp (``motif_cnn.positional_bp``, symmetric
+about the centre) scales the matches, and each filter keeps its best
+weighted match. The weights start at ~1 over the bin and a 50 bp margin
+(``dna_center_bp``) and ~0 beyond, the scan that worked on the demo (a
+motif in the flanks makes the neighbouring bins bound, and FOXA's short
+motif recurs by chance there: an unweighted whole-window scan cut the demo's
+mean test auPRC from 0.67 to 0.31); training then moves them, so data whose
+label is about a whole window can learn to look at all of it.
+``positional_bp: null`` restores the unweighted scan of ``dna_center_bp``.
 
 The TF's protein sequence picks the filters its DNA-binding domain reads:
 a sigmoid gate per filter, computed from the protein branch (EasyFlow's
