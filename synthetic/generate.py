@@ -39,14 +39,14 @@ from synthetic.formats import (
 )
 from synthetic.genome import blacklist_intervals, simulate_chromosome
 from synthetic.occupancy import Occupancy, relaxed_only_locations, simulate_occupancy
-from synthetic.oracle import write_oracle_table
+from synthetic.oracle import observable_bound, write_oracle_table
 from synthetic.peaks import CHIP_WIDTH_RANGE, artifact_peaks, peaks_around
 from synthetic.proteins import write_protein_fasta
-from synthetic.sites import MOTIFLESS, STRONG, WEAK
+from synthetic.sites import MOTIFLESS, STRONG, WEAK, match_scores
 from tfbs.config import DataConfig, GenerateConfig
 from tfbs.dream import DREAM_TEST_CHROMS
 from tfbs.errors import ConfigError, MissingInputError
-from tfbs.motifs import N_CODE, read_meme
+from tfbs.motifs import N_CODE, log_odds, read_meme
 from tfbs.uri import local_path
 
 
@@ -99,7 +99,7 @@ def generate_dataset(
     tf_summary = _write_chip(gen, data, occupancy, blacklist, paths)
 
     test_chroms = [c for c in DREAM_TEST_CHROMS if c in gen.chromosomes]
-    paths["labels"], paths["oracle"] = {}, {}
+    paths["labels"], paths["oracle"], paths["observable"] = {}, {}, {}
     for spec in gen.tfs:
         tf = spec.name
         out = local_output(data.labels_uri(tf), "labels_dir")
@@ -116,10 +116,41 @@ def generate_dataset(
         )
         log.info("wrote %s: the oracle's P(B) of %d test bins", oracle, n_bins)
         paths["oracle"][tf] = str(oracle)
+        observable = local_output(data.observable_uri(tf), "oracle_dir")
+        chance = observable_chances(gen, occupancy, genome, pwms, tf)
+        write_oracle_table(
+            occupancy, tf, str(out), list(gen.chromosomes), list(gen.cells), test_chroms, str(observable), chance
+        )
+        log.info("wrote %s: the observable ceiling's P(B) of %d test bins", observable, n_bins)
+        paths["observable"][tf] = str(observable)
 
     seconds = time.perf_counter() - started
     log.info("generated data set in %s in %.1f s", root, seconds)
     return {"seed": gen.seed, "paths": paths, "genome": genome_summary, "tfs": tf_summary, "seconds": seconds}
+
+
+def observable_chances(
+    gen: GenerateConfig, occupancy: Occupancy, genome: list[np.ndarray], pwms: dict[str, np.ndarray], tf: str
+) -> np.ndarray:
+    """Per location and cell, the chance ``tf`` binds given only the observables (:func:`synthetic.oracle.observable_bound`)."""
+    family_of = {spec.name: spec.family for spec in gen.tfs}
+    family = [spec.name for spec in gen.tfs if spec.family == family_of[tf]]
+    at = (1.0 - gen.gc_content) / 2.0
+    base_freqs = (at, gen.gc_content / 2.0, gen.gc_content / 2.0, at)
+    n_locations = occupancy.is_open.shape[0]
+    motif = np.zeros(n_locations, dtype=bool)
+    for member in family:
+        member_sites = occupancy.sites[member]
+        motif[member_sites.loc[member_sites.kind != MOTIFLESS]] = True
+    where = np.flatnonzero(motif)
+    match = {}
+    for member in {tf, family[0]}:
+        scores = np.full(n_locations, np.nan)
+        scores[where] = match_scores(
+            genome, occupancy.chrom[where], occupancy.centre[where], log_odds(pwms[member], base_freqs)
+        )
+        match[member] = scores
+    return observable_bound(occupancy, tf, family, match)[1]
 
 
 def _rng(seed: int, key: str) -> np.random.Generator:

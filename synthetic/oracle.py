@@ -21,7 +21,7 @@ import pyarrow.csv as pacsv
 from synthetic.formats import write_gzip
 from synthetic.occupancy import P_OTHER, Occupancy
 from synthetic.peaks import CHIP_SUMMIT_SD, CHIP_WIDTH_RANGE
-from synthetic.sites import binding_probability
+from synthetic.sites import MOTIFLESS, binding_probability
 
 #: Bins farther than this from a site's centre cannot touch its peak.
 _REACH_BP = 600
@@ -88,15 +88,25 @@ def oracle_scores(
         bound and labels the bin.
     """
     sites = occupancy.sites[tf]
-    on_chrom = np.flatnonzero(occupancy.chrom[sites.loc] == chrom_index)
-    centre = occupancy.centre[sites.loc[on_chrom]]
+    # (sites, cells): bound with the kind's probability, and only where open.
+    p_bound = binding_probability(sites.kind, sites.strength, P_OTHER)[:, None] * occupancy.is_open[sites.loc]
+    return _bin_chances(occupancy, sites.loc, p_bound, chrom_index, starts, geometry)
+
+
+def _bin_chances(
+    occupancy: Occupancy,
+    loc: np.ndarray,
+    p_bound: np.ndarray,
+    chrom_index: int,
+    starts: np.ndarray,
+    geometry: np.ndarray,
+) -> np.ndarray:
+    """P(B) per bin and cell when location ``loc[i]`` is bound with probability ``p_bound[i]`` (per cell)."""
+    on_chrom = np.flatnonzero(occupancy.chrom[loc] == chrom_index)
+    centre = occupancy.centre[loc[on_chrom]]
     order = np.argsort(centre, kind="stable")
     centre, on_chrom = centre[order], on_chrom[order]
-    # (sites, cells): bound with the kind's probability, and only where open.
-    p_bound = (
-        binding_probability(sites.kind[on_chrom], sites.strength[on_chrom], P_OTHER)[:, None]
-        * occupancy.is_open[sites.loc[on_chrom]]
-    )
+    p_bound = p_bound[on_chrom]
     first = np.searchsorted(centre, starts - _REACH_BP)
     last = np.searchsorted(centre, starts + _REACH_BP, side="right")
     unlabelled = np.ones((starts.shape[0], p_bound.shape[1]))
@@ -108,6 +118,77 @@ def oracle_scores(
         chance = np.where(near, geometry[offset], 0.0)[:, None] * p_bound[site]
         unlabelled *= 1.0 - chance
     return 1.0 - unlabelled
+
+
+#: Quantile classes of the TF's motif score at the family's motif locations (observable ceiling).
+SCORE_CLASSES = 20
+
+
+def observable_bound(
+    occupancy: Occupancy, tf: str, family: list[str], match: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The chance ``tf`` binds each location, given only what a model's inputs reveal.
+
+    What the inputs show of a location: whether it is open in the cell (a
+    DNase peak), whether it carries a motif instance of the TF's family and
+    how well the TF's PWM (and the family lead's) matches it. Hidden: a
+    site's kind and strength, whether a family member's site was inherited,
+    and the motif-less sites. The chance is the generator's own mean binding
+    probability over the open locations sharing those observables: per
+    quantile class of the TF's match score (and, for a family member other
+    than the lead, whether the lead's PWM matches better), and one rate for
+    every open location without a family motif.
+
+    Parameters
+    ----------
+    occupancy
+        The simulation.
+    tf
+        The TF.
+    family
+        The TFs of its family, lead first.
+    match
+        Per TF of the family, its best log-odds match at every location
+        (:func:`synthetic.sites.match_scores`; NaN where not computed).
+
+    Returns
+    -------
+    tuple[numpy.ndarray, numpy.ndarray]
+        Location ids and their ``(locations, cells)`` chance of being bound
+        (zero where closed).
+    """
+    n_locations = occupancy.is_open.shape[0]
+    expected = np.zeros(n_locations)
+    sites = occupancy.sites[tf]
+    expected[sites.loc] = binding_probability(sites.kind, sites.strength, P_OTHER)
+    motif = np.zeros(n_locations, dtype=bool)
+    for member in family:
+        member_sites = occupancy.sites[member]
+        motif[member_sites.loc[member_sites.kind != MOTIFLESS]] = True
+    is_open = occupancy.is_open
+    chance = np.zeros(is_open.shape)
+    # Open locations without a family motif look alike: one rate (motif-less sites among them).
+    plain = ~motif[:, None] & is_open
+    chance[plain] = (expected[:, None] * plain).sum() / max(int(plain.sum()), 1)
+    where = np.flatnonzero(motif)
+    score = match[tf][where]
+    edges = np.quantile(score, np.linspace(0, 1, SCORE_CLASSES + 1)[1:-1])
+    klass = np.searchsorted(edges, score, side="right")
+    if family[0] != tf:
+        klass = klass * 2 + (match[family[0]][where] > score)
+    for k in np.unique(klass):
+        rows = where[klass == k]
+        cells_open = is_open[rows]
+        rate = (expected[rows, None] * cells_open).sum() / max(int(cells_open.sum()), 1)
+        chance[rows] = rate * cells_open
+    return np.arange(n_locations), chance
+
+
+def observable_scores(
+    occupancy: Occupancy, chance: np.ndarray, chrom_index: int, starts: np.ndarray, geometry: np.ndarray
+) -> np.ndarray:
+    """P(B) of each bin of one chromosome from :func:`observable_bound`'s chances, per cell."""
+    return _bin_chances(occupancy, np.arange(chance.shape[0]), chance, chrom_index, starts, geometry)
 
 
 def read_label_table(path: str, chroms: list[str]) -> tuple[list[str], pa.Table]:
@@ -137,13 +218,15 @@ def write_oracle_table(
     cell_names: list[str],
     chroms: list[str],
     out_path: str,
+    chance: np.ndarray | None = None,
 ) -> int:
     """Write the oracle of ``tf`` for the bins of its label file on ``chroms``.
 
     The file has the label file's layout, a probability in place of each
     label: header ``chr start stop <cells...>``, tab-separated, gzipped.
     ``chrom_names`` and ``cell_names`` are in the simulation's order (its
-    chromosome indices and occupancy columns).
+    chromosome indices and occupancy columns). With ``chance``
+    (:func:`observable_bound`), the file holds the observable ceiling instead.
 
     Returns
     -------
@@ -159,7 +242,12 @@ def write_oracle_table(
     for name in chroms:
         rows = np.flatnonzero(chrom == name)
         if rows.size:
-            by_cell = oracle_scores(occupancy, tf, chrom_names.index(name), starts[rows], geometry)
+            index = chrom_names.index(name)
+            by_cell = (
+                oracle_scores(occupancy, tf, index, starts[rows], geometry)
+                if chance is None
+                else observable_scores(occupancy, chance, index, starts[rows], geometry)
+            )
             # The label file orders its cells alphabetically, the simulation as configured.
             scores[rows] = by_cell[:, [cell_names.index(cell) for cell in cells]]
     lines = [

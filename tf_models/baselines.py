@@ -7,6 +7,11 @@
 ``oracle``
     On generated data only: the probability of B that the generator sampled
     the label from (:mod:`synthetic.oracle`), the ceiling.
+``observable_ceiling``
+    On generated data only: the generator's chance of B given only what the
+    inputs reveal (motif and its match, DNase, cell;
+    :func:`synthetic.oracle.observable_bound`), read by :class:`OracleTable`
+    from ``<TF>.observable.tsv.gz``.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ official metrics (A removed, auROC, Davis-Goadrich auPRC, recall at FDR).
 Prediction is distributed: each Spark task loads the exported SavedModel
 once and scores its share of the test shards in batches, and scores the
 same rows with the motif-scan baseline. Only ``(tf, cell, label, scores)``
-come back to the driver, which adds the generator's oracle where there is
-one (:mod:`tf_models.baselines`).
+come back to the driver, which adds the generator's oracle and observable
+ceiling where there are (:mod:`tf_models.baselines`).
 
 The model scored is the version of the current shards and configuration
 (:mod:`tfbs.lineage`); its report goes into the version's folder. When the
@@ -37,6 +37,9 @@ from tfbs.errors import BelowFloorError
 from tfbs.lineage import Lineage
 
 log = logging.getLogger("tfbs.evaluate")
+
+#: Baselines in the order the report and its plot show them.
+BASELINES = ("motif_scan", "observable_ceiling", "oracle")
 
 _PREDICTION_COLUMNS = ["tf", "cell", "chrom", "start", "label_code", "tf_index", "cell_index", "dnase"]
 
@@ -95,7 +98,7 @@ def predict_rows(
         yield from flush(batch)
 
 
-def score_groups(predictions: list[tuple], oracles: dict[str, OracleTable]) -> tuple[dict, dict, dict]:
+def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTable]]) -> tuple[dict, dict, dict]:
     """Official metrics per ``TF/cell`` for the model and its baselines.
 
     Parameters
@@ -103,7 +106,8 @@ def score_groups(predictions: list[tuple], oracles: dict[str, OracleTable]) -> t
     predictions
         Rows of :func:`predict_rows`.
     oracles
-        The generator's oracle per TF, where there is one.
+        Per baseline name (``oracle``, ``observable_ceiling``), the
+        generator's table of each TF that has one.
 
     Returns
     -------
@@ -126,14 +130,18 @@ def score_groups(predictions: list[tuple], oracles: dict[str, OracleTable]) -> t
         baselines[key] = {}
         if not np.isnan(scan.astype(np.float64)).any():
             baselines[key]["motif_scan"] = score_predictions(labels, scan)
-        if tf_name in oracles:
-            baselines[key]["oracle"] = score_predictions(labels, oracles[tf_name].scores(cell, chrom, starts))
+        for name, tables in oracles.items():
+            if tf_name in tables:
+                baselines[key][name] = score_predictions(labels, tables[tf_name].scores(cell, chrom, starts))
     return results, baselines, curves
 
 
-def _read_oracles(data: DataConfig, tfs: list[str]) -> dict[str, OracleTable]:
-    """The generator's oracle of each TF that has one (generated data only)."""
-    return {tf: OracleTable.read(data.oracle_uri(tf)) for tf in tfs if storage.exists(data.oracle_uri(tf))}
+def _read_oracles(data: DataConfig, tfs: list[str]) -> dict[str, dict[str, OracleTable]]:
+    """The generator's oracle and observable ceiling of each TF that has them (generated data only)."""
+    tables: dict[str, dict[str, OracleTable]] = {}
+    for name, uri_of in (("oracle", data.oracle_uri), ("observable_ceiling", data.observable_uri)):
+        tables[name] = {tf: OracleTable.read(uri_of(tf)) for tf in tfs if storage.exists(uri_of(tf))}
+    return tables
 
 
 def _summary(results: dict, baselines: dict) -> dict:
@@ -143,7 +151,7 @@ def _summary(results: dict, baselines: dict) -> dict:
         "mean_auprc": float(np.mean([r["auprc"] for r in results.values()])),
         "baseline_mean_auprc": {},
     }
-    for name in ("motif_scan", "oracle"):
+    for name in BASELINES:
         scored = [b[name]["auprc"] for b in baselines.values() if name in b]
         if scored:
             summary["baseline_mean_auprc"][name] = float(np.mean(scored))
@@ -192,7 +200,7 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     (or ``train.version``). Under ``<run_dir>/models/<version>/report/`` it
     writes ``report.json`` (with the version's lineage), ``curves.png`` (PR
     and ROC), ``baselines.png`` (auPRC of the model, the motif scan and the
-    oracle per TF/cell) and the per-bin predictions as Parquet
+    observable ceiling and the oracle per TF/cell) and the per-bin predictions as Parquet
     (``predictions/``). If the means pass ``evaluate.min_mean_auroc`` and
     ``evaluate.min_mean_auprc``, ``<run_dir>/models/LATEST`` moves to the
     version and ``<run_dir>/report/`` gets a copy of the report and plots.

@@ -105,6 +105,10 @@ class DataConfig(_Section):
         """URI of the generator's oracle for ``tf`` (label-file layout, probabilities)."""
         return f"{self.oracle_dir}/{tf}.oracle.tsv.gz"
 
+    def observable_uri(self, tf: str) -> str:
+        """URI of the generator's observable ceiling for ``tf``: P(B) given only what the inputs reveal."""
+        return f"{self.oracle_dir}/{tf}.observable.tsv.gz"
+
     @property
     def has_dnase(self) -> bool:
         """Whether DNase peaks are part of the inputs."""
@@ -237,6 +241,12 @@ class MotifCNNConfig(_Section):
     filters: int = Field(64, gt=0, description="motif detectors")
     kernel: int = Field(15, gt=0, description="filter width, bp (most TF motifs are 8-20 bp)")
     protein_gate: bool = Field(True, description="the TF's protein selects the filters (a sigmoid gate per filter)")
+    positional_bp: int | None = Field(
+        10,
+        gt=0,
+        description="learn a weight per N bp of the whole window for the motif matches, starting at 1 inside "
+        "dna_center_bp and near 0 outside (None: count matches only inside dna_center_bp, unweighted)",
+    )
 
 
 class EasyFlowConfig(_Section):
