@@ -19,20 +19,29 @@ log = logging.getLogger("tfbs.demo")
 
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
-    """generate -> preprocess -> train -> evaluate; returns the report."""
-    from jobs import evaluate, generate, preprocess, train
+    """generate -> preprocess -> train -> evaluate -> explain -> the HTML report; returns the report."""
+    from jobs import evaluate, explain, generate, preprocess, report, train
     from tfbs.lineage import run_report_uri
 
     timings = {}
-    for name, stage in (("generate", generate), ("preprocess", preprocess), ("train", train), ("evaluate", evaluate)):
+    stages = (
+        ("generate", generate),
+        ("preprocess", preprocess),
+        ("train", train),
+        ("evaluate", evaluate),
+        ("explain", explain),
+        ("report", report),
+    )
+    outcomes = {}
+    for name, stage in stages:
         started = time.monotonic()
         log.info("=== stage %s ===", name)
-        result = stage.run(config, args)
+        outcomes[name] = stage.run(config, args)
         timings[name] = round(time.monotonic() - started, 1)
         log.info("=== stage %s done in %.1f s ===", name, timings[name])
     log.info("stage timings (s): %s", timings)
-    print(f"\nreport: {run_report_uri(config.run_dir).removeprefix('file://')}/report.json")
-    return result
+    print(f"\nreport: {run_report_uri(config.run_dir).removeprefix('file://')}/report.html (report.json beside it)")
+    return outcomes["evaluate"]
 
 
 def main(argv: list[str] | None = None) -> int:

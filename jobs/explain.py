@@ -23,34 +23,15 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _version(config: PipelineConfig, requested: str | None) -> str:
-    """The model version to explain: the one asked for, else ``LATEST``'s (as ``tfbs predict`` chooses)."""
-    from tfbs.errors import MissingInputError
-    from tfbs.lineage import latest_uri, read_latest
-
-    if requested:
-        return requested
-    latest = read_latest(config.run_dir)
-    if latest is None:
-        raise MissingInputError(
-            f"{latest_uri(config.run_dir)}: not found: no model has passed evaluation yet "
-            "(run `tfbs evaluate`, or name one with --model-version)"
-        )
-    return latest.version
-
-
-def run(config: PipelineConfig, args: argparse.Namespace) -> dict:
+def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """Write ``motifs.json`` for the version; returns its table."""
     from tf_models.explain.report import explain_version
-    from tfbs.lineage import report_uri
-    from tfbs.session import build_session
+    from tfbs.lineage import chosen_version, report_uri
+    from tfbs.session import spark_session
 
-    version = _version(config, args.model_version)
-    spark = build_session(config.spark, app_suffix="-explain")
-    try:
+    version = chosen_version(config.run_dir, getattr(args, "model_version", None))
+    with spark_session(config.spark, app_suffix="-explain") as spark:
         table = explain_version(spark, config, version)
-    finally:
-        spark.stop()
     columns = table["columns"]
     for row in table["rows"]:
         print("  ".join(f"{c}={v:.3g}" if isinstance(v, float) else f"{c}={v}" for c, v in zip(columns, row)))

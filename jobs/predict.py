@@ -29,40 +29,21 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _version(config: PipelineConfig, requested: str | None) -> str:
-    """The model version to score with: the one asked for, else ``LATEST``'s."""
-    from tfbs.errors import MissingInputError
-    from tfbs.lineage import latest_uri, read_latest
-
-    if requested:
-        return requested
-    latest = read_latest(config.run_dir)
-    if latest is None:
-        raise MissingInputError(
-            f"{latest_uri(config.run_dir)}: not found: no model has passed evaluation yet "
-            "(run `tfbs evaluate`, or name one with --model-version)"
-        )
-    return latest.version
-
-
 def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     """Write the submission file; returns its number of rows."""
     from preprocess.inputs import require
     from tf_models.predict import predict_regions
-    from tfbs.lineage import EXPORT_METADATA, export_uri, report_uri
-    from tfbs.session import build_session
+    from tfbs.lineage import EXPORT_METADATA, chosen_version, export_uri, report_uri
+    from tfbs.session import spark_session
     from tfbs.uri import to_uri
 
     regions = require(to_uri(args.regions), "regions file")
-    version = _version(config, args.model_version)
+    version = chosen_version(config.run_dir, args.model_version)
     export = export_uri(config.run_dir, version)
     require(f"{export}/{EXPORT_METADATA}", f"exported model of version {version} (run `tfbs train` first)")
     out = to_uri(args.out) if args.out else f"{report_uri(config.run_dir, version)}/F.{args.tf}.{args.cell}.tab.gz"
-    spark = build_session(config.spark, app_suffix="-predict")
-    try:
+    with spark_session(config.spark, app_suffix="-predict") as spark:
         count = predict_regions(spark, config, export, regions, args.tf, args.cell, out)
-    finally:
-        spark.stop()
     print(f"submission: {out} ({count} rows, model version {version})")
     return count
 

@@ -15,7 +15,9 @@ from tfbs.config import PipelineConfig
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--version", default=None, help="model version (default: the one LATEST names)")
+    parser.add_argument(
+        "--model-version", default=None, metavar="V", help="model version (default: the one LATEST names)"
+    )
 
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> str:
@@ -28,13 +30,10 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> str:
     """
     from preprocess.manifest import read_manifest
     from tf_models.report import write_html_report
-    from tfbs.errors import MissingInputError
-    from tfbs.lineage import latest_uri, read_latest
+    from tfbs.lineage import chosen_version, read_latest
 
+    version = chosen_version(config.run_dir, getattr(args, "model_version", None))
     latest = read_latest(config.run_dir)
-    version = getattr(args, "version", None) or (latest.version if latest else None)
-    if version is None:
-        raise MissingInputError(f"{latest_uri(config.run_dir)}: not found (run `tfbs evaluate` or pass --version)")
     page = write_html_report(
         config.run_dir,
         version,

@@ -201,8 +201,9 @@ def test_tfbs_report_needs_an_evaluated_version(tmp_path, capsys):
 
     assert report_job.main(["--config", str(DEMO_CONFIG), "--set", f"run_dir={tmp_path}"]) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
-    assert (
-        error == f"error: {versions.latest_uri(tmp_path.as_uri())}: not found (run `tfbs evaluate` or pass --version)"
+    assert error == (
+        f"error: {versions.latest_uri(tmp_path.as_uri())}: not found: no model has passed evaluation yet "
+        "(run `tfbs evaluate`, or name one with --model-version)"
     )
-    assert report_job.main(["--config", str(DEMO_CONFIG), "--set", f"run_dir={tmp_path}", "--version", "v9"]) == 2
+    assert report_job.main(["--config", str(DEMO_CONFIG), "--set", f"run_dir={tmp_path}", "--model-version", "v9"]) == 2
     assert "models/v9/report/report.json: not found (run `tfbs evaluate` first)" in capsys.readouterr().err

@@ -389,6 +389,25 @@ def read_latest(run_dir: str) -> Latest | None:
     return _read_record(latest_uri(run_dir), Latest, "a LATEST pointer")
 
 
+def chosen_version(run_dir: str, requested: str | None = None) -> str:
+    """The model version a stage works on: ``requested``, else the one ``LATEST`` names.
+
+    Raises
+    ------
+    MissingInputError
+        If none is requested and no version has passed evaluation yet.
+    """
+    if requested:
+        return requested
+    latest = read_latest(run_dir)
+    if latest is None:
+        raise MissingInputError(
+            f"{latest_uri(run_dir)}: not found: no model has passed evaluation yet "
+            "(run `tfbs evaluate`, or name one with --model-version)"
+        )
+    return latest.version
+
+
 def write_latest(run_dir: str, lineage: Lineage, mean_auroc: float, mean_auprc: float) -> Latest:
     """Point ``LATEST`` at ``lineage.version`` (one write; readers see the old or the new pointer)."""
     latest = Latest(
