@@ -42,10 +42,10 @@ dist: $(STAMP)
 	@PYTHON=$(PYTHON) bash scripts/build_dist.sh
 
 # HDFS + YARN on this machine until Ctrl-C (Hadoop's mini cluster; it prints
-# the exports to use). See cluster/README.md.
+# the exports to use). See hadoop/README.md.
 MINICLUSTER_DIR ?= build/minicluster
 minicluster:
-	$(PYTHON) cluster/minicluster.py start --workdir $(MINICLUSTER_DIR)
+	$(PYTHON) hadoop/minicluster.py start --workdir $(MINICLUSTER_DIR)
 
 system-deps:
 	@bash scripts/system_deps.sh

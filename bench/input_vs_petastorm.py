@@ -44,7 +44,7 @@ from bench.input_pipeline import rate  # noqa: E402
 from bench.report import write_summary  # noqa: E402
 from preprocess.manifest import read_manifest  # noqa: E402
 from tf_models.train_loop import TrainingRun, build_training_step  # noqa: E402
-from tfbs import uri as storage  # noqa: E402
+from tfbs import storage  # noqa: E402
 from tfbs.config import load_config  # noqa: E402
 
 PETASTORM_PYTHON = ROOT / ".venv-petastorm" / "bin" / "python"

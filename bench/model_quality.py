@@ -103,7 +103,7 @@ def main() -> None:
     sys.path.insert(0, str(ROOT))
     from bench.report import write_summary
     from tf_models.curves_plot import plot_auprc_bars
-    from tfbs import uri as storage
+    from tfbs import storage
     from tfbs.config import load_config
 
     config = load_config(args.config, args.overrides)

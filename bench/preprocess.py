@@ -30,7 +30,7 @@ from pathlib import Path
 import psutil
 
 from tfbs.config import load_config
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 
 def _measure(command: str) -> dict:

@@ -20,7 +20,7 @@ if __name__ == "__main__":
 
 from tfbs.config import PipelineConfig
 from tfbs.errors import ConfigError
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:

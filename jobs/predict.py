@@ -35,7 +35,7 @@ def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     from tf_models.predict import predict_regions
     from tfbs.lineage import EXPORT_METADATA, chosen_version, export_uri, report_uri
     from tfbs.session import spark_session
-    from tfbs.uri import to_uri
+    from tfbs.storage import to_uri
 
     regions = require(to_uri(args.regions), "regions file")
     version = chosen_version(config.run_dir, args.model_version)

@@ -25,7 +25,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     from tf_models.gpus import gpu_spark_conf
     from tfbs.lineage import export_uri
     from tfbs.session import spark_session
-    from tfbs.uri import is_remote, local_path
+    from tfbs.storage import is_remote, local_path
 
     # Fail, or find the model up to date, before the JVM starts.
     manifest = read_manifest(config.shards_uri)

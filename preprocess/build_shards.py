@@ -51,7 +51,7 @@ from preprocess.shard_writer import (
     write_chromosome,
     write_dealt_records,
 )
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.config import DataConfig, PipelineConfig, PreprocessConfig
 from tfbs.dream import TEST, TRAIN, VALID, read_bed_intervals, split_of
 from tfbs.errors import BadInputError

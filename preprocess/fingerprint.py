@@ -8,7 +8,7 @@ modification times leaves both as they were while the content changes.
 Each file is identified by a digest of its bytes, tagged with its kind:
 
 ``sha256``
-    streamed through :mod:`tfbs.uri` in large blocks, so ``file://`` and
+    streamed through :mod:`tfbs.storage` in large blocks, so ``file://`` and
     ``hdfs://`` inputs are read once each, by the driver (about 1 GB/s
     on one core with SHA extensions: a 3 GB genome costs a few seconds);
 ``md5`` or ``crc32c``
@@ -32,7 +32,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from preprocess.inputs import check_preprocess_inputs
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.config import DataConfig, PipelineConfig
 
 log = logging.getLogger("tfbs.preprocess")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.dream import BIN_SIZE
 from tfbs.errors import BadInputError
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from preprocess.genome import check_fasta_index
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.bed import read_bed
 from tfbs.config import DataConfig
 from tfbs.dream import parse_label_header

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.dream import BIN_SIZE, BIN_STEP, parse_label_header, parse_label_line
 from tfbs.errors import BadInputError
 

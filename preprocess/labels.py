@@ -39,7 +39,7 @@ from preprocess.bedtools import run_bedtools
 from tfbs.bed import read_bed
 from tfbs.dream import BIN_SIZE, BIN_STEP, read_chrom_sizes
 from tfbs.errors import BadInputError, MissingInputError
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 #: Rows formatted per slice when writing TSV (about 25 MB of text).
 _WRITE_ROWS = 1 << 20

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.errors import BadInputError
 
 #: 4: the fingerprint holds a content digest of every input; every file entry its SHA-256.

@@ -23,7 +23,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from tfbs import uri as storage
+from tfbs import storage
 
 #: Largest TF or cell index a record can hold (one byte each).
 MAX_INDEX = 255

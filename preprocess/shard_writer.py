@@ -32,7 +32,7 @@ from preprocess.genome import gather_windows
 from preprocess.label_reader import CODE_B, LABEL_LETTERS
 from preprocess.records import RecordLayout, pack_records
 from preprocess.segregate import ChromBins, Decision
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.dream import LABEL_CODES, TEST
 
 _KEPT = outcomes.OUTCOMES.index("kept")

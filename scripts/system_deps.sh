@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System packages the pipeline needs: the bedtools binary, Java 17 for Spark,
 # and Maven, which fetches Hadoop's mini cluster for the HDFS/YARN tests
-# (cluster/pom.xml). Installs only what is missing (Debian/Ubuntu, apt-get).
+# (hadoop/pom.xml). Installs only what is missing (Debian/Ubuntu, apt-get).
 # TEST_DEPS=1 (`make test`) adds headless Chromium and its WebDriver, which
 # render the HTML report in tests/test_report_html.py; the demo needs neither.
 set -euo pipefail

@@ -47,7 +47,7 @@ from tfbs.config import DataConfig, GenerateConfig
 from tfbs.dream import DREAM_TEST_CHROMS
 from tfbs.errors import ConfigError, MissingInputError
 from tfbs.motifs import N_CODE, log_odds, read_meme
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 
 def generate_dataset(

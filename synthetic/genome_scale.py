@@ -45,7 +45,7 @@ from tfbs.config import DataConfig, GenerateConfig
 from tfbs.dream import read_chrom_sizes
 from tfbs.errors import ConfigError
 from tfbs.motifs import N_CODE
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 #: N run at each chromosome end, as hg19's telomeres (capped at 2 % of a chromosome).
 TELOMERE_BP = 10_000

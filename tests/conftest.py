@@ -169,7 +169,7 @@ def motif_shards(spark, tmp_path_factory) -> tuple[PipelineConfig, dict]:
 
 @pytest.fixture(scope="session")
 def hadoop(tmp_path_factory):
-    """A real Hadoop cluster (HDFS + YARN) on this machine for the session (cluster/minicluster.py)."""
+    """A real Hadoop cluster (HDFS + YARN) on this machine for the session (hadoop/minicluster.py)."""
     from minicluster import MiniCluster
 
     with MiniCluster(tmp_path_factory.mktemp("hadoop")) as cluster:
@@ -218,7 +218,7 @@ def yarn_archives(hadoop, dist_archive) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def hdfs_dataset(hadoop, small_dataset) -> str:
     """The small generated data set, uploaded to the cluster's HDFS; its ``hdfs://`` root."""
-    from tfbs import uri as storage
+    from tfbs import storage
 
     root = f"{hadoop.fs_default_fs}/dream/data"
     storage.upload_tree(storage.local_path(small_dataset.data.root), root)

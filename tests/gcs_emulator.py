@@ -3,7 +3,7 @@
 The stand-in is ``gcp-storage-emulator`` (PyPI, pure Python, offline),
 which serves GCS's JSON API; the code under test keeps its real client,
 pyarrow's ``GcsFileSystem``, and only its endpoint differs, through the
-``STORAGE_EMULATOR_HOST`` variable that :mod:`tfbs.uri` honours.
+``STORAGE_EMULATOR_HOST`` variable that :mod:`tfbs.storage` honours.
 
 The variable is set when this plugin is imported (conftest's
 ``pytest_plugins``), before any fixture starts a Spark JVM: the JVM copies
@@ -40,7 +40,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tfbs import uri as storage
+from tfbs import storage
 
 HOST = "127.0.0.1"
 BUCKET = "tfbs-tests"

@@ -172,7 +172,7 @@ def tfos_training(small_shards, tmp_path_factory) -> tuple[Path, WatchedRun]:
     """
     from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
 
-    from tfbs.uri import local_path
+    from tfbs.storage import local_path
 
     config, _ = small_shards
     root = tmp_path_factory.mktemp("tfos_training")

@@ -487,7 +487,7 @@ def test_airflow_runs_the_pipeline_on_yarn(airflow_env, small_data, hadoop, yarn
     dist`` (``tfbs_env_archive``) with Spark's jars from its zip
     (``spark.yarn.archive``), both on HDFS.
     """
-    from tfbs.uri import download_tree, upload_tree, write_text
+    from tfbs.storage import download_tree, upload_tree, write_text
 
     spark_conf = {
         "spark.yarn.archive": yarn_archives["spark"],

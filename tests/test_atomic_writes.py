@@ -29,7 +29,7 @@ from pathlib import Path
 import pyarrow.fs as pafs
 import pytest
 
-from tfbs import uri as storage
+from tfbs import storage
 
 REPO = Path(__file__).resolve().parents[1]
 #: The killed generation: two whole ones are there before it starts.
@@ -57,7 +57,7 @@ def _whole_generation(data: bytes) -> int | None:
 
 
 def _writer(uri: str, mode: str, size: int, chunks: int, pause: float) -> None:
-    """Rewrite ``uri`` through tfbs.uri, generations 1 to ``KILLED``, then wait to be killed."""
+    """Rewrite ``uri`` through tfbs.storage, generations 1 to ``KILLED``, then wait to be killed."""
     for generation in range(1, KILLED + 1):
         data = _content(generation, size)
         print(f"start {generation}", flush=True)

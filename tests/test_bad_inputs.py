@@ -29,7 +29,7 @@ from tfbs.config import load_config
 from tfbs.dream import read_chrom_sizes
 from tfbs.errors import BadInputError, ConfigError, MissingInputError
 from tfbs.proteins import read_protein_fasta
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 SIZES = {"chr1": 10_000, "chr2": 5_000}
 LABEL_HEADER = "chr\tstart\tstop\tHepG2\tK562\n"

@@ -62,13 +62,13 @@ def test_bad_override_syntax():
     ],
 )
 def test_uris_are_normalised(given, expected):
-    from tfbs.uri import to_uri
+    from tfbs.storage import to_uri
 
     assert to_uri(given) == expected
 
 
 def test_relative_paths_become_absolute_file_uris(tmp_path, monkeypatch):
-    from tfbs.uri import to_uri
+    from tfbs.storage import to_uri
 
     monkeypatch.chdir(tmp_path)
     assert to_uri("data/x.bed") == f"file://{tmp_path}/data/x.bed"

@@ -167,7 +167,7 @@ def _label_predictions(config, tfs: list[str], path: str) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tfbs.uri import local_path
+    from tfbs.storage import local_path
 
     rng = np.random.default_rng(11)
     columns: dict[str, list] = {name: [] for name in ("tf", "cell", "chrom", "start", "label", "probability")}
@@ -189,7 +189,7 @@ def _label_predictions(config, tfs: list[str], path: str) -> None:
 def test_explain_recovers_the_planted_motifs_end_to_end(spark, small_dataset, tmp_path, database):
     from tf_models.explain.report import COLUMNS, explain_version
     from tfbs import lineage as versions
-    from tfbs.uri import local_path
+    from tfbs.storage import local_path
 
     config = small_config(
         tmp_path,

@@ -40,7 +40,7 @@ import pytest
 from conftest import DEMO_CONFIG, SMALL_OVERRIDES, StreamedProcess
 
 from preprocess.manifest import MANIFEST_NAME, Manifest, read_manifest
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.config import load_config
 from tfbs.errors import MissingInputError
 from tfbs.session import _local_cluster_home
@@ -575,7 +575,7 @@ def _chief_killed_then_resumed(strategy: str, base: str, data_uri: str, scratch:
 #: not closed, recognised by its content whatever name it is written under.
 DYING_PUSH = """
 import os, signal, sys
-from tfbs import uri as storage
+from tfbs import storage
 from tf_models.model_dir import ModelDirectory
 
 class DyingStream:

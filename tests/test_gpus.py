@@ -78,7 +78,7 @@ def test_apply_outside_a_spark_task_reads_no_gpus(monkeypatch):
 
 
 def _node_info(job_name: str):
-    from tf_models.cluster import NodeInfo
+    from tf_models.tfos import NodeInfo
 
     return NodeInfo(
         job_name=job_name,
@@ -93,7 +93,7 @@ def _node_info(job_name: str):
 
 def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
-    import tf_models.cluster as tfos
+    import tf_models.tfos as tfos
     from tf_models.distributed import node_main
     from tfbs.lineage import Lineage
 
@@ -115,7 +115,7 @@ def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
 
 def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
     """TFoS gets num_gpus, so it never picks GPUs from nvidia-smi itself."""
-    import tf_models.cluster as tfos
+    import tf_models.tfos as tfos
     from tf_models.distributed import train_on_spark
 
     seen = {}
@@ -204,7 +204,7 @@ def test_yarn_gpu_profile_loads():
     assert config.spark.master == train.master == "yarn"
     assert config.run_dir.startswith("hdfs://") and config.data.root.startswith("hdfs://")
     assert (train.gpus_per_worker, train.mixed_precision) == (1, True)
-    # Exactly one TF node task per executor, as tf_models.cluster.run_cluster demands.
+    # Exactly one TF node task per executor, as tf_models.tfos.run_cluster demands.
     assert int(train.spark_conf["spark.executor.instances"]) == train.num_ps + train.num_workers + 1
     assert train.spark_conf["spark.task.cpus"] == train.spark_conf["spark.executor.cores"]
     assert gpu_spark_conf(train)["spark.executor.resource.gpu.discoveryScript"] == "./get_gpus_resources.sh"

@@ -17,7 +17,7 @@ import sys
 import pytest
 from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
 
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.lineage import manifest_digest
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]

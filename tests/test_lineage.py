@@ -20,7 +20,7 @@ from tfbs import lineage as versions
 from tfbs.config import ConfigError
 from tfbs.errors import BelowFloorError, MissingInputError
 from tfbs.lineage import Lineage, LineageError
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 #: Short training: two checkpoints of 10 steps.
 SHORT = ["train.strategy=local", "train.steps=20", "train.checkpoint_every_steps=10"]

@@ -1,4 +1,4 @@
-"""The Hadoop mini cluster of cluster/minicluster.py, used the way the
+"""The Hadoop mini cluster of hadoop/minicluster.py, used the way the
 pipeline's clients use HDFS: WebHDFS (`hdfs`), HDFS RPC (`hdfs-native`) and
 Spark through HADOOP_CONF_DIR.  One cluster serves the whole module; the last
 test stops it and checks that nothing of it is left.  YARN submission is tested
@@ -27,7 +27,7 @@ from minicluster import (
     is_alive,
 )
 
-MINICLUSTER_PY = Path(__file__).resolve().parents[1] / "cluster" / "minicluster.py"
+MINICLUSTER_PY = Path(__file__).resolve().parents[1] / "hadoop" / "minicluster.py"
 
 #: Run by a fresh interpreter with the cluster's environment: writes parquet to
 #: a path without a scheme (so HDFS only if HADOOP_CONF_DIR is honoured), reads

@@ -61,7 +61,7 @@ def tfos_untouched(monkeypatch):
 @pytest.fixture
 def server(tfos_untouched):
     """A signed reservation server for two nodes on loopback."""
-    from tf_models.cluster.reservation import ReservationServer
+    from tf_models.tfos.reservation import ReservationServer
 
     server = ReservationServer(2, LOOPBACK)
     address = server.start()
@@ -77,7 +77,7 @@ def _raw_tfos_message(message: object) -> bytes:
 
 def _signed(message: object, secret: bytes, direction: bytes) -> bytes:
     """``message`` framed and signed as :func:`send_message` would send it."""
-    from tf_models.cluster.reservation import _sign
+    from tf_models.tfos.reservation import _sign
 
     payload = pickle.dumps(message)
     body = _sign(secret, direction, payload) + payload
@@ -98,7 +98,7 @@ def _answer(address: tuple[str, int], data: bytes) -> bytes:
 
 
 def test_signed_reservations_bind_one_interface_and_print_no_secret(server):
-    from tf_models.cluster.reservation import HiddenBytes, ReservationClient
+    from tf_models.tfos.reservation import HiddenBytes, ReservationClient
 
     reservations, address = server
     assert address == (LOOPBACK, address[1])
@@ -123,7 +123,7 @@ def test_signed_reservations_bind_one_interface_and_print_no_secret(server):
 
 @pytest.mark.parametrize("sender", ["tfos_pickle", "wrong_secret", "reply_as_request", "oversized"])
 def test_a_caller_without_the_secret_is_refused_and_nothing_is_unpickled(server, tmp_path, caplog, sender):
-    from tf_models.cluster.reservation import REPLY, REQUEST, ReservationClient
+    from tf_models.tfos.reservation import REPLY, REQUEST, ReservationClient
 
     reservations, address = server
     planted = tmp_path / "planted"
@@ -166,8 +166,8 @@ def test_tfos_own_client_gets_no_node_records(server, tfos_untouched):
 def test_unpickling_the_address_installs_the_node_patches(server, monkeypatch):
     from tensorflowonspark import TFManager, reservation
 
-    from tf_models.cluster.reservation import HiddenBytes
-    from tf_models.cluster.tfos_patches import BoundManager, NodeReservationClient
+    from tf_models.tfos.reservation import HiddenBytes
+    from tf_models.tfos.tfos_patches import BoundManager, NodeReservationClient
 
     _, sent = server
     address = pickle.loads(pickle.dumps(sent))  # as a node task's closure is loaded
@@ -198,7 +198,7 @@ def test_unpickling_the_address_installs_the_node_patches(server, monkeypatch):
 
 
 def test_a_node_without_spark_local_ip_binds_tfos_own_host_address(monkeypatch):
-    from tf_models.cluster import tfos_patches
+    from tf_models.tfos import tfos_patches
 
     monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
     monkeypatch.setattr(tfos_patches.tfos_util, "get_ip_address", lambda: "192.0.2.9")
@@ -211,7 +211,7 @@ def test_a_node_without_spark_local_ip_binds_tfos_own_host_address(monkeypatch):
 def test_the_node_record_tfos_logs_before_registering_shows_no_authkey(tfos_untouched, caplog, authkey):
     from tensorflowonspark import TFSparkNode
 
-    from tf_models.cluster.tfos_patches import install_node_patches
+    from tf_models.tfos.tfos_patches import install_node_patches
 
     install_node_patches()
     install_node_patches()  # idempotent: one filter

@@ -17,7 +17,7 @@ from preprocess.build_shards import build_shards
 from preprocess.genome import window_starts
 from preprocess.inputs import check_preprocess_inputs
 from tfbs.errors import BadInputError, MissingInputError
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 
 def _label_lines(uri: str) -> list[str]:

@@ -8,8 +8,8 @@ from pathlib import Path
 from conftest import small_config
 
 from preprocess.build_shards import build_shards
-from tfbs import uri as storage
-from tfbs.uri import local_path
+from tfbs import storage
+from tfbs.storage import local_path
 
 
 def _upload(local_dir: Path, base_uri: str) -> None:

@@ -24,7 +24,7 @@ from tf_models.evaluate import evaluate
 from tf_models.report import PAGE_JSON, REPORT_HTML, write_html_report
 from tf_models.report.html import anchor
 from tfbs import lineage as versions
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 #: A 2 x 1 PNG (red, blue): the smallest image a section can carry.

@@ -20,7 +20,7 @@ from preprocess.records import RecordLayout
 from preprocess.segregate import ChromBins, Decision, decide
 from preprocess.shard_writer import ShardContext, deal_records, tally, write_chromosome, write_dealt_records
 from tfbs.dream import BIN_STEP, TEST, TRAIN
-from tfbs.uri import local_path, to_uri
+from tfbs.storage import local_path, to_uri
 
 WINDOW = 400
 LAYOUT = RecordLayout(WINDOW)

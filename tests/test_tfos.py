@@ -16,7 +16,7 @@ import pytest
 from conftest import DEMO_CONFIG, MOTIF_OVERRIDES, REPO, SMALL_OVERRIDES
 from netwatch import assert_no_secret_written, assert_only_tf_ports_beyond_loopback, watched_run
 
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 # TensorFlowOnSpark clusters on local-cluster Spark: minutes each.
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]

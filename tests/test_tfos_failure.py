@@ -23,10 +23,10 @@ import pytest
 import tensorflow as tf
 from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES, StreamedProcess
 
-from tf_models.cluster import NodeInfo
-from tf_models.cluster.failures import describe_failure, failure_message
-from tf_models.cluster.node_files import write_node_file
-from tfbs.uri import local_path
+from tf_models.tfos import NodeInfo
+from tf_models.tfos.failures import describe_failure, failure_message
+from tf_models.tfos.node_files import write_node_file
+from tfbs.storage import local_path
 
 # TensorFlowOnSpark clusters on local-cluster Spark: minutes each.
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
@@ -175,7 +175,7 @@ NODES = [
 CHIEF_FAILED = """Job aborted due to stage failure: Task 1 in stage 0.0 failed 1 times, most recent failure: \
 Lost task 1.0 in stage 0.0 (TID 1) (10.0.0.5 executor 0): org.apache.spark.api.python.PythonException: \
 [PYTHON_EXCEPTION] An exception was thrown from the Python worker: Traceback (most recent call last):
-  File "/opt/tfbs/tf_models/cluster/task.py", line 176, in run_isolated
+  File "/opt/tfbs/tf_models/tfos/task.py", line 176, in run_isolated
     raise RuntimeError(f"{label} failed:\\n{error}")
 RuntimeError: TF node chief:0 (Spark executor 0, host vm, pid 3225) failed:
 Traceback (most recent call last):

@@ -19,7 +19,7 @@ from tf_models.distributed import train_on_spark
 from tf_models.evaluate import evaluate
 from tfbs import lineage as versions
 from tfbs.errors import BelowFloorError
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 
 @pytest.fixture(scope="module")

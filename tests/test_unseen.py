@@ -20,7 +20,7 @@ from tf_models.unseen.shards import count_by_tf, without_tf
 from tf_models.unseen.table import COLUMNS, INPUTS, JSON_NAME, PNG_NAME, family_note
 from tfbs import lineage as versions
 from tfbs.errors import BadInputError, ConfigError, MissingInputError
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 PROTEIN = "MSTEKLAGHWQRPDYNVCFIAAKKLLEEGG" * 10
 

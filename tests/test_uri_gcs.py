@@ -1,4 +1,4 @@
-"""tfbs.uri on ``gs://``: pyarrow's GcsFileSystem against the GCS emulator
+"""tfbs.storage on ``gs://``: pyarrow's GcsFileSystem against the GCS emulator
 (tests/gcs_emulator.py), in the driver and in Spark tasks; and the error of an
 unreachable ``hdfs://`` name node (HDFS itself: tests/test_hdfs.py)."""
 
@@ -11,7 +11,7 @@ import time
 import pytest
 from pyfaidx import Faidx
 
-from tfbs import uri as storage
+from tfbs import storage
 
 
 def _relative(uris: list[str], base: str) -> list[str]:
@@ -233,7 +233,7 @@ def test_spark_tasks_read_gs_objects(spark, gcs_emulator, gcs_base):
     def read(partition):
         import os as task_os
 
-        from tfbs import uri as task_storage
+        from tfbs import storage as task_storage
 
         for uri in partition:
             yield task_os.getpid(), task_os.environ.get(task_storage.EMULATOR_ENV), task_storage.read_text(uri)

@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 from conftest import small_config
 
-from tfbs.uri import local_path
+from tfbs.storage import local_path
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,7 @@ import pytest
 from conftest import REPO, SMALL_OVERRIDES, StreamedProcess
 from minicluster import application_of
 
-from tfbs import uri as storage
+from tfbs import storage
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 

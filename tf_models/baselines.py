@@ -22,7 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.errors import ConfigError
 from tfbs.motifs import encode_dna, log_odds, read_meme, scan_positions
 

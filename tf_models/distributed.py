@@ -1,6 +1,6 @@
 """Training on Spark executors: what each TensorFlow node does.
 
-``train_on_spark`` starts the cluster through :mod:`tf_models.cluster`
+``train_on_spark`` starts the cluster through :mod:`tf_models.tfos`
 (the only package that knows TensorFlowOnSpark) and runs :func:`node_main`
 on every node:
 
@@ -30,7 +30,7 @@ from pathlib import Path
 
 from preprocess.manifest import Manifest
 from tfbs import lineage as versions
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.config import PipelineConfig
 from tfbs.lineage import Lineage
 
@@ -142,7 +142,7 @@ def node_main(args: dict, info) -> None:
         ``{"config": PipelineConfig, "manifest": Manifest, "lineage": Lineage, "num_gpus": int,
         "run_id": str}``.
     info
-        :class:`tf_models.cluster.NodeInfo` of this node.
+        :class:`tf_models.tfos.NodeInfo` of this node.
     """
     from tf_models.gpus import apply_visible_devices
 
@@ -153,7 +153,7 @@ def node_main(args: dict, info) -> None:
 
     import tensorflow as tf
 
-    from tf_models.cluster import mark_chief_done, start_server, wait_for_chief
+    from tf_models.tfos import mark_chief_done, start_server, wait_for_chief
 
     manifest: Manifest = args["manifest"]
     lineage: Lineage = args["lineage"]
@@ -339,7 +339,7 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
         run = _readable_run(config, manifest, ("train", "valid"))
         _train_and_export(config, lineage, manifest, run, tf.distribute.get_strategy(), is_chief=True)
     else:
-        from tf_models.cluster import ClusterFailed, run_cluster
+        from tf_models.tfos import ClusterFailed, run_cluster
         from tf_models.train_loop import TrainingRun
 
         num_ps = cfg.num_ps if cfg.strategy == "parameter_server" else 0

@@ -30,7 +30,7 @@ from preprocess.manifest import Manifest
 from tf_models.baselines import OracleTable, bin_motif_scores, motif_log_odds
 from tf_models.model_dir import local_export
 from tfbs import lineage as versions
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.config import DataConfig, EvaluateConfig, PipelineConfig
 from tfbs.dream import TEST
 from tfbs.errors import BelowFloorError

@@ -18,7 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_models.encoding import dna_one_hot, protein_bytes_to_indices, protein_one_hot
-from tf_models.model import TFBSNet, build_model
+from tf_models.model import TFBSModel, build_model
 from tfbs.config import ModelConfig
 from tfbs.lineage import EXPORT_METADATA as METADATA_NAME
 from tfbs.proteins import protein_table
@@ -27,7 +27,7 @@ from tfbs.proteins import protein_table
 class ServingModule(tf.Module):
     """The model plus the metadata needed to call it on sequences."""
 
-    def __init__(self, model: TFBSNet, proteins: list[str], window: int, aa_max_length: int) -> None:
+    def __init__(self, model: TFBSModel, proteins: list[str], window: int, aa_max_length: int) -> None:
         super().__init__()
         self.model = model
         self.window = window
@@ -74,7 +74,7 @@ class ServingModule(tf.Module):
 
 
 def export_model(
-    trained: TFBSNet,
+    trained: TFBSModel,
     model_config: ModelConfig,
     n_cells: int,
     window: int,

@@ -10,14 +10,23 @@ the same result as running it per example at a fraction of the cost.
 
 from __future__ import annotations
 
+from typing import TypeAlias
+
 import keras
 import tensorflow as tf
 
 from tf_models.layers import center_crop, conv_tower, protein_branch
 from tfbs.config import ModelConfig
 
+#: Any architecture :func:`build_model` returns (``easyflow``:
+#: :class:`EasyflowNet`, ``motif_cnn``, ``factornet``). All take one input dict,
+#: ``dna`` (batch, window, 4), ``proteins`` (n_proteins, length, 21),
+#: ``tf_index`` (batch,) into ``proteins``, ``cell_index`` (batch,) and
+#: ``dnase`` (batch,), and return one float32 logit per example.
+TFBSModel: TypeAlias = keras.Model
 
-class TFBSNet(keras.Model):
+
+class EasyflowNet(keras.Model):
     """Predicts the logit of "bound" for (DNA window, TF protein, cell, DNase).
 
     Parameters
@@ -67,10 +76,10 @@ class TFBSNet(keras.Model):
         return tf.squeeze(self.logit(hidden), axis=-1)
 
 
-def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision: bool = False) -> keras.Model:
+def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision: bool = False) -> TFBSModel:
     """Create the model of ``config.architecture`` and its variables (called inside a strategy scope).
 
-    Every architecture takes the same input dict (see :class:`TFBSNet`) and
+    Every architecture takes the same input dict (:data:`TFBSModel`) and
     returns one float32 logit per example, so training, export and
     evaluation do not depend on the choice.
 
@@ -90,7 +99,7 @@ def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision:
 
             model = FactorNet(config, n_cells)
         else:
-            model = TFBSNet(config, n_cells)
+            model = EasyflowNet(config, n_cells)
     model(
         {
             "dna": tf.zeros([1, window, 4]),

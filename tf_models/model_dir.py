@@ -6,7 +6,7 @@ for a local model URI that is the directory itself; for a remote one
 (``hdfs://``, ``gs://``) a temporary local mirror that
 :meth:`ModelDirectory.pull` fills from the remote (to resume) and
 :meth:`ModelDirectory.push` copies back after each checkpoint, through
-:mod:`tfbs.uri`, and that :meth:`ModelDirectory.close` removes.
+:mod:`tfbs.storage`, and that :meth:`ModelDirectory.close` removes.
 
 The remote follows the mirror's checkpoint folders exactly: checkpoint data
 and index files go first, then TensorFlow's ``checkpoint`` state file
@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from tfbs import uri as storage
+from tfbs import storage
 
 log = logging.getLogger("tfbs.train")
 

@@ -110,7 +110,7 @@ class MotifCNN(keras.Model):
 
     Notes
     -----
-    ``call`` takes the dict of :class:`tf_models.model.TFBSNet`; the output
+    ``call`` takes the input dict of :data:`tf_models.model.TFBSModel`; the output
     is the same for a window and its reverse complement.
     """
 
@@ -134,7 +134,7 @@ class MotifCNN(keras.Model):
         )
         self.dense = keras.layers.Dense(config.dense_units, activation="relu", name="dense")
         self.dropout = keras.layers.Dropout(config.dropout, name="dropout")
-        # float32 whatever the policy, as in TFBSNet.
+        # float32 whatever the policy, as in EasyflowNet.
         self.logit = keras.layers.Dense(1, name="logit", dtype="float32")
 
     def _best_matches(self, dna: tf.Tensor) -> tf.Tensor:

@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from preprocess.annotate import overlap_flags
 from preprocess.genome import gather_windows, load_chromosome, read_fai
 from tf_models.model_dir import local_export
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.config import PipelineConfig
 from tfbs.dream import read_bed_intervals
 from tfbs.errors import BadInputError, bad_input_in

@@ -33,10 +33,10 @@ from preprocess.manifest import Manifest
 from preprocess.records import RecordLayout
 from tf_models.encoding import protein_one_hot
 from tf_models.input_pipeline import make_dataset, positives_per_batch
-from tf_models.model import TFBSNet, build_model
+from tf_models.model import TFBSModel, build_model
 from tf_models.model_dir import ModelDirectory, model_directory
 from tf_models.optimizer import LockedAdam
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.config import ModelConfig, TrainConfig
 from tfbs.errors import BadInputError
 from tfbs.proteins import protein_table
@@ -281,16 +281,16 @@ class TrainingResult:
     steps: int
     directory: ModelDirectory  # closed: a remote model's temporary mirror is already removed
     history: list[dict] = field(default_factory=list)
-    model: TFBSNet | None = None
+    model: TFBSModel | None = None
 
 
-def _loss(model: TFBSNet, batch: dict[str, tf.Tensor], proteins: tf.Tensor, training: bool) -> tf.Tensor:
+def _loss(model: TFBSModel, batch: dict[str, tf.Tensor], proteins: tf.Tensor, training: bool) -> tf.Tensor:
     logits = model({**batch, "proteins": proteins}, training=training)
     per_example = tf.nn.sigmoid_cross_entropy_with_logits(labels=batch["label"], logits=logits)
     return tf.reduce_mean(per_example)
 
 
-def _gradient_step(model: TFBSNet, optimizer, batch: dict[str, tf.Tensor], proteins: tf.Tensor, replicas: int):
+def _gradient_step(model: TFBSModel, optimizer, batch: dict[str, tf.Tensor], proteins: tf.Tensor, replicas: int):
     """One optimisation step on one replica's batch; returns its loss."""
     with tf.GradientTape() as tape:
         loss = _loss(model, batch, proteins, training=True)
@@ -483,7 +483,7 @@ def _train_in(
             # the checkpoint: a chief killed in between leaves an entry past
             # the checkpoint, which a resumed run drops (_earlier_history),
             # rather than a checkpoint whose entry is missing for good.
-            # Replaced whole (tfbs.uri writes atomically): the driver never reads half of it.
+            # Replaced whole (tfbs.storage writes atomically): the driver never reads half of it.
             storage.write_text(f"{model_dir}/history.json", json.dumps(history, indent=2))
         # Only the chief writes: under all-reduce every worker holds the same
         # values, and under ps the chief is the only process here.
@@ -521,7 +521,7 @@ class _EarlyStopping:
         return {"stopped_early": True} if self.stopped else {}
 
 
-def _validation(model: TFBSNet, run: TrainingRun, proteins: tf.Tensor, cfg: TrainConfig):
+def _validation(model: TFBSModel, run: TrainingRun, proteins: tf.Tensor, cfg: TrainConfig):
     """A function scoring the validation records (pooled auPRC), or None without any.
 
     It runs in the process that drives the loop (the chief under ps, every

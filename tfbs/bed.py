@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.errors import BadInputError
 
 log = logging.getLogger("tfbs.bed")

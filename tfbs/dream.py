@@ -14,7 +14,7 @@ from typing import Literal
 
 import numpy as np
 
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.bed import read_bed
 from tfbs.errors import BadInputError
 

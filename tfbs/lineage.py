@@ -26,8 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from tfbs import __version__
-from tfbs import uri as storage
+from tfbs import __version__, storage
 from tfbs.errors import MissingInputError, TfbsError
 
 if TYPE_CHECKING:

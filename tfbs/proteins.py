@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.errors import BadInputError
 
 #: The 20 standard amino acids; anything else maps to the extra channel 20.

@@ -117,7 +117,7 @@ def build_session(
         network = network_conf(chosen)
         if is_one_machine(chosen):
             # Read by the JVM at start-up, and inherited by executor JVMs,
-            # PySpark workers and TF nodes (tf_models.cluster.tfos_patches).
+            # PySpark workers and TF nodes (tf_models.tfos.tfos_patches).
             os.environ["SPARK_LOCAL_IP"] = LOOPBACK
         if chosen.startswith("local-cluster") and scratch_dir:
             os.environ["SPARK_HOME"] = _local_cluster_home(scratch_dir)

@@ -26,7 +26,7 @@ from tf_models.explain.logos import draw_pair, reverse_complement_ppm
 from tf_models.explain.seqlets import Pattern, build_pattern
 from tf_models.explain.tomtom import best_matches, to_meme
 from tfbs import lineage as versions
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.config import PipelineConfig
 from tfbs.errors import MissingInputError
 from tfbs.motifs import read_meme

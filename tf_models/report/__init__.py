@@ -22,7 +22,7 @@ from typing import Any
 from tf_models.report.collect import SECTION_FILES, collect
 from tf_models.report.html import render
 from tfbs import lineage as versions
-from tfbs import uri as storage
+from tfbs import storage
 
 log = logging.getLogger("tfbs.report")
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from tfbs import lineage as versions
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.errors import MissingInputError, TfbsError
 
 log = logging.getLogger("tfbs.report")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.errors import BadInputError
 
 _SPAN = re.compile(r"\bdbd=(\d+)-(\d+)\b")

@@ -20,7 +20,7 @@ from tf_models.unseen.score import auprc_by_cell, load_exported_model, read_test
 from tf_models.unseen.shards import without_tf
 from tf_models.unseen.table import family_note, table_rows, verdict, write_table
 from tfbs import lineage as versions
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.config import PipelineConfig
 from tfbs.dream import TEST
 from tfbs.errors import ConfigError, MissingInputError

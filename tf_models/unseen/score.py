@@ -20,7 +20,7 @@ from preprocess.genome import gather_windows, load_chromosome, read_fai
 from tf_models.baselines import bin_motif_scores
 from tf_models.encoding import dna_one_hot, protein_one_hot
 from tf_models.model import build_model
-from tfbs import uri as storage
+from tfbs import storage
 from tfbs.config import ModelConfig
 from tfbs.metrics import score_predictions
 from tfbs.proteins import protein_table

@@ -14,7 +14,7 @@ import numpy as np
 
 from preprocess.manifest import FileEntry, Manifest, SplitRecords
 from preprocess.records import RecordLayout
-from tfbs import uri as storage
+from tfbs import storage
 
 
 def filter_record_file(source: str, target: str, layout: RecordLayout, new_index: np.ndarray) -> FileEntry:

@@ -10,7 +10,7 @@ import json
 
 import numpy as np
 
-from tfbs import uri as storage
+from tfbs import storage
 
 TITLE = "Unseen TFs: leave-one-TF-out test auPRC per cell"
 #: The scorings compared, in table order: (key in the scores, column heading).

@@ -101,7 +101,7 @@ def local_path(uri: str) -> str:
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         return parsed.path if parsed.scheme else uri
-    raise ValueError(f"{uri}: not a local path (stage it with tfbs.uri.stage_local first)")
+    raise ValueError(f"{uri}: not a local path (stage it with tfbs.storage.stage_local first)")
 
 
 # --------------------------------------------------------------------------

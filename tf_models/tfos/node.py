@@ -4,7 +4,7 @@
 context. PSS ps and workers call :func:`start_server` and then
 :func:`wait_for_chief`; the chief calls :func:`mark_chief_done` when
 training is over. Everything here runs on the executors, inside the forked
-process of :func:`tf_models.cluster.task.run_isolated`.
+process of :func:`tf_models.tfos.task.run_isolated`.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # typing only: TensorFlow loads lazily
 #: Job names as they appear in the TF cluster spec and ``TF_CONFIG``.
 CHIEF, PS, WORKER = "chief", "ps", "worker"
 
-#: Key of ``node_args`` under which :func:`tf_models.cluster.run_cluster` passes ``node_dir``.
+#: Key of ``node_args`` under which :func:`tf_models.tfos.run_cluster` passes ``node_dir``.
 NODE_DIR_ARG = "node_dir"
 
 NodeMain = Callable[[dict, "NodeInfo"], None]
@@ -140,16 +140,16 @@ def mark_chief_done(done_marker_uri: str, run_id: str, status: str = "ok") -> No
     Parameters
     ----------
     done_marker_uri : str
-        A URI :mod:`tfbs.uri` writes (``file://``, ``hdfs://``, ``gs://``),
+        A URI :mod:`tfbs.storage` writes (``file://``, ``hdfs://``, ``gs://``),
         visible to every node.
     run_id : str
-        ``args["run_id"]``, which :func:`tf_models.cluster.run_cluster`
+        ``args["run_id"]``, which :func:`tf_models.tfos.run_cluster`
         provides. It tags the marker so that a marker left by an earlier run
         is ignored.
     status : str
         ``"ok"`` or a short failure description.
     """
-    from tfbs import uri as storage
+    from tfbs import storage
 
     storage.write_text(done_marker_uri, json.dumps({"run_id": run_id, "status": status}))
 
@@ -189,7 +189,7 @@ def wait_for_chief(
     TimeoutError
         If no matching marker appears within ``timeout_seconds``.
     """
-    from tfbs import uri as storage
+    from tfbs import storage
 
     deadline = time.monotonic() + timeout_seconds
     while time.monotonic() < deadline:

@@ -10,10 +10,10 @@ HDFS.  The class path (199 jars, ~114 MB) is fetched once with Maven from
 
 Standard library only, so it runs before any virtualenv exists::
 
-    python cluster/minicluster.py start  --workdir DIR [--detach]
-    python cluster/minicluster.py status --workdir DIR
-    python cluster/minicluster.py logs   --workdir DIR [--app APPLICATION_ID]
-    python cluster/minicluster.py stop   --workdir DIR
+    python hadoop/minicluster.py start  --workdir DIR [--detach]
+    python hadoop/minicluster.py status --workdir DIR
+    python hadoop/minicluster.py logs   --workdir DIR [--app APPLICATION_ID]
+    python hadoop/minicluster.py stop   --workdir DIR
 
 ``DIR/conf`` is a client configuration usable as ``HADOOP_CONF_DIR`` and
 ``YARN_CONF_DIR``; ``DIR/cluster.json`` describes the running cluster.  From

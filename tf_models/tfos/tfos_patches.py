@@ -10,12 +10,12 @@ these patches nothing of TFoS listens beyond the configured interface
 In the driver, around ``TFCluster.run`` (:func:`driver_reservations`):
 
 * ``reservation.Server`` builds a
-  :class:`~tf_models.cluster.reservation.ReservationServer`: bound to one
+  :class:`~tf_models.tfos.reservation.ReservationServer`: bound to one
   host, signed messages only, a fresh secret per run.
 
 In each node task, before TFoS's node code runs (:func:`install_node_patches`,
 called when the task closure's
-:class:`~tf_models.cluster.reservation.ReservationAddress` is unpickled):
+:class:`~tf_models.tfos.reservation.ReservationAddress` is unpickled):
 
 * ``reservation.Client`` is :class:`NodeReservationClient`: signed messages
   with the secret from the address, and the ps manager's address as bound.
@@ -25,7 +25,7 @@ called when the task closure's
   managers stay on their Unix socket.
 * The node records TFoS logs at INFO hold the manager authkeys. The
   record a node registers carries its authkey as a
-  :class:`~tf_models.cluster.reservation.HiddenBytes`, so every copy of it
+  :class:`~tf_models.tfos.reservation.HiddenBytes`, so every copy of it
   (the driver's cluster info, the records other nodes fetch, TFoS's
   shutdown closures) prints as ``<redacted>``; :class:`RedactAuthkeys`, a
   filter on TFoS's ``TFSparkNode`` logger, redacts the one line TFoS logs
@@ -56,7 +56,7 @@ from tensorflowonspark import TFSparkNode as tfos_node
 from tensorflowonspark import reservation as tfos_reservation
 from tensorflowonspark import util as tfos_util
 
-from tf_models.cluster.reservation import HiddenBytes, ReservationClient, ReservationServer
+from tf_models.tfos.reservation import HiddenBytes, ReservationClient, ReservationServer
 
 _WILDCARDS = ("", "0.0.0.0", "::")
 

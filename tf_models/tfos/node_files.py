@@ -4,7 +4,7 @@ Every node writes ``<node_dir>/<job>-<index>.json`` when its TF process is
 forked and again when it ends (:func:`write_node_file`, on the executor).
 The driver reads them (:func:`read_node_files`) to log a "tfbs node
 process" line per node and, after a failure, to name the node that died
-first. ``node_dir`` is any :mod:`tfbs.uri` URI every node and the driver
+first. ``node_dir`` is any :mod:`tfbs.storage` URI every node and the driver
 can reach.
 """
 
@@ -16,7 +16,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from tf_models.cluster.node import NodeInfo
+    from tf_models.tfos.node import NodeInfo
 
 
 def node_file(node_dir: str, job_name: str, task_index: int) -> str:
@@ -65,7 +65,7 @@ def write_node_file(
     reason : str
         Why it failed or died, e.g. ``"its process was killed by SIGKILL"``.
     """
-    from tfbs import uri as storage
+    from tfbs import storage
 
     record = {
         "run_id": run_id,
@@ -97,7 +97,7 @@ def read_node_files(node_dir: str | None, run_id: str, nodes: list[dict[str, Any
     run_id : str
         This run's id.
     nodes : list of dict
-        The placement records of :func:`tf_models.cluster.run_cluster`.
+        The placement records of :func:`tf_models.tfos.run_cluster`.
 
     Returns
     -------
@@ -106,7 +106,7 @@ def read_node_files(node_dir: str | None, run_id: str, nodes: list[dict[str, Any
     """
     if not node_dir:
         return []
-    from tfbs import uri as storage
+    from tfbs import storage
 
     records = []
     for node in nodes:

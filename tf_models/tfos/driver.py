@@ -3,7 +3,7 @@
 :func:`run_cluster` checks the executor layout, reserves the cluster, logs
 one "tfbs placement" line per node, logs each node's TF process as it
 appears, and turns a failed or dead node or a timeout into
-:class:`~tf_models.cluster.failures.ClusterFailed` while leaving the
+:class:`~tf_models.tfos.failures.ClusterFailed` while leaving the
 SparkContext usable.
 """
 
@@ -15,11 +15,11 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from tf_models.cluster.failures import ClusterFailed, failure_message
-from tf_models.cluster.node import CHIEF, NODE_DIR_ARG, NodeMain
-from tf_models.cluster.node_files import read_node_files
-from tf_models.cluster.spark_status import await_executors, node_stage_id, spark_placement
-from tf_models.cluster.task import NodeEntry
+from tf_models.tfos.failures import ClusterFailed, failure_message
+from tf_models.tfos.node import CHIEF, NODE_DIR_ARG, NodeMain
+from tf_models.tfos.node_files import read_node_files
+from tf_models.tfos.spark_status import await_executors, node_stage_id, spark_placement
+from tf_models.tfos.task import NodeEntry
 
 if TYPE_CHECKING:  # typing only: pyspark loads lazily
     from pyspark import SparkContext
@@ -90,7 +90,7 @@ def _fail(sc: SparkContext, cluster: Any, message: str) -> ClusterFailed:
     started around it. TFoS submits the node job from its own thread and
     exposes no job id, so every running job of the application is
     cancelled. Killed tasks take their TF processes with them (see
-    :func:`tf_models.cluster.task.set_parent_death_signal`), so no node is
+    :func:`tf_models.tfos.task.set_parent_death_signal`), so no node is
     left waiting on TFoS's shutdown timeout.
     """
     sc.cancelAllJobs()
@@ -118,7 +118,7 @@ def _await_nodes(
     SparkContext.
 
     A node that fails or dies fails its Spark task at once (the watching
-    parent of :func:`tf_models.cluster.task.run_isolated`), Spark aborts the
+    parent of :func:`tf_models.tfos.task.run_isolated`), Spark aborts the
     node job, and TFoS's launcher thread records the error; this loop polls
     for it every second.
 
@@ -181,11 +181,11 @@ def run_cluster(
         TensorFlow inside it or in an importable module. Every node runs
         it in a forked child that its Spark task watches. Every node must
         return when training is over; PSS ps and workers use
-        :func:`~tf_models.cluster.node.wait_for_chief` for that.
+        :func:`~tf_models.tfos.node.wait_for_chief` for that.
     node_args : dict
         Picklable arguments for ``node_main``. A ``"run_id"`` entry is added if
-        missing, for :func:`~tf_models.cluster.node.mark_chief_done` and
-        :func:`~tf_models.cluster.node.wait_for_chief`.
+        missing, for :func:`~tf_models.tfos.node.mark_chief_done` and
+        :func:`~tf_models.tfos.node.wait_for_chief`.
     num_ps : int
         Number of parameter servers; 0 for MultiWorkerMirroredStrategy.
     num_workers : int
@@ -202,7 +202,7 @@ def run_cluster(
         (no ``SIGALRM``).
     node_dir : str or None
         A directory every node and the driver can reach (any
-        :mod:`tfbs.uri` URI). Each node writes
+        :mod:`tfbs.storage` URI). Each node writes
         ``<job>-<index>.json`` there with the pid of the OS process that runs
         its TensorFlow, and the driver logs it as a "tfbs node process"
         line. ``None`` writes nothing.
@@ -227,7 +227,7 @@ def run_cluster(
     # Imported here: importing it configures root logging and loads TF.
     from tensorflowonspark import TFCluster
 
-    from tf_models.cluster.tfos_patches import driver_reservations
+    from tf_models.tfos.tfos_patches import driver_reservations
 
     num_nodes = num_ps + num_workers + 1
     found = await_executors(sc, num_nodes, timeout=reservation_timeout)

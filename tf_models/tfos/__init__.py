@@ -14,24 +14,24 @@ on the executors::
 
 Modules:
 
-:mod:`~tf_models.cluster.node`
+:mod:`~tf_models.tfos.node`
     What ``node_main`` uses on a node: :class:`NodeInfo`,
     :func:`start_server`, :func:`wait_for_chief`, :func:`mark_chief_done`.
-:mod:`~tf_models.cluster.task`
+:mod:`~tf_models.tfos.task`
     The Spark task of a node: TFoS's entry function and the forked, watched
     process that runs the node's TensorFlow.
-:mod:`~tf_models.cluster.node_files`
+:mod:`~tf_models.tfos.node_files`
     The per-node JSON file recording the node's pid and how it ended.
-:mod:`~tf_models.cluster.driver`
+:mod:`~tf_models.tfos.driver`
     :func:`run_cluster`, in the driver.
-:mod:`~tf_models.cluster.spark_status`
+:mod:`~tf_models.tfos.spark_status`
     Executors, node stage and task placement, from Spark's status tracker.
-:mod:`~tf_models.cluster.failures`
+:mod:`~tf_models.tfos.failures`
     :class:`ClusterFailed` and the one-line explanation of a failed node.
-:mod:`~tf_models.cluster.reservation`
+:mod:`~tf_models.tfos.reservation`
     TFoS's reservation exchange, signed with a per-run secret and bound to
     one interface.
-:mod:`~tf_models.cluster.tfos_patches`
+:mod:`~tf_models.tfos.tfos_patches`
     Every run-time change to TFoS: the signed reservations, ps managers off
     the wildcard address, authkeys that print as ``<redacted>``.
 
@@ -54,7 +54,7 @@ and how it shaped this package:
   threads and ~700 MB RSS per node. A second training in the same
   application then failed ("Collective ops must be configured at program
   startup"). Chief and worker nodes therefore run in a forked child process
-  that exits when the node ends (:func:`tf_models.cluster.task.run_isolated`).
+  that exits when the node ends (:func:`tf_models.tfos.task.run_isolated`).
 * A dead node stalled the run instead of failing it (SIGKILL of the TF
   process, measured). The PSS coordinator treats a lost worker as preempted
   and waits for it to come back; TFoS's ps task only polls TFoS's queues
@@ -81,7 +81,7 @@ and how it shaped this package:
   SparkContext usable.
 * Spark retries failed tasks, and TFoS would re-run the node. A re-run node
   cannot rejoin the TF cluster, so retries fail at once (see
-  :class:`tf_models.cluster.task.NodeEntry`). A failed node then ends the
+  :class:`tf_models.tfos.task.NodeEntry`). A failed node then ends the
   run after Spark's ``spark.task.maxFailures`` quick attempts. Each attempt
   still starts a Python worker that imports TF, about 30 s on 2 cores. Set
   ``spark.task.maxFailures=1`` for faster failure.
@@ -91,7 +91,7 @@ and how it shaped this package:
 * TFoS's reservation server listened on every interface of the driver,
   unpickled whatever it received and gave any caller every node's manager
   authkey; ps managers listened on every interface; TFoS logged the
-  authkeys at INFO into the executor logs. :mod:`~tf_models.cluster.tfos_patches`
+  authkeys at INFO into the executor logs. :mod:`~tf_models.tfos.tfos_patches`
   changes that, and is the only place TFoS is patched: reservations are
   signed with a per-run secret (checked before anything is unpickled) on
   ``spark.driver.host`` only, ps managers listen on the executor's
@@ -108,9 +108,9 @@ and how it shaped this package:
   node from :func:`run_cluster`.
 """
 
-from tf_models.cluster.driver import run_cluster
-from tf_models.cluster.failures import ClusterFailed
-from tf_models.cluster.node import (
+from tf_models.tfos.driver import run_cluster
+from tf_models.tfos.failures import ClusterFailed
+from tf_models.tfos.node import (
     CHIEF,
     NODE_DIR_ARG,
     PS,

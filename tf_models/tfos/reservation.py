@@ -6,7 +6,7 @@ any caller with every node's record, manager authkeys included. This module
 keeps TFoS's message kinds and replaces the transport:
 
 * :class:`ReservationServer` binds the one address it is given (the
-  driver's ``spark.driver.host``, see :func:`tf_models.cluster.run_cluster`)
+  driver's ``spark.driver.host``, see :func:`tf_models.tfos.run_cluster`)
   and draws a fresh 256-bit secret for each run.
 * Every message is framed as ``length | HMAC-SHA256(secret, direction |
   payload) | payload``. The receiver checks the tag with
@@ -18,13 +18,13 @@ keeps TFoS's message kinds and replaces the transport:
   tasks inside the task closure, carries the secret to the executors. Its
   ``repr`` is TFoS's ``(host, port)``, so no log line shows the secret, and
   nothing writes it to a file or an environment variable. Unpickling it on
-  an executor installs the node side (:mod:`tf_models.cluster.tfos_patches`).
+  an executor installs the node side (:mod:`tf_models.tfos.tfos_patches`).
 
 Why not Spark's barrier mode (``BarrierTaskContext.allGather``): TFoS does
 the exchange inline in its node task (``TFSparkNode.run``), so using it would
 mean replacing TFoS's whole node task and shutdown, and barrier stages retry
 or abort all nodes together, which changes the failure handling the
-``tf_models.cluster`` package is built on (one dead node named within
+``tf_models.tfos`` package is built on (one dead node named within
 seconds, no retries). Signing TFoS's messages keeps TFoS as it is.
 """
 
@@ -152,7 +152,7 @@ def receive_message(sock: socket.socket, secret: bytes, direction: bytes, within
 
 def _restore_address(host: str, port: int, secret: bytes) -> ReservationAddress:
     """Unpickle a :class:`ReservationAddress`, installing the node side of the patches first."""
-    from tf_models.cluster.tfos_patches import install_node_patches
+    from tf_models.tfos.tfos_patches import install_node_patches
 
     install_node_patches()
     return ReservationAddress(host, port, secret)

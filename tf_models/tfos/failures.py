@@ -1,6 +1,6 @@
 """How a failed or dead TF node is explained in one line.
 
-A node's watcher (:func:`tf_models.cluster.task.run_isolated`) names its
+A node's watcher (:func:`tf_models.tfos.task.run_isolated`) names its
 node when it fails its Spark task (``TF node worker:1 (Spark executor 3,
 host vm, pid 28216) died: its process was killed by SIGKILL``, or
 ``... failed:`` and the traceback). After Spark aborts the node job, the
@@ -16,14 +16,14 @@ import signal
 import time
 from typing import Any
 
-from tf_models.cluster.node_files import read_node_files
+from tf_models.tfos.node_files import read_node_files
 
 
 class ClusterFailed(RuntimeError):
     """A TF node failed, or the cluster did not start or finish in time."""
 
 
-#: How :func:`tf_models.cluster.task.run_isolated` names a failed node:
+#: How :func:`tf_models.tfos.task.run_isolated` names a failed node:
 #: ``TF node worker:1 (Spark executor 3, host h, pid 42) died: its process was
 #: killed by SIGKILL``, or ``... failed:`` followed by the node's traceback.
 _NODE_FAILURE = re.compile(r"TF node (?P<node>\w+:\d+) \((?P<where>[^)]*)\) (?P<what>died: [^\n]*|failed:)")
@@ -116,7 +116,7 @@ def describe_failure(error: str, nodes: list[dict[str, Any]]) -> str:
         The error TFoS's launcher thread recorded: Spark's job-abort message
         with the failed task's Python traceback and the Java stack.
     nodes : list of dict
-        The placement records of :func:`tf_models.cluster.run_cluster`, to
+        The placement records of :func:`tf_models.tfos.run_cluster`, to
         name a node that Spark reports only by task index (e.g. its executor
         was lost).
 
@@ -156,7 +156,7 @@ def failure_message(error: str, nodes: list[dict[str, Any]], node_dir: str | Non
     error : str
         The error TFoS's launcher thread recorded (see :func:`describe_failure`).
     nodes : list of dict
-        The placement records of :func:`tf_models.cluster.run_cluster`.
+        The placement records of :func:`tf_models.tfos.run_cluster`.
     node_dir : str or None
         The directory of the node files, if the run has one.
     run_id : str

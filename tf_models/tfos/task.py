@@ -1,7 +1,7 @@
 """The Spark task of one TF node: what TFoS calls on the executor, and the watched TF process.
 
 TFoS runs :class:`NodeEntry` in each node's Spark task. It builds the
-:class:`~tf_models.cluster.node.NodeInfo`, refuses Spark's retries, and
+:class:`~tf_models.tfos.node.NodeInfo`, refuses Spark's retries, and
 runs ``node_main`` in a forked child process (:func:`run_isolated`) whose
 parent is the node's watchdog: when the child fails or dies, the Spark
 task fails at once, naming the node.
@@ -18,9 +18,9 @@ import sys
 import traceback
 from typing import Any
 
-from tf_models.cluster.failures import exception_line, exit_reason, node_label
-from tf_models.cluster.node import NODE_DIR_ARG, PS, NodeInfo, NodeMain
-from tf_models.cluster.node_files import write_node_file
+from tf_models.tfos.failures import exception_line, exit_reason, node_label
+from tf_models.tfos.node import NODE_DIR_ARG, PS, NodeInfo, NodeMain
+from tf_models.tfos.node_files import write_node_file
 
 
 def _spark_executor_id() -> str | None:
@@ -118,7 +118,7 @@ def run_isolated(node_main: NodeMain, args: dict, info: NodeInfo, node_dir: str 
     3-day shutdown timeout. The parent sees the death at once (end of file
     on the pipe) and raises a :class:`RuntimeError` naming the node; that
     fails the node's Spark task, and with ``spark.task.maxFailures=1`` Spark
-    aborts the node job, which :func:`tf_models.cluster.run_cluster` reports.
+    aborts the node job, which :func:`tf_models.tfos.run_cluster` reports.
 
     ``os.fork`` rather than ``multiprocessing``: TFoS runs ps nodes in a
     daemonic ``multiprocessing`` process, which may not start
@@ -136,7 +136,7 @@ def run_isolated(node_main: NodeMain, args: dict, info: NodeInfo, node_dir: str 
         This node.
     node_dir : str or None
         Where to write this node's file (see
-        :mod:`tf_models.cluster.node_files`); ``None`` writes nothing.
+        :mod:`tf_models.tfos.node_files`); ``None`` writes nothing.
 
     Raises
     ------
@@ -200,7 +200,7 @@ class NodeEntry:
         Parameters
         ----------
         tf_args : argparse.Namespace
-            The ``node_args`` of :func:`tf_models.cluster.run_cluster`.
+            The ``node_args`` of :func:`tf_models.tfos.run_cluster`.
         ctx : tensorflowonspark.TFNode.TFNodeContext
             TFoS's context of this node.
         """
