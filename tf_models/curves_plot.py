@@ -68,6 +68,17 @@ def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{float(value):.3f}"
 
 
+def _drawn_points(name: str, entry: dict) -> tuple[dict, tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """One curve entry resolved, with its PR and ROC points as drawn (thinned)."""
+    c = _resolve(name, entry)
+    recall, precision = c["recall"], c["precision"]
+    if recall.size:
+        # PRROC draws the first point's precision back to recall 0.
+        recall = np.concatenate(([0.0], recall))
+        precision = np.concatenate((precision[:1], precision))
+    return c, _thin(recall, precision), _thin(c["fpr"], c["tpr"])
+
+
 def plot_curves(curves: dict[str, dict], out_png: str) -> None:
     """Draw PR (left) and ROC (right) panels, one line per TF / cell key.
 
@@ -98,14 +109,7 @@ def plot_curves(curves: dict[str, dict], out_png: str) -> None:
     ax_pr, ax_roc = fig.subplots(1, 2)
 
     for key, entry in curves.items():
-        c = _resolve(str(key), entry)
-        recall, precision = c["recall"], c["precision"]
-        if recall.size:
-            # PRROC draws the first point's precision back to recall 0.
-            recall = np.concatenate(([0.0], recall))
-            precision = np.concatenate((precision[:1], precision))
-        recall, precision = _thin(recall, precision)
-        fpr, tpr = _thin(c["fpr"], c["tpr"])
+        c, (recall, precision), (fpr, tpr) = _drawn_points(str(key), entry)
         (line,) = ax_pr.plot(recall, precision, lw=1.5, label=f"{key} (auPRC={_fmt(c['auprc'])})")
         ax_roc.plot(fpr, tpr, lw=1.5, color=line.get_color(), label=f"{key} (auROC={_fmt(c['auroc'])})")
 
@@ -211,14 +215,7 @@ def plot_scorers(curves: dict[str, dict], out_png: str | IO[bytes], title: str, 
     FigureCanvasAgg(fig)
     ax_pr, ax_roc = fig.subplots(1, 2)
     for name, entry in curves.items():
-        c = _resolve(name, entry)
-        recall, precision = c["recall"], c["precision"]
-        if recall.size:
-            # PRROC draws the first point's precision back to recall 0.
-            recall = np.concatenate(([0.0], recall))
-            precision = np.concatenate((precision[:1], precision))
-        recall, precision = _thin(recall, precision)
-        fpr, tpr = _thin(c["fpr"], c["tpr"])
+        c, (recall, precision), (fpr, tpr) = _drawn_points(name, entry)
         style = {"lw": 2.0} if name == "model" else {"lw": 1.2, "ls": "--"}
         (line,) = ax_pr.plot(recall, precision, label=f"{name} ({_fmt(c['auprc'])})", **style)
         ax_roc.plot(fpr, tpr, color=line.get_color(), label=f"{name} ({_fmt(c['auroc'])})", **style)
