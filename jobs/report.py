@@ -38,7 +38,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> str:
         config.run_dir,
         version,
         read_manifest=read_manifest,
-        oracle_uri=config.data.oracle_uri,
+        table_uris=config.data.generator_table_uris,
         copy_to_run=latest is not None and latest.version == version,
     )
     print(f"report: {page}")

@@ -92,10 +92,11 @@ def test_evaluate_writes_the_page_and_its_run_copy(evaluated):
     keys = {f"{tf}/{cell}" for tf, cells in manifest.counts.items() for cell in cells}
     assert set(page["curves"]) == keys
     for key, curves in page["curves"].items():
-        # The model, the motif scan and the oracle, each with points and the report's own areas.
-        assert set(curves) == {"model", "motif_scan", "oracle"}
+        # The model and every baseline, each with points and the report's own areas.
+        assert set(curves) == {"model", "motif_scan", "observable_ceiling", "oracle"}
         assert curves["model"]["auprc"] == report["results"][key]["auprc"]
-        assert curves["oracle"]["auprc"] == report["baselines"][key]["oracle"]["auprc"]
+        for baseline in ("oracle", "observable_ceiling"):
+            assert curves[baseline]["auprc"] == report["baselines"][key][baseline]["auprc"]
         assert all(len(c["recall"]) > 1 and c["recall"][-1] == 1.0 for c in curves.values())
     balance = {(r["key"], r["split"]): r for r in page["class_balance"]}
     for key in keys:

@@ -138,9 +138,11 @@ def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTa
 
 def _read_oracles(data: DataConfig, tfs: list[str]) -> dict[str, dict[str, OracleTable]]:
     """The generator's oracle and observable ceiling of each TF that has them (generated data only)."""
-    tables: dict[str, dict[str, OracleTable]] = {}
-    for name, uri_of in (("oracle", data.oracle_uri), ("observable_ceiling", data.observable_uri)):
-        tables[name] = {tf: OracleTable.read(uri_of(tf)) for tf in tfs if storage.exists(uri_of(tf))}
+    tables: dict[str, dict[str, OracleTable]] = {"oracle": {}, "observable_ceiling": {}}
+    for tf in tfs:
+        for name, uri in data.generator_table_uris(tf).items():
+            if storage.exists(uri):
+                tables[name][tf] = OracleTable.read(uri)
     return tables
 
 
@@ -286,7 +288,7 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     log.info("mean auROC %.3f, mean auPRC %.3f%s", report["mean_auroc"], report["mean_auprc"], means)
     if report["below_motif_scan"]:
         log.warning("the model does not beat the motif scan on %s", ", ".join(report["below_motif_scan"]))
-    write_html_report(config.run_dir, lineage.version, manifest, oracle_uri=config.data.oracle_uri)
+    write_html_report(config.run_dir, lineage.version, manifest, table_uris=config.data.generator_table_uris)
     if failures:
         latest = versions.read_latest(config.run_dir)
         kept = f"still names {latest.version}" if latest else "not written"

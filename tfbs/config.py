@@ -109,6 +109,10 @@ class DataConfig(_Section):
         """URI of the generator's observable ceiling for ``tf``: P(B) given only what the inputs reveal."""
         return f"{self.oracle_dir}/{tf}.observable.tsv.gz"
 
+    def generator_table_uris(self, tf: str) -> dict[str, str]:
+        """The generator's per-bin tables of ``tf`` by baseline name (``oracle``, ``observable_ceiling``)."""
+        return {"oracle": self.oracle_uri(tf), "observable_ceiling": self.observable_uri(tf)}
+
     @property
     def has_dnase(self) -> bool:
         """Whether DNase peaks are part of the inputs."""

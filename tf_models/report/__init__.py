@@ -47,7 +47,7 @@ def write_html_report(
     version: str,
     manifest: Any = None,
     read_manifest: Callable[[str], Any] | None = None,
-    oracle_uri: Callable[[str], str] | None = None,
+    table_uris: Callable[[str], dict[str, str]] | None = None,
     copy_to_run: bool = False,
 ) -> str:
     """Write ``report.html`` and ``page.json`` into the version's report directory.
@@ -61,8 +61,10 @@ def write_html_report(
         and accounting; if None, ``read_manifest`` reads the lineage's shards.
     read_manifest
         ``shards_uri -> manifest`` (``preprocess.manifest.read_manifest``).
-    oracle_uri
-        ``tf -> URI`` of the generator's oracle table, to draw the oracle's curves.
+    table_uris
+        ``tf -> {baseline: URI}`` of the generator's per-bin tables
+        (``DataConfig.generator_table_uris``), to draw the oracle's and the
+        observable ceiling's curves.
     copy_to_run
         Also copy both files to ``<run_dir>/report/`` (for a version that is
         ``LATEST``; evaluate's promotion copies them itself).
@@ -77,7 +79,7 @@ def write_html_report(
     MissingInputError
         If the version has no ``report.json``.
     """
-    page = collect(run_dir, version, manifest, read_manifest, oracle_uri)
+    page = collect(run_dir, version, manifest, read_manifest, table_uris)
     report_dir = versions.report_uri(run_dir, version)
     targets = [report_dir] + ([versions.run_report_uri(run_dir)] if copy_to_run else [])
     text, values = render(page), json.dumps(_without_figures(page), indent=1, sort_keys=True, default=str)

@@ -82,15 +82,15 @@ def _read_predictions(uri: str) -> dict[str, np.ndarray] | None:
 
 
 def scorer_curves(
-    report: Mapping[str, Any], report_dir: str, oracle_uri: Callable[[str], str] | None = None
+    report: Mapping[str, Any], report_dir: str, table_uris: Callable[[str], dict[str, str]] | None = None
 ) -> tuple[dict[str, dict[str, dict]], list[str]]:
     """PR and ROC points per ``TF/cell`` for the model and every baseline with per-bin scores.
 
     The model's and the motif scan's scores are the evaluation's
     ``predictions/`` columns (``probability``, ``motif_scan``; any further
     score column counts as a baseline of its name, e.g.
-    ``observable_ceiling``); the oracle's come from the generator's table at
-    ``oracle_uri(tf)`` where there is one. Each scorer's areas are the
+    ``observable_ceiling``); the generator's baselines' (oracle, observable
+    ceiling) come from its tables at ``table_uris(tf)`` where there are any. Each scorer's areas are the
     report's, so the legends agree with the table to the digit; a baseline
     of the report without per-bin scores gets areas and no points.
 
@@ -106,7 +106,7 @@ def scorer_curves(
     columns = _read_predictions(f"{report_dir}/predictions")
     if columns is None:
         notes.append(f"{report_dir}/predictions: not found; curves show the report's areas only")
-    oracles: dict[str, Any] = {}
+    tables: dict[str, Any] = {}
     curves: dict[str, dict[str, dict]] = {}
     for key in sorted(report.get("results", {})):
         tf_name, cell = key.split("/", 1)
@@ -120,13 +120,15 @@ def scorer_curves(
             for name in sorted(set(columns) - _NOT_SCORES - {"probability"}):
                 if name in figures and not np.isnan(columns[name][rows].astype(np.float64)).any():
                     scores[name] = columns[name][rows]
-            if "oracle" in figures and oracle_uri is not None:
+            for name, uri in (table_uris(tf_name) if table_uris else {}).items():
+                if name not in figures or name in scores:
+                    continue
                 try:
-                    if tf_name not in oracles:
-                        oracles[tf_name] = OracleTable.read(oracle_uri(tf_name))
-                    scores["oracle"] = oracles[tf_name].scores(cell, chrom, starts)
+                    if uri not in tables:
+                        tables[uri] = OracleTable.read(uri)
+                    scores[name] = tables[uri].scores(cell, chrom, starts)
                 except (FileNotFoundError, KeyError, ValueError) as err:
-                    notes.append(f"{key}: no oracle curve ({err})")
+                    notes.append(f"{key}: no {name} curve ({err})")
         curves[key] = {}
         for name, metrics in figures.items():
             points = (
@@ -247,7 +249,7 @@ def collect(
     version: str,
     manifest: Any = None,
     read_manifest: Callable[[str], Any] | None = None,
-    oracle_uri: Callable[[str], str] | None = None,
+    table_uris: Callable[[str], dict[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Everything the report page of ``version`` shows, as JSON values.
 
@@ -261,9 +263,10 @@ def collect(
         ``read_manifest(shards_uri)`` of the version's lineage, if given.
     read_manifest
         Reads a shard directory's manifest (``preprocess.manifest.read_manifest``).
-    oracle_uri
-        The generator's oracle table of a TF (``DataConfig.oracle_uri``), for
-        the oracle's curves; None draws none.
+    table_uris
+        ``tf -> {baseline: URI}`` of the generator's per-bin tables
+        (``DataConfig.generator_table_uris``), for the oracle's and the
+        observable ceiling's curves; None draws none.
 
     Raises
     ------
@@ -279,7 +282,7 @@ def collect(
         found = versions.read_lineage(run_dir, version)
         lineage = found.model_dump(mode="json") if found else {}
     notes: list[str] = []
-    curves, curve_notes = scorer_curves(report, report_dir, oracle_uri)
+    curves, curve_notes = scorer_curves(report, report_dir, table_uris)
     notes += curve_notes
     history = read_json(f"{versions.model_uri(run_dir, version)}/history.json")
     if history is None:
