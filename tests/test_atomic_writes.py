@@ -201,6 +201,49 @@ def test_failed_write_keeps_the_old_file(tmp_path):
     assert storage.read_text(target) == "old"
 
 
+#: A Ctrl-C whose KeyboardInterrupt a finalizer swallows (as py4j's did in
+#: evaluate), then the stage's writes: none may be published.
+SWALLOWED_INTERRUPT = """
+import os, signal, sys
+from tfbs import storage
+from tfbs.interrupts import note_interrupts
+
+target, staging, final = sys.argv[1:]
+storage.write_text(target, "old")
+def pyspark_like(signum, frame):
+    raise KeyboardInterrupt
+signal.signal(signal.SIGINT, pyspark_like)
+note_interrupts()
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+except KeyboardInterrupt:
+    print("swallowed", flush=True)
+for publish in (lambda: storage.write_text(target, "new"), lambda: storage.replace_dir(staging, final, "m")):
+    try:
+        publish()
+        print("published", flush=True)
+    except KeyboardInterrupt as err:
+        print(f"refused: {err}", flush=True)
+"""
+
+
+def test_a_swallowed_interrupt_still_stops_every_publication(tmp_path):
+    target, staging, final = tmp_path / "report.json", tmp_path / "staging", tmp_path / "shards"
+    staging.mkdir()
+    (staging / "m").write_text("marker")
+    args = [storage.to_uri(target), storage.to_uri(staging), storage.to_uri(final)]
+    done = subprocess.run(
+        [sys.executable, "-c", SWALLOWED_INTERRUPT, *args], cwd=REPO, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "swallowed" and len(lines) == 3, done.stdout
+    assert lines[1].startswith("refused: interrupted earlier:") and "report.json" in lines[1]
+    assert lines[2].startswith("refused: interrupted earlier:") and "shards" in lines[2]
+    assert target.read_text() == "old" and not final.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["report.json", "staging"]  # no temporary left
+
+
 def test_readers_and_uploads_skip_temporaries(tmp_path):
     local = tmp_path / "tree"
     (local / "ckpt").mkdir(parents=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from tfbs.config import SparkConfig
+from tfbs.interrupts import note_interrupts, raise_if_interrupted
 
 #: The one address every Spark service of a one-machine run binds to.
 LOOPBACK = "127.0.0.1"
@@ -142,11 +143,18 @@ def spark_session(
 
     Stopping in every case (an error, Ctrl-C) ends the executors and their
     TensorFlow nodes with the stage instead of leaving them to the JVM's exit.
+    A SIGINT is remembered (:mod:`tfbs.interrupts`): whatever swallowed its
+    ``KeyboardInterrupt``, no output is published after it and the block
+    ends by raising one.
 
     Used as ``with spark_session(config.spark, app_suffix="-evaluate") as spark:``.
     """
     session = build_session(spark, master, app_suffix, extra_conf, scratch_dir)
+    # After the session: PySpark's own SIGINT handler is installed by then.
+    note_interrupts()
     try:
         yield session
+        # A Ctrl-C that a finalizer swallowed still fails the stage.
+        raise_if_interrupted(f"the output of {spark.app_name}{app_suffix}")
     finally:
         session.stop()

@@ -46,6 +46,8 @@ from urllib.parse import ParseResult, urlparse
 import pyarrow as pa
 import pyarrow.fs as pafs
 
+from tfbs import interrupts
+
 _REMOTE_SCHEMES = ("hdfs", "gs", "gcs", "s3", "s3a")
 _GCS_SCHEMES = ("gs", "gcs")
 _HDFS_SCHEMES = ("hdfs",)
@@ -362,6 +364,7 @@ class AtomicOutput:
             return
         self._finished = True
         try:
+            interrupts.raise_if_interrupted(self._path)
             self._stream.close()
             if self._temporary is not None:
                 _replace_file(self._fs, self._temporary, self._path)
@@ -552,6 +555,7 @@ def replace_dir(staging_uri: str, final_uri: str, commit_marker: str) -> None:
     commit_marker
         Name of the file whose presence says the directory is whole.
     """
+    interrupts.raise_if_interrupted(final_uri)
     fs, final_path = filesystem(final_uri)
     _, staging_path = filesystem(staging_uri)
     if not _is_object_store(fs):
