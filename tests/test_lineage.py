@@ -1,6 +1,7 @@
 """Model versions and their lineage (tfbs.lineage): a rerun on the same shards and
 configuration does not retrain, other shards train a new version, a named version
-of other inputs is refused, and ``LATEST`` moves only when evaluation passes.
+of other inputs is refused, ``LATEST`` moves only when evaluation passes, and
+old versions are pruned without touching ``LATEST`` or anything newer.
 
 Two small models are trained in-process (strategy ``local``, 20 steps) on the
 session's shards and on a copy of them whose manifest differs.
@@ -17,6 +18,7 @@ import pytest
 from conftest import small_config
 
 from tfbs import lineage as versions
+from tfbs import storage
 from tfbs.config import ConfigError
 from tfbs.errors import BelowFloorError, MissingInputError
 from tfbs.lineage import Lineage, LineageError
@@ -289,3 +291,48 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
         jobs.predict.run(fresh, args)
     message = str(missing.value)
     assert message.startswith(f"file://{tmp_path}/fresh/models/LATEST: not found") and "\n" not in message
+
+
+def _version(run_dir: str, name: str, created_at: str) -> Lineage:
+    """A version folder with its lineage and an export file, as training leaves it."""
+    lineage = Lineage(
+        version=name,
+        manifest_digest=name * 8,
+        input_fingerprint=None,
+        training_config_digest="c" * 64,
+        config_digest="",
+        train={},
+        shards_uri="",
+        created_at=created_at,
+        tfbs_version="",
+    )
+    versions.write_lineage(run_dir, lineage)
+    storage.write_text(f"{versions.export_uri(run_dir, name)}/saved_model.pb", name)
+    return lineage
+
+
+def test_pruning_keeps_latest_its_newest_elders_and_everything_after_it(tmp_path):
+    run_dir = storage.to_uri(tmp_path)
+    made = [_version(run_dir, f"v{i}", f"2026-01-0{i}T00:00:00Z") for i in range(1, 8)]
+    assert versions.prune_versions(run_dir, keep=3) == []  # nothing has passed evaluation yet
+    versions.write_latest(run_dir, made[4], 0.9, 0.5)  # v5; v6 and v7 came after it
+
+    assert versions.prune_versions(run_dir, keep=3) == ["v1", "v2"]
+    left = sorted(p.name for p in (tmp_path / "models").iterdir())
+    assert left == ["LATEST", "v3", "v4", "v5", "v6", "v7"]
+    assert [lineage.version for lineage in versions.list_versions(run_dir)] == ["v3", "v4", "v5", "v6", "v7"]
+    assert versions.prune_versions(run_dir, keep=3) == []  # idempotent
+    assert versions.prune_versions(run_dir, keep=1) == ["v3", "v4"]
+    assert versions.read_latest(run_dir).version == "v5"
+    assert (tmp_path / "models" / "v5" / "export" / "saved_model.pb").read_text() == "v5"
+
+
+def test_a_prune_cut_short_is_finished_by_the_next(tmp_path):
+    run_dir = storage.to_uri(tmp_path)
+    made = [_version(run_dir, f"v{i}", f"2026-01-0{i}T00:00:00Z") for i in range(1, 4)]
+    versions.write_latest(run_dir, made[2], 0.9, 0.5)
+    # Killed after the export went, before the lineage: still a listed version.
+    (tmp_path / "models" / "v1" / "export" / "saved_model.pb").unlink()
+    assert [lineage.version for lineage in versions.list_versions(run_dir)] == ["v1", "v2", "v3"]
+    assert versions.prune_versions(run_dir, keep=2) == ["v1"]
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["LATEST", "v2", "v3"]

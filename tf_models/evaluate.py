@@ -186,13 +186,23 @@ def _promote(config: PipelineConfig, lineage: Lineage, report: dict) -> None:
     """Copy the version's report to ``<run_dir>/report/``, then point ``LATEST`` at it.
 
     ``LATEST`` is written last: a run killed in between leaves it naming the
-    version before, and evaluating again completes the move.
+    version before, and evaluating again completes the move. Then versions
+    beyond ``evaluate.keep_versions`` are deleted (:func:`tfbs.lineage.prune_versions`).
     """
     source, target = versions.report_uri(config.run_dir, lineage.version), versions.run_report_uri(config.run_dir)
     for name in RUN_REPORT_FILES:
         _copy(f"{source}/{name}", f"{target}/{name}")
     versions.write_latest(config.run_dir, lineage, report["mean_auroc"], report["mean_auprc"])
     log.info("%s now names version %s", versions.latest_uri(config.run_dir), lineage.version)
+    if config.evaluate.keep_versions is not None:
+        pruned = versions.prune_versions(config.run_dir, config.evaluate.keep_versions)
+        if pruned:
+            log.info(
+                "deleted %d older model version(s), keeping %d: %s",
+                len(pruned),
+                config.evaluate.keep_versions,
+                ", ".join(pruned),
+            )
 
 
 def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) -> dict:

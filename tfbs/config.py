@@ -387,6 +387,12 @@ class EvaluateConfig(_Section):
     min_mean_auprc: float | None = Field(
         None, ge=0, le=1, description="fail the stage below this; models/LATEST then stays where it was"
     )
+    keep_versions: int | None = Field(
+        5,
+        gt=0,
+        description="model versions kept once LATEST moves, LATEST included; older ones are deleted "
+        "(never one made after LATEST). None: keep all",
+    )
     motif_db: str | None = Field(
         None, description="MEME file of the motif-scan baseline (default: generate.motif_db when generated)"
     )
