@@ -90,7 +90,11 @@ def test_all_reduce_training_on_local_cluster(small_shards, tmp_path):
 
 
 #: Whole epochs, no early stopping: every strategy sees the same examples.
+#: Motif matches counted inside the centre only (no learned positional
+#: weights): what is compared is how the strategies deal the records, and
+#: that model trains 3.5 times faster.
 EQUAL_EXAMPLES = [
+    "train.model.motif_cnn.positional_bp=null",
     "train.steps=null",
     "train.epochs=4",
     "train.checkpoint_every_steps=null",
