@@ -38,6 +38,15 @@ def configure_logging(verbose: bool = False) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
+def _remove_stale_temporaries(run_dir: str) -> None:
+    """What killed writers left under the run directory (tfbs.storage.remove_stale_temporaries)."""
+    from tfbs import storage
+
+    removed = storage.remove_stale_temporaries(run_dir)
+    if removed:
+        logging.getLogger("tfbs").info("removed %d temporary file(s) left by killed writers under %s", removed, run_dir)
+
+
 def run_stage(
     description: str,
     stage: Callable[[PipelineConfig, argparse.Namespace], object],
@@ -58,6 +67,7 @@ def run_stage(
     configure_logging(args.verbose)
     try:
         config = load_config(args.config, args.overrides)
+        _remove_stale_temporaries(config.run_dir)
         stage(config, args)
     except TfbsError as err:  # the user's to fix: one clear line, no traceback
         print(f"error: {err}", file=sys.stderr)

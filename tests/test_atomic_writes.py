@@ -6,7 +6,8 @@
   new, whole.
 - The model directory's remote keeps ``max_to_keep`` checkpoints, as the
   local mirror does, and its state file never names a missing one.
-- Temporary mirrors and copies of exports do not pile up.
+- Temporary mirrors and copies of exports do not pile up, nor do the
+  temporaries killed writers leave (removed at a stage's start once stale).
 
 Run as a script (``python tests/test_atomic_writes.py URI MODE SIZE CHUNKS PAUSE``)
 it is the writer the kill tests start: it rewrites ``URI`` with numbered
@@ -24,6 +25,7 @@ import sys
 import tempfile
 import threading
 import time
+from datetime import timedelta
 from pathlib import Path
 
 import pyarrow.fs as pafs
@@ -168,6 +170,10 @@ def _check_killed_writer(base: str, mode: str, size: int, chunks: int = 1, pause
         # the bytes of 3 under a hidden name that listings leave out.
         assert last == KILLED - 1
         assert any(storage.is_temporary(name) for name in _raw_names(f"{base}/{mode}"))
+        # Left for good by the kill; removed once old enough that no live writer can own it.
+        assert storage.remove_stale_temporaries(f"{base}/{mode}") == 0
+        assert storage.remove_stale_temporaries(f"{base}/{mode}", older_than=timedelta(0)) == 1
+        assert _raw_names(f"{base}/{mode}") == ["data.bin"]
     else:
         assert last in (KILLED - 1, KILLED)  # the kill may land after the rename
     assert storage.list_files(f"{base}/{mode}") == [target]

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 from conftest import DEMO_CONFIG, REPO
+
+from tfbs.storage import STALE_TEMPORARY_AGE, temporary_name
 
 
 def _tfbs(*args: str) -> subprocess.CompletedProcess:
@@ -34,3 +38,20 @@ def test_bad_key_named():
 def test_unknown_stage_is_a_usage_error():
     run = _tfbs("frobnicate")
     assert run.returncode == 2 and "usage: tfbs" in run.stderr
+
+
+def test_a_stage_starts_by_removing_what_killed_writers_left(tmp_path):
+    """Temporaries older than storage.STALE_TEMPORARY_AGE go; a fresh one may be a live writer's."""
+    stale = tmp_path / "models" / temporary_name("LATEST")
+    fresh = tmp_path / "report" / temporary_name("report.json")
+    for path in (stale, fresh):
+        path.parent.mkdir()
+        path.write_text("half")
+    old = time.time() - STALE_TEMPORARY_AGE.total_seconds() - 60
+    os.utime(stale, (old, old))
+    run = _tfbs(
+        "evaluate", "--config", str(DEMO_CONFIG), "--set", f"data.root={tmp_path}", "--set", f"run_dir={tmp_path}"
+    )
+    assert run.returncode == 2  # no shards: the stage itself stops
+    assert f"removed 1 temporary file(s) left by killed writers under file://{tmp_path}" in run.stderr
+    assert not stale.exists() and fresh.exists()

@@ -34,6 +34,7 @@ import re
 import shutil
 import socket
 import tempfile
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -490,6 +491,34 @@ def _file_infos(uri: str) -> list[pafs.FileInfo]:
         raise NotADirectoryError(errno.ENOTDIR, "not a directory", uri)
     infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
     return [info for info in infos if info.type == pafs.FileType.File and not is_temporary(info.path)]
+
+
+#: A temporary file older than this was left by a killed writer: no write of
+#: one file through this module takes hours.
+STALE_TEMPORARY_AGE = timedelta(hours=6)
+
+
+def remove_stale_temporaries(uri: str, older_than: timedelta = STALE_TEMPORARY_AGE) -> int:
+    """Delete the temporary files (:func:`is_temporary`) under ``uri`` last modified before ``older_than`` ago.
+
+    A writer killed with SIGKILL cannot remove its temporary sibling;
+    readers never see it, but without this the run directory collects one
+    per kill. Files a live writer is still writing are younger than
+    ``older_than`` and stay. Returns the number removed; nothing if ``uri``
+    does not exist.
+    """
+    fs, path = filesystem(uri)
+    if fs.get_file_info(path).type != pafs.FileType.Directory:
+        return 0
+    cutoff = time.time() - older_than.total_seconds()
+    removed = 0
+    for info in fs.get_file_info(pafs.FileSelector(path, recursive=True)):
+        stale = info.mtime is not None and info.mtime.timestamp() < cutoff
+        if info.type == pafs.FileType.File and is_temporary(info.path) and stale:
+            with contextlib.suppress(FileNotFoundError):
+                fs.delete_file(info.path)
+                removed += 1
+    return removed
 
 
 def delete_file(uri: str) -> bool:
