@@ -47,7 +47,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 #: Fixtures that start Spark, and those that start the Hadoop mini cluster:
 #: a test using one carries the marker, so ``-m "not spark"`` leaves it out.
 _SPARK_FIXTURES = {"spark", "small_shards", "motif_shards"}
-_CLUSTER_FIXTURES = {"hadoop", "hdfs_dataset", "yarn_archives"}
+_CLUSTER_FIXTURES = {"hadoop", "hdfs_dataset", "yarn_archives", "dag_on_yarn"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -223,3 +223,22 @@ def hdfs_dataset(hadoop, small_dataset) -> str:
     root = f"{hadoop.fs_default_fs}/dream/data"
     storage.upload_tree(storage.local_path(small_dataset.data.root), root)
     return root
+
+
+@pytest.fixture(scope="session")
+def airflow_env(tmp_path_factory) -> dict[str, str]:
+    """An Airflow installation in a temporary folder (tests/airflow_runs.py), its database migrated."""
+    from airflow_runs import airflow_home
+
+    return airflow_home(tmp_path_factory.mktemp("airflow-home"))
+
+
+@pytest.fixture(scope="session")
+def dag_on_yarn(airflow_env, hadoop, yarn_archives, hdfs_dataset):
+    """The DAG run once on the mini cluster's YARN, data and run on HDFS (airflow_runs.run_dag_on_yarn).
+
+    test_airflow_dag.py checks the run; test_yarn.py checks what YARN ran.
+    """
+    from airflow_runs import run_dag_on_yarn
+
+    return run_dag_on_yarn(airflow_env, hadoop, yarn_archives, hdfs_dataset)

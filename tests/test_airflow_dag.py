@@ -27,7 +27,6 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -36,53 +35,24 @@ import time
 from pathlib import Path
 
 import pytest
+from airflow_runs import (
+    AIRFLOW,
+    BIN,
+    CHANGES,
+    DAG_ID,
+    DAGS,
+    REGIONS,
+    SENSOR,
+    STAGES,
+    TASKS,
+    connection,
+    dags_test,
+    json_tail,
+    task_states,
+)
 from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-DAGS = REPO / "airflow_dags"
-DAG_ID = "tfbs_pipeline"
-SENSOR = "wait_for_labels"
-CHANGES = "detect_changes"
-STAGES = ["preprocess", "train", "evaluate", "predict"]
-TASKS = [SENSOR, CHANGES, *STAGES]
-BIN = Path(sys.executable).parent
-#: The ``airflow`` command of the interpreter running the tests.
-AIRFLOW = BIN / "airflow"
-#: Regions scored by predict: two overlapping bins on chr8, one on chr21.
-REGIONS = "chr8\t10000\t10200\nchr8\t10050\t10250\nchr21\t5000\t5200\n"
-#: Deployment Variables a developer's shell might set; the tests choose their own.
-_DEPLOYMENT_VARIABLES = [
-    f"AIRFLOW_VAR_TFBS_{name}" for name in ("PROJECT_DIR", "ENV_ARCHIVE", "SPARK_CONF", "HADOOP_CONF_DIR")
-]
-
-
-def _connection(host: str, **extra: str) -> str:
-    """``spark_default`` in the JSON form of an ``AIRFLOW_CONN_`` variable."""
-    return json.dumps({"conn_type": "spark", "host": host, "extra": extra})
-
-
-@pytest.fixture(scope="module")
-def airflow_env(tmp_path_factory) -> dict[str, str]:
-    """Environment of an Airflow installation in a temporary folder, its DB migrated."""
-    home = tmp_path_factory.mktemp("airflow-home")
-    env = {
-        **os.environ,
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
-        # The DAG's deployment Variable, as a deployment sets it: the
-        # environment of this interpreter (its spark-submit and python).
-        # tfbs_project_dir keeps its default, the folder above airflow_dags/.
-        "AIRFLOW_VAR_TFBS_BIN_DIR": str(BIN),
-        # Every stage on local[2]; training runs in the driver (train.strategy=local).
-        "AIRFLOW_CONN_SPARK_DEFAULT": _connection("local[2]"),
-    }
-    for name in _DEPLOYMENT_VARIABLES:
-        env.pop(name, None)
-    _airflow(env, "db", "migrate")
-    return env
 
 
 @pytest.fixture(scope="module")
@@ -95,42 +65,6 @@ def small_data(tmp_path_factory) -> Path:
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return root
-
-
-def _airflow(env: dict[str, str], *args: str, timeout: float = 120, check: bool = True):
-    """Run ``airflow ARGS`` (from /tmp, so nothing depends on the test's cwd).
-
-    Returns stdout; with ``check=False`` the completed process instead.
-    """
-    done = subprocess.run([str(AIRFLOW), *args], env=env, cwd="/tmp", capture_output=True, text=True, timeout=timeout)
-    if not check:
-        return done
-    assert done.returncode == 0, (
-        f"airflow {' '.join(args)} exited {done.returncode}\n{done.stdout[-6000:]}\n{done.stderr[-6000:]}"
-    )
-    return done.stdout
-
-
-def _dags_test(env: dict[str, str], logical_date: str, run_conf: dict, *extra: str, timeout: float = 900):
-    """``airflow dags test`` of the DAG; returns the completed process."""
-    args = ["dags", "test", DAG_ID, logical_date, "--conf", json.dumps(run_conf), *extra]
-    return _airflow(env, *args, timeout=timeout, check=False)
-
-
-def _task_states(env: dict[str, str], logical_date: str) -> dict[str, str]:
-    """The state of each task instance of the DAG run at ``logical_date``, as Airflow recorded it."""
-    runs = _json_tail(_airflow(env, "dags", "list-runs", DAG_ID, "-o", "json"))
-    (run,) = [r for r in runs if r["logical_date"].startswith(logical_date)]
-    states = _json_tail(_airflow(env, "tasks", "states-for-dag-run", DAG_ID, run["run_id"], "-o", "json"))
-    return {"dag_run": run["state"], **{s["task_id"]: s["state"] for s in states}}
-
-
-def _json_tail(stdout: str):
-    """The JSON document an ``-o json`` command prints after any log lines."""
-    for line in reversed(stdout.splitlines()):
-        if line.startswith(("[", "{")):
-            return json.loads(line)
-    raise AssertionError(f"no JSON in:\n{stdout[-3000:]}")
 
 
 def _small_run_conf(data: Path, run_dir: str, root: Path, *extra: str) -> dict:
@@ -260,7 +194,7 @@ def test_the_spark_provider_left_pyspark_alone():
 
 
 def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
-    env = {**airflow_env, "AIRFLOW_CONN_SPARK_DEFAULT": _connection("yarn", **{"deploy-mode": "client", "queue": "q"})}
+    env = {**airflow_env, "AIRFLOW_CONN_SPARK_DEFAULT": connection("yarn", **{"deploy-mode": "client", "queue": "q"})}
     archive = "hdfs:///envs/tfbs-env.tar.gz"
     done = subprocess.run(
         [sys.executable, "-c", _DESCRIBE, str(DAGS), DAG_ID, str(tmp_path), archive],
@@ -271,7 +205,7 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
         timeout=120,
     )
     assert done.returncode == 0, done.stderr[-5000:]
-    found = _json_tail(done.stdout)
+    found = json_tail(done.stdout)
 
     assert found["import_errors"] == {}
     assert found["dag_ids"] == [DAG_ID]
@@ -352,7 +286,7 @@ def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data
     shutil.copytree(small_data, data)  # its own copy: a label file changes below
     run_conf = _small_run_conf(data, str(run), tmp_path, "train.strategy=local")
     started = time.monotonic()
-    done = _dags_test(airflow_env, "2026-01-05", run_conf, timeout=1200)
+    done = dags_test(airflow_env, "2026-01-05", run_conf, timeout=1200)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-8000:]
     print(f"local DAG run: {time.monotonic() - started:.0f} s")
@@ -365,18 +299,18 @@ def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data
     assert "no model version has passed evaluation yet" in output
     _check_outputs(run, tmp_path / "F.CTCF.K562.tab.gz")
     # And Airflow recorded the run: every task instance a success.
-    assert _task_states(airflow_env, "2026-01-05") == {"dag_run": "success", **{task: "success" for task in TASKS}}
+    assert task_states(airflow_env, "2026-01-05") == {"dag_run": "success", **{task: "success" for task in TASKS}}
     first = json.loads((models / "LATEST").read_text())["version"]
 
     # The next week, the same files: the check says so and the rest is skipped.
     started = time.monotonic()
-    done = _dags_test(airflow_env, "2026-03-02", run_conf, timeout=600)
+    done = dags_test(airflow_env, "2026-03-02", run_conf, timeout=600)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-8000:]
     print(f"DAG run with nothing new: {time.monotonic() - started:.0f} s")
     assert f"nothing new since model version {first}" in output
     assert not any(f"jobs/{stage}.py --config" in output for stage in STAGES)
-    assert _task_states(airflow_env, "2026-03-02") == {
+    assert task_states(airflow_env, "2026-03-02") == {
         "dag_run": "success",
         SENSOR: "success",
         **{task: "skipped" for task in [CHANGES, *STAGES]},
@@ -390,11 +324,11 @@ def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data
     lines[row] = lines[row].rstrip("\n")[:-1] + "B\n"
     labels.write_bytes(gzip.compress("".join(lines).encode()))
     new_digest = hashlib.sha256(labels.read_bytes()).hexdigest()
-    done = _dags_test(airflow_env, "2026-03-09", run_conf, timeout=1200)
+    done = dags_test(airflow_env, "2026-03-09", run_conf, timeout=1200)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-8000:]
     assert f"new since model version {first}: labels/CTCF" in output
-    assert _task_states(airflow_env, "2026-03-09") == {"dag_run": "success", **{task: "success" for task in TASKS}}
+    assert task_states(airflow_env, "2026-03-09") == {"dag_run": "success", **{task: "success" for task in TASKS}}
     latest = json.loads((models / "LATEST").read_text())["version"]
     assert latest != first and sorted(p.name for p in models.iterdir() if p.is_dir()) == sorted([first, latest])
     lineage = json.loads((models / latest / "lineage.json").read_text())
@@ -431,17 +365,17 @@ def test_the_sensor_waits_for_the_labels_then_lets_the_run_go_on(airflow_env, tm
     assert code == 0, output[-6000:]
     assert late.exists(), f"the sensor never reported the missing file:\n{output[-6000:]}"
     assert "all 2 label files are there" in output
-    assert _task_states(airflow_env, "2026-01-19") == {"dag_run": "success", **{task: "success" for task in TASKS}}
+    assert task_states(airflow_env, "2026-01-19") == {"dag_run": "success", **{task: "success" for task in TASKS}}
 
 
 def test_the_sensor_fails_the_run_when_the_labels_never_come(airflow_env, tmp_path):
     run_conf = {"labels": [str(tmp_path / "never.train.labels.tsv.gz")], "labels_poke_interval": 1, "labels_timeout": 3}
-    done = _dags_test(airflow_env, "2026-01-26", run_conf, timeout=300)
+    done = dags_test(airflow_env, "2026-01-26", run_conf, timeout=300)
     output = done.stdout + done.stderr
     assert done.returncode != 0, output[-6000:]
     assert "Sensor has timed out" in output
     # A timed-out sensor is not retried; nothing downstream starts.
-    assert _task_states(airflow_env, "2026-01-26") == {
+    assert task_states(airflow_env, "2026-01-26") == {
         "dag_run": "failed",
         SENSOR: "failed",
         **{task: "upstream_failed" for task in [CHANGES, *STAGES]},
@@ -454,7 +388,7 @@ def test_a_failed_training_fails_the_run_without_retry(airflow_env, tmp_path):
     evaluation never starts. The sensor, the change check and preprocess
     are marked successful, not run."""
     run_conf = {"config": "conf/demo.yaml", "overrides": [f"run_dir={tmp_path / 'empty-run'}"]}
-    done = _dags_test(
+    done = dags_test(
         airflow_env, "2026-01-12", run_conf, "--mark-success-pattern", f"{SENSOR}|{CHANGES}|preprocess", timeout=600
     )
     output = done.stdout + done.stderr
@@ -463,7 +397,7 @@ def test_a_failed_training_fails_the_run_without_retry(airflow_env, tmp_path):
     # The stage's own one-line error reaches the task log, through spark-submit's output.
     error_lines = [line for line in output.splitlines() if "error: " in line and "empty-run" in line]
     assert any("manifest" in line and "not found" in line for line in error_lines), output[-6000:]
-    assert _task_states(airflow_env, "2026-01-12") == {
+    assert task_states(airflow_env, "2026-01-12") == {
         "dag_run": "failed",
         SENSOR: "success",
         CHANGES: "success",
@@ -480,57 +414,25 @@ def test_a_failed_training_fails_the_run_without_retry(airflow_env, tmp_path):
 
 
 @pytest.mark.cluster
-def test_airflow_runs_the_pipeline_on_yarn(airflow_env, small_data, hadoop, yarn_archives, tmp_path):
+def test_airflow_runs_the_pipeline_on_yarn(dag_on_yarn, tmp_path):
     """spark_default is ``yarn`` (client mode); data and run live on HDFS.
 
     Deployed as on a cluster: executors run the packed environment of ``make
     dist`` (``tfbs_env_archive``) with Spark's jars from its zip
-    (``spark.yarn.archive``), both on HDFS.
+    (``spark.yarn.archive``), both on HDFS (``airflow_runs.run_dag_on_yarn``;
+    test_yarn.py checks the containers of the same run).
     """
-    from tfbs.storage import download_tree, upload_tree, write_text
+    from tfbs.storage import download_tree
 
-    spark_conf = {
-        "spark.yarn.archive": yarn_archives["spark"],
-        "spark.executor.memory": "512m",
-        "spark.yarn.am.memory": "512m",
-        "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
-        "spark.yarn.appMasterEnv.SPARK_LOCAL_IP": "127.0.0.1",
-        "spark.ui.enabled": "false",
-    }
-    hdfs = f"{hadoop.fs_default_fs}/tfbs"
-    upload_tree(small_data, f"{hdfs}/data")
-    write_text(f"{hdfs}/regions/regions.bed", REGIONS)
-    env = {
-        **airflow_env,
-        **hadoop.env(),
-        "AIRFLOW_CONN_SPARK_DEFAULT": _connection("yarn", **{"deploy-mode": "client"}),
-        "AIRFLOW_VAR_TFBS_SPARK_CONF": json.dumps(spark_conf),
-        "AIRFLOW_VAR_TFBS_ENV_ARCHIVE": yarn_archives["env"],
-    }
-    run_conf = {
-        "config": "conf/demo.yaml",
-        "overrides": [f"run_dir={hdfs}/run", f"data.root={hdfs}/data", *SMALL_OVERRIDES],
-        # TensorFlowOnSpark on YARN: a ps, a worker and the chief, one single-core executor each.
-        "num_ps": 1,
-        "num_workers": 1,
-        "predict": {
-            "regions": f"{hdfs}/regions/regions.bed",
-            "tf": "CTCF",
-            "cell": "K562",
-            "out": f"{hdfs}/run/F.CTCF.K562.tab.gz",
-        },
-    }
-    started = time.monotonic()
-    done = _dags_test(env, "2026-02-02", run_conf, timeout=1500)
-    output = done.stdout + done.stderr
-    print(f"YARN DAG run: {time.monotonic() - started:.0f} s")
-    states = _task_states(env, "2026-02-02")
-    assert done.returncode == 0, output[-10000:]
+    run = dag_on_yarn
+    assert run.returncode == 0, run.output[-10000:]
     for stage in STAGES:
-        assert "--master yarn --conf" in output and f"jobs/{stage}.py --config" in output, stage
-    assert "all 2 label files are there" in output
+        assert "--master yarn --conf" in run.output and f"jobs/{stage}.py --config" in run.output, stage
+    assert "all 2 label files are there" in run.output
 
     local_run = tmp_path / "run"
-    download_tree(f"{hdfs}/run", local_run)
-    _check_outputs(local_run, local_run / "F.CTCF.K562.tab.gz")
-    assert states == {"dag_run": "success", **{task: "success" for task in TASKS}}
+    download_tree(run.run_uri, local_run)
+    version = json.loads((local_run / "models" / "LATEST").read_text())["version"]
+    # With no ``out``, the submission goes with the model version that made it.
+    _check_outputs(local_run, local_run / "models" / version / "report" / "F.CTCF.K562.tab.gz")
+    assert run.states == {"dag_run": "success", **{task: "success" for task in TASKS}}

@@ -1,5 +1,7 @@
 """HDFS for real (Hadoop's mini cluster): the storage layer's round trips, and
-the whole pipeline with its data and run directory on ``hdfs://``.
+the whole pipeline with its data and run directory on ``hdfs://`` (the
+pipeline's run on YARN, shared with test_yarn.py and test_airflow_dag.py),
+then a killed training resumed from its checkpoint there.
 
 The pipeline reads and writes through its own clients (hdfs-native in the
 driver and the tasks, Spark's Hadoop client for DataFrames); every check of
@@ -15,6 +17,7 @@ import subprocess
 import sys
 
 import pytest
+from airflow_runs import REGIONS
 from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
 
 from tfbs import storage
@@ -80,50 +83,10 @@ def _stage(stage: str, data_root: str, run_dir: str, *extra: str) -> subprocess.
     return subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=1200)
 
 
-@pytest.fixture(scope="module")
-def pipeline_on_hdfs(hadoop, hdfs_dataset, tmp_path_factory):
-    """preprocess -> train (ps + 2 workers on a local-cluster) -> evaluate -> predict,
-    data and run directory on HDFS."""
-    run_dir = f"{hadoop.fs_default_fs}/dream/run"
-    runs = {stage: _stage(stage, hdfs_dataset, run_dir) for stage in ("preprocess", "train", "evaluate")}
-    regions = f"{hadoop.fs_default_fs}/dream/regions.bed"
-    storage.write_text(regions, "chr8\t10000\t10200\nchr21\t5000\t5200\n")
-    runs["predict"] = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "jobs.predict",
-            "--config",
-            str(DEMO_CONFIG),
-            *[
-                arg
-                for o in [*SMALL_OVERRIDES, f"data.root={hdfs_dataset}", f"run_dir={run_dir}"]
-                for arg in ("--set", o)
-            ],
-            "--regions",
-            regions,
-            "--tf",
-            "CTCF",
-            "--cell",
-            "K562",
-        ],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    return run_dir, runs
-
-
-@pytest.mark.parametrize("stage", ["preprocess", "train", "evaluate", "predict"])
-def test_each_stage_runs_on_hdfs(pipeline_on_hdfs, stage):
-    _, runs = pipeline_on_hdfs
-    assert runs[stage].returncode == 0, runs[stage].stderr[-4000:]
-
-
-def test_everything_the_run_wrote_is_on_hdfs(pipeline_on_hdfs, webhdfs):
-    run_dir, _ = pipeline_on_hdfs
-    run = _path(run_dir)
+def test_everything_the_run_wrote_is_on_hdfs(dag_on_yarn, webhdfs):
+    """The pipeline's run on YARN (conftest's ``dag_on_yarn``): data and run directory on HDFS."""
+    assert dag_on_yarn.returncode == 0, dag_on_yarn.output[-4000:]
+    run = _path(dag_on_yarn.run_uri)
     manifest = json.loads(_read(webhdfs, f"{run}/shards/manifest.json"))
     assert manifest["tfs"] == ["CTCF", "FOXA1"]
     assert all(entry["path"].startswith("hdfs://") for entry in manifest["parquet"]["train"])
@@ -151,16 +114,20 @@ def test_everything_the_run_wrote_is_on_hdfs(pipeline_on_hdfs, webhdfs):
         assert webhdfs.status(f"{model}/report/{name}")["length"] > 1000
         assert webhdfs.status(f"{run}/report/{name}")["length"] > 1000
     submission = gzip.decompress(_read(webhdfs, f"{model}/report/F.CTCF.K562.tab.gz")).decode().splitlines()
-    assert [line.split("\t")[:2] for line in submission] == [["chr8", "10000"], ["chr21", "5000"]]
+    assert [line.split("\t")[:3] for line in submission] == [line.split("\t") for line in REGIONS.splitlines()]
 
 
-def test_a_killed_run_resumes_from_its_checkpoint_on_hdfs(pipeline_on_hdfs, hdfs_dataset, webhdfs):
-    """The version set back to its state when killed after step 30 (no export, the
-    checkpoint state naming step 30): the same command resumes there, in one process."""
-    run_dir, _ = pipeline_on_hdfs
+def test_a_killed_run_resumes_from_its_checkpoint_on_hdfs(hadoop, dag_on_yarn, hdfs_dataset, webhdfs, tmp_path):
+    """A copy of the YARN run's model version, set back to its state when killed
+    after step 30 (no export, the checkpoint state naming step 30): the same
+    command resumes there, in one process on local Spark."""
+    run_dir = f"{hadoop.fs_default_fs}/resumed/run"
+    storage.download_tree(f"{dag_on_yarn.run_uri}/models", tmp_path / "models")
+    storage.upload_tree(tmp_path / "models", f"{run_dir}/models")
     version = json.loads(_read(webhdfs, f"{_path(run_dir)}/models/LATEST"))["version"]
     model = f"{run_dir}/models/{version}"
-    again = _stage("train", hdfs_dataset, run_dir)
+    shards = f"shards_dir={dag_on_yarn.run_uri}/shards"
+    again = _stage("train", hdfs_dataset, run_dir, shards)
     assert again.returncode == 0, again.stderr[-4000:]
     assert f"version {version}, up to date" in again.stdout and "SparkContext" not in again.stderr
 
@@ -169,7 +136,7 @@ def test_a_killed_run_resumes_from_its_checkpoint_on_hdfs(pipeline_on_hdfs, hdfs
         f"{model}/checkpoints/checkpoint", 'model_checkpoint_path: "ckpt-30"\nall_model_checkpoint_paths: "ckpt-30"\n'
     )
     # The strategy is no part of the version: a ps run may resume in one process.
-    resumed = _stage("train", hdfs_dataset, run_dir, "train.strategy=local")
+    resumed = _stage("train", hdfs_dataset, run_dir, shards, "train.strategy=local")
     assert resumed.returncode == 0, resumed.stderr[-4000:]
     assert "resumed from" in resumed.stderr and "at step 30" in resumed.stderr
     history = json.loads(_read(webhdfs, f"{_path(model)}/history.json"))

@@ -2,11 +2,13 @@
 
 ``make dist`` packs the environment and Spark's jars once; both go to HDFS,
 readable by all, so YARN localises them once per node and caches them across
-applications. Each stage is then ``scripts/submit_yarn.sh <stage>``, with the
-data and the run directory on HDFS: preprocess, training with 1 ps + 2 workers
-(and the chief) in YARN containers, evaluate and predict. A killed container
-fails training fast, naming the node, and each container's log is served by
-the NodeManager as ``yarn logs`` and its web UI serve it.
+applications. The pipeline runs once on YARN, as the scheduled DAG runs it
+(``dag_on_yarn``, shared with test_airflow_dag.py): preprocess, training with
+1 ps + 2 workers (and the chief) in YARN containers, evaluate and predict,
+each an application of its own, data and run directory on HDFS. Each
+container's log is served by the NodeManager as ``yarn logs`` and its web UI
+serve it. Then ``scripts/submit_yarn.sh train``, as an operator submits a
+stage by hand, is killed in one container: it fails fast, naming the node.
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ import json
 import os
 import re
 import signal
-import subprocess
 import sys
 import time
 import urllib.request
 
 import pytest
+from airflow_runs import STAGES
 from conftest import REPO, SMALL_OVERRIDES, StreamedProcess
 from minicluster import application_of
 
@@ -62,45 +64,21 @@ def _command(stage: str, submit_options: list[str], overrides: list[str], *stage
     return [*command, *stage_args]
 
 
-def _submit(env: dict[str, str], stage: str, submit_options: list[str], overrides: list[str], *stage_args: str):
-    started = time.monotonic()
-    done = subprocess.run(
-        _command(stage, submit_options, overrides, *stage_args),
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1200,
-    )
-    print(f"{stage} on YARN: {time.monotonic() - started:.0f} s")
-    return done
+def _stage_outputs(output: str) -> dict[str, str]:
+    """The DAG run's output cut at each stage's spark-submit command: stage -> its part."""
+    starts = sorted((output.index(f"jobs/{stage}.py --config"), stage) for stage in STAGES)
+    ends = [start for start, _ in starts[1:]] + [len(output)]
+    return {stage: output[start:end] for (start, stage), end in zip(starts, ends)}
 
 
-@pytest.fixture(scope="module")
-def pipeline_on_yarn(hadoop, hdfs_dataset, yarn_env):
-    """preprocess -> train -> evaluate -> predict, each submitted to YARN."""
-    run_dir = f"{hadoop.fs_default_fs}/yarn/run"
-    overrides = [f"data.root={hdfs_dataset}", f"run_dir={run_dir}"]
-    regions = f"{hadoop.fs_default_fs}/yarn/regions.bed"
-    storage.write_text(regions, "chr8\t10000\t10200\nchr21\t5000\t5200\n")
-    runs = {
-        "preprocess": _submit(yarn_env, "preprocess", ["--num-executors", "2"], overrides),
-        "train": _submit(yarn_env, "train", TRAIN_EXECUTORS, [*overrides, *TRAIN_SETTINGS]),
-        "evaluate": _submit(yarn_env, "evaluate", ["--num-executors", "2"], overrides),
-    }
-    runs["predict"] = _submit(
-        yarn_env, "predict", ["--num-executors", "1"], overrides, "--regions", regions, "--tf", "CTCF", "--cell", "K562"
-    )
-    return run_dir, runs
-
-
-@pytest.mark.parametrize("stage", ["preprocess", "train", "evaluate", "predict"])
-def test_each_stage_runs_on_yarn_in_the_packed_environment(pipeline_on_yarn, stage):
-    _, runs = pipeline_on_yarn
-    done = runs[stage]
-    assert done.returncode == 0, done.stderr[-5000:]
-    # YARN ran it, in executors that unpacked the archive.
-    assert APPLICATION.search(done.stderr), done.stderr[-3000:]
+@pytest.mark.parametrize("stage", STAGES)
+def test_each_stage_runs_on_yarn_in_the_packed_environment(dag_on_yarn, stage):
+    assert dag_on_yarn.returncode == 0, dag_on_yarn.output[-5000:]
+    # YARN ran it, an application of its own, in executors that unpacked the archive.
+    applications = {stage: set(APPLICATION.findall(part)) for stage, part in _stage_outputs(dag_on_yarn.output).items()}
+    assert applications[stage], _stage_outputs(dag_on_yarn.output)[stage][-3000:]
+    others = set().union(*(found for other, found in applications.items() if other != stage))
+    assert not applications[stage] & others
 
 
 def _node_containers(output: str) -> dict[str, str]:
@@ -120,10 +98,10 @@ def _served_log(hadoop, container: str, name: str) -> str:
         return response.read().decode(errors="replace")
 
 
-def test_training_ran_ps_workers_and_chief_in_yarn_containers(pipeline_on_yarn, hadoop):
-    run_dir, runs = pipeline_on_yarn
+def test_training_ran_ps_workers_and_chief_in_yarn_containers(dag_on_yarn, hadoop):
+    run_dir = dag_on_yarn.run_uri
     # On YARN a node names its container (CONTAINER_ID), as `yarn logs -containerId` does.
-    containers = _node_containers(runs["train"].stdout + runs["train"].stderr)
+    containers = _node_containers(_stage_outputs(dag_on_yarn.output)["train"])
     assert len(set(containers.values())) == 4
     (app_id,) = {application_of(container) for container in containers.values()}
     assert set(containers.values()) < set(hadoop.container_logs(app_id))  # and the application master's
@@ -131,24 +109,22 @@ def test_training_ran_ps_workers_and_chief_in_yarn_containers(pipeline_on_yarn, 
         launch = _served_log(hadoop, container, "launch_container.sh")
         # The packed environment, from the NodeManager's public cache (shared by every application).
         assert re.search(r'/filecache/\d+/tfbs-env\.tar\.gz" "environment"', launch), launch[-2000:]
+        # Spark authenticates and encrypts (the DAG's YARN_NETWORK_CONF); the
+        # secret travels in YARN's credentials, never on a command line.
+        assert "-Dspark.authenticate=true" in launch and "-Dspark.network.crypto.enabled=true" in launch
+        assert "authenticate.secret" not in launch and "_SPARK_AUTH_SECRET" not in launch
 
     version = json.loads(storage.read_text(f"{run_dir}/models/LATEST"))["version"]
     metadata = json.loads(storage.read_text(f"{run_dir}/models/{version}/export/tfbs_metadata.json"))
     assert metadata["strategy"] == "parameter_server"
     report = json.loads(storage.read_text(f"{run_dir}/report/report.json"))
     assert len(report["results"]) == 6 and report["version"] == version
-    # The submission goes with the model version that made it.
-    submission_uri = f"{run_dir}/models/{version}/report/F.CTCF.K562.tab.gz"
-    with storage.open_input(submission_uri) as gzipped:  # decompressed by its name
-        submission = gzipped.read().decode()
-    assert [line.split("\t")[:2] for line in submission.splitlines()] == [["chr8", "10000"], ["chr21", "5000"]]
 
 
-def test_each_nodes_log_is_served_by_the_node_manager(pipeline_on_yarn, hadoop):
+def test_each_nodes_log_is_served_by_the_node_manager(dag_on_yarn, hadoop):
     """The container a node's error names holds that node's log, served over
     HTTP as ``yarn logs -containerId`` and the ResourceManager UI's links do."""
-    _, runs = pipeline_on_yarn
-    containers = _node_containers(runs["train"].stdout + runs["train"].stderr)
+    containers = _node_containers(_stage_outputs(dag_on_yarn.output)["train"])
     for node, container in containers.items():
         served = _served_log(hadoop, container, "stderr")
         job, task = node.split(":")
@@ -156,12 +132,12 @@ def test_each_nodes_log_is_served_by_the_node_manager(pipeline_on_yarn, hadoop):
         assert f'"task": {{"type": "{job}", "index": {task}}}' in served, (node, served[-2000:])
 
 
-def test_a_killed_container_fails_training_fast_naming_the_node(hadoop, hdfs_dataset, yarn_env, pipeline_on_yarn):
+def test_a_killed_container_fails_training_fast_naming_the_node(hadoop, hdfs_dataset, yarn_env, dag_on_yarn):
     run_dir = f"{hadoop.fs_default_fs}/yarn/killed"
     overrides = [
         f"data.root={hdfs_dataset}",
         f"run_dir={run_dir}",
-        f"shards_dir={pipeline_on_yarn[0]}/shards",
+        f"shards_dir={dag_on_yarn.run_uri}/shards",
         *TRAIN_SETTINGS,
         "train.steps=3000",
         "train.early_stopping_patience=null",
