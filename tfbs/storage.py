@@ -498,6 +498,17 @@ def _file_infos(uri: str) -> list[pafs.FileInfo]:
 STALE_TEMPORARY_AGE = timedelta(hours=6)
 
 
+def _modified_at(fs: pafs.FileSystem, info: pafs.FileInfo) -> float | None:
+    """When the file of ``info`` was last modified (epoch seconds), None if its file system cannot say."""
+    if info.mtime is not None:
+        return info.mtime.timestamp()
+    # hdfs-native's fsspec listing names it modification_time, which pyarrow does not map to mtime.
+    fsspec_fs = getattr(getattr(fs, "handler", None), "fs", None)
+    if fsspec_fs is None:
+        return None
+    return fsspec_fs.modified(info.path).timestamp()
+
+
 def remove_stale_temporaries(uri: str, older_than: timedelta = STALE_TEMPORARY_AGE) -> int:
     """Delete the temporary files (:func:`is_temporary`) under ``uri`` last modified before ``older_than`` ago.
 
@@ -513,8 +524,10 @@ def remove_stale_temporaries(uri: str, older_than: timedelta = STALE_TEMPORARY_A
     cutoff = time.time() - older_than.total_seconds()
     removed = 0
     for info in fs.get_file_info(pafs.FileSelector(path, recursive=True)):
-        stale = info.mtime is not None and info.mtime.timestamp() < cutoff
-        if info.type == pafs.FileType.File and is_temporary(info.path) and stale:
+        if info.type != pafs.FileType.File or not is_temporary(info.path):
+            continue
+        modified = _modified_at(fs, info)
+        if modified is not None and modified < cutoff:
             with contextlib.suppress(FileNotFoundError):
                 fs.delete_file(info.path)
                 removed += 1
