@@ -7,6 +7,7 @@ import logging
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 if __name__ == "__main__":
     # Run as a file (`spark-submit jobs/demo.py`): Python put jobs/ first on the
@@ -18,25 +19,48 @@ from tfbs.config import PipelineConfig
 log = logging.getLogger("tfbs.demo")
 
 
+def _predict_test_chromosomes(config: PipelineConfig, args: argparse.Namespace | None) -> int:
+    """Every bin of the test chromosomes scored for the report's first TF/cell: a validated submission and tracks."""
+    import json
+
+    from jobs import predict
+    from tf_models.predict import write_genome_bins
+    from tfbs import storage
+    from tfbs.lineage import run_report_uri
+
+    first = sorted(json.loads(storage.read_text(f"{run_report_uri(config.run_dir)}/report.json"))["results"])[0]
+    tf_name, cell = first.split("/")
+    regions = f"{config.run_dir}/regions/test_chromosomes.bins.bed.gz"
+    bins = write_genome_bins(config.data.genome_fasta, config.preprocess.test_chroms, regions)
+    log.info("scoring %d bins of %s for %s in %s", bins, ", ".join(config.preprocess.test_chroms), tf_name, cell)
+    options = argparse.Namespace(regions=regions, tf=tf_name, cell=cell, out=None, model_version=None)
+    return predict.run(config, options)
+
+
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
-    """generate -> preprocess -> train -> evaluate -> explain -> the HTML report; returns the report."""
+    """generate -> preprocess -> train -> evaluate -> predict -> explain -> the HTML report; returns the report.
+
+    predict scores every bin of the test chromosomes for one TF/cell: a
+    submission checked against its regions, a bigWig and a BED of calls.
+    """
     from jobs import evaluate, explain, generate, preprocess, report, train
     from tfbs.lineage import run_report_uri
 
     timings = {}
     stages = (
-        ("generate", generate),
-        ("preprocess", preprocess),
-        ("train", train),
-        ("evaluate", evaluate),
-        ("explain", explain),
-        ("report", report),
+        ("generate", generate.run),
+        ("preprocess", preprocess.run),
+        ("train", train.run),
+        ("evaluate", evaluate.run),
+        ("predict", _predict_test_chromosomes),
+        ("explain", explain.run),
+        ("report", report.run),
     )
-    outcomes = {}
+    outcomes: dict[str, Any] = {}
     for name, stage in stages:
         started = time.monotonic()
         log.info("=== stage %s ===", name)
-        outcomes[name] = stage.run(config, args)
+        outcomes[name] = stage(config, args)
         timings[name] = round(time.monotonic() - started, 1)
         log.info("=== stage %s done in %.1f s ===", name, timings[name])
     log.info("stage timings (s): %s", timings)

@@ -30,9 +30,9 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(config: PipelineConfig, args: argparse.Namespace) -> int:
-    """Write the submission file; returns its number of rows."""
+    """Write the submission, check it against the regions, draw its tracks; returns its number of rows."""
     from preprocess.inputs import require
-    from tf_models.predict import predict_regions
+    from tf_models.predict import check_and_draw, predict_regions
     from tfbs.lineage import EXPORT_METADATA, chosen_version, export_uri, report_uri
     from tfbs.session import spark_session
     from tfbs.storage import to_uri
@@ -44,7 +44,14 @@ def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     out = to_uri(args.out) if args.out else f"{report_uri(config.run_dir, version)}/F.{args.tf}.{args.cell}.tab.gz"
     with spark_session(config.spark, app_suffix="-predict") as spark:
         count = predict_regions(spark, config, export, regions, args.tf, args.cell, out)
-    print(f"submission: {out} ({count} rows, model version {version})")
+    summary = check_and_draw(config, version, regions, out, args.tf, args.cell, count)
+    print(f"submission: {out} ({count} rows, model version {version}), valid against {regions}")
+    print(f"track: {summary['bigWig']}")
+    if summary["BED"]:
+        threshold, called = summary["10% FDR threshold"], summary["bins called"]
+        print(f"calls at 10% FDR (probability >= {threshold:.4f}): {summary['BED']} ({called} bins)")
+    else:
+        print(f"no BED of calls: version {version}'s evaluation has no 10% FDR threshold for {args.tf}/{args.cell}")
     return count
 
 

@@ -14,6 +14,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import small_config
 
@@ -264,7 +265,7 @@ def test_latest_moves_only_when_evaluation_passes_its_floor(first, second, promo
     assert run_report["lineage"]["manifest_digest"] == latest["manifest_digest"]
 
 
-def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypatch):
+def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypatch, capsys):
     import gzip
 
     import jobs.predict
@@ -278,6 +279,40 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
     assert jobs.predict.run(config, args) == 2
     submission = Path(local_path(versions.report_uri(config.run_dir, summary["version"])), "F.CTCF.K562.tab.gz")
     assert len(gzip.decompress(submission.read_bytes()).splitlines()) == 2
+
+    # A submission of every bin of chr8 (two partitions' worth), validated, with its tracks.
+    import pyBigWig
+
+    from tf_models.predict import write_genome_bins
+    from tf_models.tracks import read_submission, step_maxima
+
+    bins = write_genome_bins(config.data.genome_fasta, ["chr8"], storage.to_uri(tmp_path / "chr8.bed.gz"))
+    assert bins == (60000 - 200) // 50 + 1
+    args.regions = str(tmp_path / "chr8.bed.gz")
+    capsys.readouterr()
+    assert jobs.predict.run(config, args) == bins
+    printed = capsys.readouterr().out
+    assert f"({bins} rows, model version {summary['version']}), valid against" in printed
+    table = read_submission(storage.to_uri(submission))
+    starts, maxima, step = step_maxima(*(table.column(c).to_numpy() for c in ("start", "stop", "probability")))
+    track = pyBigWig.open(str(submission.parent / "CTCF.K562.probability.bw"))
+    assert track.chroms("chr8") == 60000 and step == 50
+    assert [(s, e) for s, e, _ in track.intervals("chr8")] == [(s, s + 50) for s in starts.tolist()]
+    assert np.allclose([v for _, _, v in track.intervals("chr8")], maxima, atol=1e-6)  # float32 in a bigWig
+    report = json.loads(
+        Path(local_path(versions.report_uri(config.run_dir, summary["version"])), "report.json").read_text()
+    )
+    threshold = report["results"]["CTCF/K562"]["threshold_at_fdr_10"]
+    bed = submission.parent / "CTCF.K562.fdr10.bed.gz"
+    if threshold is None:
+        assert not bed.exists() and "no 10% FDR threshold for CTCF/K562" in printed
+    else:
+        called = gzip.decompress(bed.read_bytes()).decode().splitlines()[1:]
+        probability = table.column("probability").to_numpy()
+        assert len(called) == int((probability >= threshold).sum())
+    section = json.loads((submission.parent / "predictions.json").read_text())
+    assert [row[:3] for row in section["rows"]] == [["CTCF/K562", storage.to_uri(tmp_path / "chr8.bed.gz"), bins]]
+    args.regions = str(regions)
 
     # Another version on request, even one below the floor.
     args.model_version = retrained["version"]

@@ -385,8 +385,21 @@ def test_ambiguous_bins_never_count():
     # Treating A as B would change the answer (guards against A leaking in).
     y_wrong = (codes != 0).astype(int)
     assert res["auprc"] != pytest.approx(auprc_davis_goadrich(y_wrong, s), abs=1e-6)
-    assert set(res) == {"auroc", "auprc", "recall_at_fdr_10", "recall_at_fdr_50", "n_pos", "n_neg", "n_ambiguous"}
+    assert set(res) == {
+        "auroc",
+        "auprc",
+        "recall_at_fdr_10",
+        "recall_at_fdr_50",
+        "threshold_at_fdr_10",
+        "n_pos",
+        "n_neg",
+        "n_ambiguous",
+    }
     assert isinstance(res["n_pos"], int) and isinstance(res["auprc"], float)
+    # The threshold is where that recall is reached: bins scoring at least it.
+    called = sk >= res["threshold_at_fdr_10"]
+    assert (yk[called] == 1).sum() / (yk == 1).sum() == pytest.approx(res["recall_at_fdr_10"])
+    assert 1 - yk[called].mean() <= 0.10
 
 
 def test_no_positives_or_negatives_raise():

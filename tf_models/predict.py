@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
@@ -88,6 +89,83 @@ def _score_partition(
                 yield line, (chrom, start, stop, float(p))
 
 
+#: The report section predict fills (tf_models/report/collect.py draws it).
+PREDICTIONS_SECTION = "predictions.json"
+_SECTION_COLUMNS = ["TF/cell", "regions", "rows", "10% FDR threshold", "bins called", "submission", "bigWig", "BED"]
+
+
+def record_prediction(report_dir: str, row: dict) -> None:
+    """Put one submission's summary in the version's ``predictions.json`` report section.
+
+    ``row`` holds the values of ``_SECTION_COLUMNS`` by name; an earlier row
+    of the same TF/cell is replaced.
+    """
+    uri = f"{report_dir}/{PREDICTIONS_SECTION}"
+    section = json.loads(storage.read_text(uri)) if storage.exists(uri) else {}
+    rows = [r for r in section.get("rows", []) if r[0] != row["TF/cell"]]
+    rows.append([row[column] for column in _SECTION_COLUMNS])
+    section = {
+        "title": "Predictions",
+        "columns": _SECTION_COLUMNS,
+        "rows": sorted(rows),
+        "notes": [
+            "Each submission was checked against its regions file as the challenge checked it (tfbs validate).",
+            "The BED holds the bins at or above the score with 10% FDR on the held-out test chromosomes.",
+        ],
+        "images": [],
+    }
+    storage.write_text(uri, json.dumps(section, indent=2))
+
+
+def check_and_draw(
+    config: PipelineConfig, version: str, regions_uri: str, out_uri: str, tf_name: str, cell: str, count: int
+) -> dict:
+    """After :func:`predict_regions`: validate the submission, draw its tracks, add it to the report.
+
+    Returns
+    -------
+    dict
+        The row of the version's ``predictions.json`` section.
+
+    Raises
+    ------
+    BadInputError
+        If the submission breaks a rule of the challenge (tfbs.submission).
+    """
+    from tf_models.tracks import write_tracks
+    from tfbs.lineage import report_uri
+    from tfbs.submission import validate_submission
+
+    validate_submission(out_uri, regions_uri)
+    sizes = {chrom: entry.length for chrom, entry in read_fai(config.data.genome_fasta).items()}
+    report_dir = report_uri(config.run_dir, version)
+    tracks = write_tracks(out_uri, sizes, f"{report_dir}/report.json", tf_name, cell)
+    row = {"TF/cell": f"{tf_name}/{cell}", "regions": regions_uri, "rows": count, "submission": out_uri}
+    row |= {"10% FDR threshold": tracks["threshold"], "bins called": tracks["called"]}
+    row |= {"bigWig": tracks["bigwig"], "BED": tracks["bed"]}
+    record_prediction(report_dir, row)
+    return row
+
+
+def write_genome_bins(fasta_uri: str, chroms: list[str], out_uri: str) -> int:
+    """Every DREAM bin of ``chroms`` (200 bp on the 50 bp grid, within each chromosome) as a gzipped regions BED.
+
+    The regions file of a genome-wide prediction, in the FASTA index's
+    chromosome order; returns the number of bins.
+    """
+    from tfbs.dream import BIN_SIZE, BIN_STEP
+
+    fai = read_fai(fasta_uri)
+    lines = [
+        f"{chrom}\t{start}\t{start + BIN_SIZE}\n"
+        for chrom, entry in fai.items()
+        if chrom in chroms
+        for start in range(0, entry.length - BIN_SIZE + 1, BIN_STEP)
+    ]
+    storage.write_bytes(out_uri, gzip.compress("".join(lines).encode(), mtime=0))
+    return len(lines)
+
+
 def predict_regions(
     spark: SparkSession,
     config: PipelineConfig,
@@ -107,8 +185,6 @@ def predict_regions(
         If the cell is unknown to the model, the TF has no protein sequence,
         or a region line is malformed.
     """
-    import json
-
     metadata = json.loads(storage.read_text(f"{export_uri}/{EXPORT_METADATA}"))
     if cell not in metadata["cells"]:
         raise BadInputError(export_uri, 0, f"the model knows cells {metadata['cells']}, not {cell}")

@@ -17,6 +17,7 @@ STAGES = (
     "train",
     "evaluate",
     "predict",
+    "validate",
     "explain",
     "unseen",
     "report",

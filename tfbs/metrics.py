@@ -280,6 +280,19 @@ def _auprc_dg_steps(st: _Steps) -> float:
     return total
 
 
+def _fdr_cutoff_index(st: _Steps, fdr: float) -> int | None:
+    """The step of :func:`recall_at_fdr`: the lowest threshold whose FDR is within ``fdr``."""
+    precision = st.tp / (st.tp + st.fp)
+    ok = (1 - precision) <= _check_fdr(fdr)
+    return int(np.flatnonzero(ok)[-1]) if ok.any() else None
+
+
+def _threshold_at_fdr_steps(st: _Steps, fdr: float) -> float | None:
+    """The score at which :func:`recall_at_fdr` calls bins bound (``score >= it``); None if no threshold qualifies."""
+    i = _fdr_cutoff_index(st, fdr)
+    return None if i is None else float(st.thresholds[i])
+
+
 def _recall_at_fdr_steps(st: _Steps, fdr: float) -> float:
     fdr = _check_fdr(fdr)
     # sklearn precision_recall_curve: precision = tps / (tps + fps) and
@@ -530,7 +543,9 @@ def score_predictions(labels: np.ndarray, scores: np.ndarray) -> dict:
     -------
     dict
         ``{"auroc", "auprc", "recall_at_fdr_10", "recall_at_fdr_50"}`` as
-        floats and ``{"n_pos", "n_neg", "n_ambiguous"}`` as ints.
+        floats, ``threshold_at_fdr_10`` (the score from which bins are
+        called bound at 10 % FDR, None if no score reaches it) and
+        ``{"n_pos", "n_neg", "n_ambiguous"}`` as ints.
 
     Raises
     ------
@@ -547,6 +562,7 @@ def score_predictions(labels: np.ndarray, scores: np.ndarray) -> dict:
         "auprc": _auprc_dg_steps(st),
         "recall_at_fdr_10": _recall_at_fdr_steps(st, 0.10),
         "recall_at_fdr_50": _recall_at_fdr_steps(st, 0.50),
+        "threshold_at_fdr_10": _threshold_at_fdr_steps(st, 0.10),
         "n_pos": st.n_pos,
         "n_neg": st.n_neg,
         "n_ambiguous": n_total - (st.n_pos + st.n_neg),
