@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 demo: $(STAMP)
 	$(BIN)/tfbs demo --config conf/demo.yaml
 
-# Lint and type checks first: they take seconds, the suite about 20 minutes.
+# Lint, type and import-contract checks first: they take seconds, the suite about 20 minutes.
 test: lint
 	@TEST_DEPS=1 bash scripts/system_deps.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -26,6 +26,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 format: $(STAMP)
 	$(BIN)/ruff check --fix .

@@ -24,9 +24,9 @@ import tensorflow as tf
 # shadow the preprocess package when this file is run as a script.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from preprocess.manifest import read_manifest
 from tf_models.train_loop import TrainingRun, build_training_step
 from tfbs.config import load_config
+from tfbs.manifest import read_manifest
 
 
 def rate(dataset: tf.data.Dataset, batches: int, batch_size: int, step=None) -> float:

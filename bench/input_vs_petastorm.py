@@ -42,10 +42,10 @@ sys.path.insert(0, str(ROOT))
 
 from bench.input_pipeline import rate  # noqa: E402
 from bench.report import write_summary  # noqa: E402
-from preprocess.manifest import read_manifest  # noqa: E402
 from tf_models.train_loop import TrainingRun, build_training_step  # noqa: E402
 from tfbs import storage  # noqa: E402
 from tfbs.config import load_config  # noqa: E402
+from tfbs.manifest import read_manifest  # noqa: E402
 
 PETASTORM_PYTHON = ROOT / ".venv-petastorm" / "bin" / "python"
 

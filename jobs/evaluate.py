@@ -20,11 +20,11 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     Passing the configured floors moves ``<run_dir>/models/LATEST`` to the
     version and copies its report to ``<run_dir>/report/``.
     """
-    from preprocess.inputs import require
-    from preprocess.manifest import read_manifest
     from tf_models.evaluate import evaluate
     from tfbs.lineage import EXPORT_METADATA, Lineage, export_uri, report_uri, require_lineage
+    from tfbs.manifest import read_manifest
     from tfbs.session import spark_session
+    from tfbs.storage import require
 
     # Fail before the JVM starts: no shards, no such version, or no whole export.
     manifest = read_manifest(config.shards_uri)

@@ -29,8 +29,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """Write one label file per TF; returns ``{tf: counts}``."""
-    from preprocess.inputs import require
-    from preprocess.labels import build_labels
+    from tfbs.labels import build_labels
+    from tfbs.storage import require
 
     data = config.data
     if not data.cells:

@@ -31,11 +31,10 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     """Write the submission, check it against the regions, draw its tracks; returns its number of rows."""
-    from preprocess.inputs import require
     from tf_models.predict import check_and_draw, predict_regions
     from tfbs.lineage import EXPORT_METADATA, chosen_version, export_uri, report_uri
     from tfbs.session import spark_session
-    from tfbs.storage import to_uri
+    from tfbs.storage import require, to_uri
 
     regions = require(to_uri(args.regions), "regions file")
     version = chosen_version(config.run_dir, args.model_version)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from tfbs.config import PipelineConfig
 
 if TYPE_CHECKING:
-    from preprocess.manifest import Manifest
+    from tfbs.manifest import Manifest
 
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> Manifest:

@@ -20,10 +20,10 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     A version already trained from these shards and this ``train`` section
     is not trained again, and no Spark starts.
     """
-    from preprocess.manifest import read_manifest
     from tf_models.distributed import prepare_version, train_on_spark, up_to_date_summary
     from tf_models.gpus import gpu_spark_conf
     from tfbs.lineage import export_uri
+    from tfbs.manifest import read_manifest
     from tfbs.session import spark_session
     from tfbs.storage import is_remote, local_path
 

@@ -20,8 +20,8 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     Run after ``tfbs demo`` (or train and evaluate): it reads the shards'
     manifest and the LATEST version's report.
     """
-    from preprocess.manifest import read_manifest
     from tf_models.unseen.run import run_unseen
+    from tfbs.manifest import read_manifest
 
     result = run_unseen(config, read_manifest(config.shards_uri))
     print(f"unseen: {result['uri']}")

@@ -30,12 +30,9 @@ from typing import Any, Literal
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from preprocess import manifest as manifest_io
 from preprocess.fingerprint import changed_inputs, input_fingerprint
-from preprocess.genome import load_chromosome, read_fai, window_status
 from preprocess.inputs import check_preprocess_inputs
 from preprocess.label_reader import LabelPiece, ReadReport, read_label_file
-from preprocess.records import RecordLayout
 from preprocess.sampling import draw_probabilities
 from preprocess.segregate import (
     BLACKLIST,
@@ -51,11 +48,14 @@ from preprocess.shard_writer import (
     write_chromosome,
     write_dealt_records,
 )
+from tfbs import manifest as manifest_io
 from tfbs import storage
 from tfbs.config import DataConfig, PipelineConfig, PreprocessConfig
 from tfbs.dream import TEST, TRAIN, VALID, read_bed_intervals, split_of
 from tfbs.errors import BadInputError
+from tfbs.genome import load_chromosome, read_fai, window_status
 from tfbs.proteins import read_protein_fasta
+from tfbs.records import RecordLayout
 
 log = logging.getLogger("tfbs.preprocess")
 
@@ -282,7 +282,7 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
         A malformed input line (``bad_rows=fail``), naming file and line.
     pydantic.ValidationError
         If the manifest does not validate, e.g. a TF/cell's outcomes do not
-        add up to its input rows (:class:`preprocess.manifest.ManifestMismatchError`).
+        add up to its input rows (:class:`tfbs.manifest.ManifestMismatchError`).
     """
     started = time.monotonic()
     data, pp = config.data, config.preprocess

@@ -25,7 +25,6 @@ the block size: HDFS files are hashed.
 from __future__ import annotations
 
 import base64
-import hashlib
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,13 +33,12 @@ from typing import Any
 from preprocess.inputs import check_preprocess_inputs
 from tfbs import storage
 from tfbs.config import DataConfig, PipelineConfig
+from tfbs.storage import sha256_of
 
 log = logging.getLogger("tfbs.preprocess")
 
 #: Sections of the configuration that determine the shards.
 SHARD_SECTIONS = {"data", "preprocess"}
-#: Bytes read at a time while hashing: large reads keep remote stores streaming.
-HASH_BLOCK_BYTES = 8 << 20
 #: Files hashed at once (I/O of one overlaps hashing of another; hashlib releases the GIL).
 _HASH_THREADS = 4
 
@@ -76,26 +74,6 @@ def preprocess_inputs(data: DataConfig, cells_by_tf: dict[str, list[str]]) -> di
     if data.blacklist is not None:
         files["blacklist"] = data.blacklist
     return dict(sorted(files.items()))
-
-
-def sha256_of(uri: str) -> tuple[str, int]:
-    """SHA-256 (hex) and size of the bytes at ``uri`` (a URI or local path), as stored.
-
-    Examples
-    --------
-    >>> import tempfile, pathlib
-    >>> path = pathlib.Path(tempfile.mkdtemp()) / "x"
-    >>> _ = path.write_bytes(b"abc")
-    >>> sha256_of(str(path))
-    ('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 3)
-    """
-    digest = hashlib.sha256()
-    size = 0
-    with storage.open_input(uri, compression=None) as stream:
-        while chunk := stream.read(HASH_BLOCK_BYTES):
-            digest.update(chunk)
-            size += len(chunk)
-    return digest.hexdigest(), size
 
 
 def _store_checksum(uri: str) -> dict[str, Any] | None:

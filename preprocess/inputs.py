@@ -2,20 +2,14 @@
 
 from __future__ import annotations
 
-from preprocess.genome import check_fasta_index
 from tfbs import storage
 from tfbs.bed import read_bed
 from tfbs.config import DataConfig
 from tfbs.dream import parse_label_header
-from tfbs.errors import BadInputError, MissingInputError
+from tfbs.errors import BadInputError
+from tfbs.genome import check_fasta_index
 from tfbs.proteins import read_protein_fasta
-
-
-def require(uri: str | None, what: str) -> str:
-    """Return ``uri`` if it exists, else raise :class:`MissingInputError`."""
-    if uri is None or not storage.exists(uri):
-        raise MissingInputError(f"{uri}: {what} not found")
-    return uri
+from tfbs.storage import require
 
 
 def read_label_cells(labels_uri: str) -> list[str]:

@@ -2,7 +2,7 @@
 
 The label rows of a chromosome arrive as pieces; they are sorted, annotated
 by bedtools (blacklist, DNase overlap per cell), and every (bin, cell) gets
-an outcome from :data:`preprocess.manifest.OUTCOMES`:
+an outcome from :data:`tfbs.manifest.OUTCOMES`:
 
 - test chromosomes keep every bin (A included: evaluation removes it the
   official way), unless blacklisted or its window is unusable;
@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from preprocess import manifest as outcomes
-from preprocess.annotate import Intervals, overlap_flags
-from preprocess.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece
 from preprocess.sampling import uniform_draw
+from tfbs import manifest as outcomes
+from tfbs.annotate import Intervals, overlap_flags
 from tfbs.dream import TEST
+from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
 
 BLACKLIST = "blacklist"
 
@@ -112,7 +112,7 @@ def decide(
     seed
         Sampling seed.
     window_status
-        Per bin, from :func:`preprocess.genome.window_status`.
+        Per bin, from :func:`tfbs.genome.window_status`.
     """
     code = {name: i for i, name in enumerate(outcomes.OUTCOMES)}
     n, n_cells = bins.codes.shape

@@ -27,13 +27,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from preprocess import manifest as outcomes
-from preprocess.genome import gather_windows
 from preprocess.label_reader import CODE_B, LABEL_LETTERS
-from preprocess.records import RecordLayout, pack_records
 from preprocess.segregate import ChromBins, Decision
+from tfbs import manifest as outcomes
 from tfbs import storage
 from tfbs.dream import LABEL_CODES, TEST
+from tfbs.genome import gather_windows
+from tfbs.records import RecordLayout, pack_records
 
 _KEPT = outcomes.OUTCOMES.index("kept")
 #: Shard label codes (A = -1) by preprocessing code.
@@ -108,7 +108,7 @@ def write_chromosome(
     bins, cells, decision
         The annotated bins, their cell names and outcomes.
     chromosome
-        The chromosome's bases (:func:`preprocess.genome.load_chromosome`).
+        The chromosome's bases (:func:`tfbs.genome.load_chromosome`).
     context
         Output location and layout.
     """

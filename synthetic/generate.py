@@ -8,7 +8,7 @@ layout, everything the pipeline reads for a real DREAM run:
   narrowPeak.gz files; per cell a DNase conservative narrowPeak.gz;
 * the TF protein FASTA;
 * per TF the label file ``<TF>.train.labels.tsv.gz``, built from those peaks
-  with the official bedtools rule (:mod:`preprocess.labels`) on *all*
+  with the official bedtools rule (:mod:`tfbs.labels`) on *all*
   chromosomes, test chromosomes included, so the demo can be evaluated;
 * per TF the oracle ``<TF>.oracle.tsv.gz``: for each test bin and cell, the
   probability the simulation gave it of being labelled B
@@ -29,7 +29,6 @@ from pathlib import Path
 
 import numpy as np
 
-from preprocess.labels import build_labels
 from synthetic.formats import (
     concat_peaks,
     write_bed_gz,
@@ -46,6 +45,7 @@ from synthetic.sites import MOTIFLESS, STRONG, WEAK, match_scores
 from tfbs.config import DataConfig, GenerateConfig
 from tfbs.dream import DREAM_TEST_CHROMS
 from tfbs.errors import ConfigError, MissingInputError
+from tfbs.labels import build_labels
 from tfbs.motifs import N_CODE, log_odds, read_meme
 from tfbs.storage import local_path
 
@@ -65,7 +65,7 @@ def generate_dataset(
     data
         Where to write it (``file://`` URIs or local paths only).
     jobs
-        Cells labelled concurrently by :func:`preprocess.labels.build_labels`.
+        Cells labelled concurrently by :func:`tfbs.labels.build_labels`.
 
     Returns
     -------

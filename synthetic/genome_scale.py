@@ -34,7 +34,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from preprocess.inputs import require
 from synthetic.formats import concat_peaks, write_narrowpeak_gz
 from synthetic.generate import check_generated_names, load_pwms, local_output
 from synthetic.peaks import peaks_around
@@ -45,7 +44,7 @@ from tfbs.config import DataConfig, GenerateConfig
 from tfbs.dream import read_chrom_sizes
 from tfbs.errors import ConfigError
 from tfbs.motifs import N_CODE
-from tfbs.storage import local_path
+from tfbs.storage import local_path, require
 
 #: N run at each chromosome end, as hg19's telomeres (capped at 2 % of a chromosome).
 TELOMERE_BP = 10_000

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preprocess.annotate import overlap_flags
-from preprocess.bedtools import BedtoolsError
+from tfbs.annotate import overlap_flags
+from tfbs.bedtools import BedtoolsError
 from tfbs.dream import BIN_SIZE, BIN_STEP
 
 

@@ -19,15 +19,15 @@ from conftest import DEMO_CONFIG, REPO, small_config
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from preprocess.genome import check_fasta_index
 from preprocess.inputs import check_preprocess_inputs, read_label_cells
 from preprocess.label_reader import LabelPiece, ReadReport, read_label_file
-from preprocess.labels import check_peak_files
 from tf_models.predict import _parse_regions
 from tfbs.bed import read_bed
 from tfbs.config import load_config
 from tfbs.dream import read_chrom_sizes
 from tfbs.errors import BadInputError, ConfigError, MissingInputError
+from tfbs.genome import check_fasta_index
+from tfbs.labels import check_peak_files
 from tfbs.proteins import read_protein_fasta
 from tfbs.storage import local_path
 
@@ -426,7 +426,7 @@ def test_preprocess_inputs_refuse_a_broken_copy(small_dataset, tmp_path, defect)
 
 def _tfbs_preprocess(root: str, tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "tfbs.cli", "preprocess", "--config", str(DEMO_CONFIG)]
+        [sys.executable, "-m", "jobs.cli", "preprocess", "--config", str(DEMO_CONFIG)]
         + [f"--set={o}" for o in (f"data.root={root}", f"run_dir={tmp_path / 'run'}", "data.tfs=[CTCF]", *overrides)],
         cwd=REPO,
         capture_output=True,

@@ -15,7 +15,7 @@ from tfbs.storage import STALE_TEMPORARY_AGE, temporary_name
 
 def _tfbs(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "tfbs.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=300
+        [sys.executable, "-m", "jobs.cli", *args], cwd=REPO, capture_output=True, text=True, timeout=300
     )
 
 

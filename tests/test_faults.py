@@ -40,10 +40,10 @@ import psutil
 import pytest
 from conftest import DEMO_CONFIG, SMALL_OVERRIDES, StreamedProcess
 
-from preprocess.manifest import MANIFEST_NAME, Manifest, read_manifest
 from tfbs import storage
 from tfbs.config import load_config
 from tfbs.errors import MissingInputError
+from tfbs.manifest import MANIFEST_NAME, Manifest, read_manifest
 from tfbs.session import _local_cluster_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -26,10 +26,10 @@ from conftest import small_config
 
 from preprocess.build_shards import build_shards, current_shards
 from preprocess.fingerprint import changed_inputs, input_fingerprint
-from preprocess.records import RecordLayout
 from tf_models.train_loop import TrainingRun
 from tfbs import storage
 from tfbs.errors import BadInputError
+from tfbs.records import RecordLayout
 from tfbs.storage import local_path
 
 # -- same-length edits of each input ------------------------------------------

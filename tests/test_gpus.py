@@ -121,7 +121,7 @@ def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(tfos, "run_cluster", lambda sc, main, node_args, **kw: seen.update(node_args))
     spark = type("FakeSpark", (), {"sparkContext": None})()
-    from preprocess.manifest import FileEntry, Manifest, SplitRecords
+    from tfbs.manifest import FileEntry, Manifest, SplitRecords
 
     records = SplitRecords(
         positives=[FileEntry(path="p.rec", rows=100, sha256="0" * 64)],

@@ -59,7 +59,7 @@ def first(spark, small_shards, tmp_path_factory):
 @pytest.fixture(scope="module")
 def other_shards(small_shards, tmp_path_factory):
     """A shard directory whose manifest differs from the session's (built a second later)."""
-    from preprocess.manifest import MANIFEST_NAME, Manifest
+    from tfbs.manifest import MANIFEST_NAME, Manifest
 
     shared, manifest = small_shards
     changed = manifest.model_copy(update={"created_unix": manifest.created_unix + 1})

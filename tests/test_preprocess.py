@@ -14,9 +14,9 @@ from conftest import small_config
 from pyfaidx import Fasta
 
 from preprocess.build_shards import build_shards
-from preprocess.genome import window_starts
 from preprocess.inputs import check_preprocess_inputs
 from tfbs.errors import BadInputError, MissingInputError
+from tfbs.genome import window_starts
 from tfbs.storage import local_path
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from preprocess.records import RecordLayout, write_record_file
 from tf_models.encoding import dna_one_hot, reverse_complement
 from tf_models.input_pipeline import make_dataset
+from tfbs.records import RecordLayout, write_record_file
 
 LAYOUT = RecordLayout(window=8)
 

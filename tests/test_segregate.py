@@ -7,12 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preprocess.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N, window_status
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece
-from preprocess.manifest import OUTCOMES
 from preprocess.sampling import uniform_draw
 from preprocess.segregate import BLACKLIST, ChromBins, annotate_bins, class_counts, decide, dnase_source
 from tfbs.dream import BIN_STEP, TEST, TRAIN, VALID
+from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N, window_status
+from tfbs.manifest import OUTCOMES
 
 U, B, A = CODE_U, CODE_B, CODE_A
 KEPT, BLACKLISTED, AMBIGUOUS, NOT_DRAWN, OUT_OF_BOUNDS, TOO_MANY_N = (

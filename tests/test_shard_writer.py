@@ -13,13 +13,13 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from preprocess.genome import gather_windows, window_status
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U
-from preprocess.manifest import OUTCOMES, CellOutcomes, ManifestMismatchError, check_accounting, tally_outcomes
-from preprocess.records import RecordLayout
 from preprocess.segregate import ChromBins, Decision, decide
 from preprocess.shard_writer import ShardContext, deal_records, tally, write_chromosome, write_dealt_records
 from tfbs.dream import BIN_STEP, TEST, TRAIN
+from tfbs.genome import gather_windows, window_status
+from tfbs.manifest import OUTCOMES, CellOutcomes, ManifestMismatchError, check_accounting, tally_outcomes
+from tfbs.records import RecordLayout
 from tfbs.storage import local_path, to_uri
 
 WINDOW = 400

@@ -199,8 +199,8 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
     import pyarrow.parquet as pq
     from pyfaidx import Fasta
 
-    from preprocess.genome import window_starts
     from tf_models.predict import predict_regions
+    from tfbs.genome import window_starts
 
     config, manifest, summary = trained
     test_files = [local_path(f.path) for f in manifest.parquet["test"] if "/CTCF/" in f.path]

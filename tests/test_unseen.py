@@ -11,7 +11,6 @@ import pytest
 import tensorflow as tf
 from conftest import model_inputs, small_config
 
-from preprocess.records import RecordLayout
 from tf_models.unseen.domains import domains_only
 from tf_models.unseen.proteins import identical_aligned_residues, nearest_protein, protein_identity, shuffled_protein
 from tf_models.unseen.run import held_out_config, run_unseen
@@ -20,6 +19,7 @@ from tf_models.unseen.shards import count_by_tf, without_tf
 from tf_models.unseen.table import COLUMNS, INPUTS, JSON_NAME, PNG_NAME, family_note
 from tfbs import lineage as versions
 from tfbs.errors import BadInputError, ConfigError, MissingInputError
+from tfbs.records import RecordLayout
 from tfbs.storage import local_path
 
 PROTEIN = "MSTEKLAGHWQRPDYNVCFIAAKKLLEEGG" * 10

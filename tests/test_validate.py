@@ -80,7 +80,7 @@ def test_a_plain_text_submission_is_refused(files):
 
 def test_tfbs_validate_says_valid_or_names_the_line(files):
     regions, submission = files
-    command = [sys.executable, "-m", "tfbs.cli", "validate", "--regions", regions, "--submission"]
+    command = [sys.executable, "-m", "jobs.cli", "validate", "--regions", regions, "--submission"]
     good = subprocess.run([*command, submission(_rows())], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert good.returncode == 0, good.stderr
     assert good.stdout.strip().endswith("valid: 5 rows, one per region, in order, probabilities in [0, 1]")

@@ -28,11 +28,11 @@ import threading
 import time
 from pathlib import Path
 
-from preprocess.manifest import Manifest
 from tfbs import lineage as versions
 from tfbs import storage
 from tfbs.config import PipelineConfig
 from tfbs.lineage import Lineage
+from tfbs.manifest import Manifest
 
 log = logging.getLogger("tfbs.train")
 

@@ -25,8 +25,6 @@ from typing import Any
 import numpy as np
 from pyspark.sql import SparkSession
 
-from preprocess.genome import gather_windows, load_chromosome, read_fai
-from preprocess.manifest import Manifest
 from tf_models.baselines import OracleTable, bin_motif_scores, motif_log_odds
 from tf_models.model_dir import local_export
 from tfbs import lineage as versions
@@ -34,7 +32,9 @@ from tfbs import storage
 from tfbs.config import DataConfig, EvaluateConfig, PipelineConfig
 from tfbs.dream import TEST
 from tfbs.errors import BelowFloorError
+from tfbs.genome import gather_windows, load_chromosome, read_fai
 from tfbs.lineage import Lineage
+from tfbs.manifest import Manifest
 
 log = logging.getLogger("tfbs.evaluate")
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from preprocess.records import RecordLayout
 from tf_models.encoding import DNA_CHANNELS, dna_indices, reverse_complement_indices
+from tfbs.records import RecordLayout
 
 
 def decode_batch(records: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | None = None) -> dict[str, tf.Tensor]:

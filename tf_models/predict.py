@@ -18,13 +18,13 @@ import numpy as np
 from pyspark import RDD
 from pyspark.sql import SparkSession
 
-from preprocess.annotate import overlap_flags
-from preprocess.genome import gather_windows, load_chromosome, read_fai
 from tf_models.model_dir import local_export
 from tfbs import storage
+from tfbs.annotate import overlap_flags
 from tfbs.config import PipelineConfig
 from tfbs.dream import read_bed_intervals
 from tfbs.errors import BadInputError, bad_input_in
+from tfbs.genome import gather_windows, load_chromosome, read_fai
 from tfbs.lineage import EXPORT_METADATA
 from tfbs.proteins import read_protein_fasta
 

@@ -28,9 +28,6 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from preprocess.fingerprint import HASH_BLOCK_BYTES, sha256_of
-from preprocess.manifest import Manifest
-from preprocess.records import RecordLayout
 from tf_models.encoding import protein_one_hot
 from tf_models.input_pipeline import make_dataset, positives_per_batch
 from tf_models.model import TFBSModel, build_model
@@ -39,7 +36,10 @@ from tf_models.optimizer import LockedAdam
 from tfbs import storage
 from tfbs.config import ModelConfig, TrainConfig
 from tfbs.errors import BadInputError
+from tfbs.manifest import Manifest
 from tfbs.proteins import protein_table
+from tfbs.records import RecordLayout
+from tfbs.storage import HASH_BLOCK_BYTES, sha256_of
 
 log = logging.getLogger("tfbs.train")
 

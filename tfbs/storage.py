@@ -28,6 +28,7 @@ import contextlib
 import errno
 import functools
 import gzip
+import hashlib
 import io
 import os
 import re
@@ -48,6 +49,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from tfbs import interrupts
+from tfbs.errors import MissingInputError
 
 _REMOTE_SCHEMES = ("hdfs", "gs", "gcs", "s3", "s3a")
 _GCS_SCHEMES = ("gs", "gcs")
@@ -877,3 +879,38 @@ def write_through_local(uri: str, write: Callable[[str], None]) -> None:
         staged = Path(scratch) / urlparse(uri).path.rsplit("/", 1)[-1]
         write(str(staged))
         upload_file(staged, uri)
+
+
+# --------------------------------------------------------------------------
+# Inputs
+# --------------------------------------------------------------------------
+
+#: Bytes read at a time while hashing: large reads keep remote stores streaming.
+HASH_BLOCK_BYTES = 8 << 20
+
+
+def sha256_of(uri: str) -> tuple[str, int]:
+    """SHA-256 (hex) and size of the bytes at ``uri`` (a URI or local path), as stored.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "x"
+    >>> _ = path.write_bytes(b"abc")
+    >>> sha256_of(str(path))
+    ('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 3)
+    """
+    digest = hashlib.sha256()
+    size = 0
+    with open_input(uri, compression=None) as stream:
+        while chunk := stream.read(HASH_BLOCK_BYTES):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def require(uri: str | None, what: str) -> str:
+    """Return ``uri`` if it exists, else raise :class:`MissingInputError`."""
+    if uri is None or not exists(uri):
+        raise MissingInputError(f"{uri}: {what} not found")
+    return uri

@@ -67,9 +67,9 @@ def top_predictions(spark: SparkSession, predictions_uri: str, top_n: int) -> li
 
 def _windows_and_dnase(config: PipelineConfig, rows: list[tuple], window: int, uses_dnase: bool) -> tuple[list, list]:
     """The genome window and DNase overlap of each row, cut on the driver (a few hundred rows)."""
-    from preprocess.annotate import overlap_flags
-    from preprocess.genome import gather_windows, load_chromosome, read_fai
+    from tfbs.annotate import overlap_flags
     from tfbs.dream import read_bed_intervals
+    from tfbs.genome import gather_windows, load_chromosome, read_fai
 
     fasta, fai = config.data.genome_fasta, read_fai(config.data.genome_fasta)
     windows: list = [None] * len(rows)

@@ -262,7 +262,7 @@ def collect(
         The shard manifest (pydantic object, dict or JSON text); if None,
         ``read_manifest(shards_uri)`` of the version's lineage, if given.
     read_manifest
-        Reads a shard directory's manifest (``preprocess.manifest.read_manifest``).
+        Reads a shard directory's manifest (``tfbs.manifest.read_manifest``).
     table_uris
         ``tf -> {baseline: URI}`` of the generator's per-bin tables
         (``DataConfig.generator_table_uris``), for the oracle's and the

@@ -14,7 +14,6 @@ import json
 import logging
 import time
 
-from preprocess.manifest import Manifest
 from tf_models.unseen.proteins import nearest_protein, shuffled_protein
 from tf_models.unseen.score import auprc_by_cell, load_exported_model, read_test_rows, score_rows
 from tf_models.unseen.shards import without_tf
@@ -24,6 +23,7 @@ from tfbs import storage
 from tfbs.config import PipelineConfig
 from tfbs.dream import TEST
 from tfbs.errors import ConfigError, MissingInputError
+from tfbs.manifest import Manifest
 
 log = logging.getLogger("tfbs.unseen")
 

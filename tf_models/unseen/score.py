@@ -16,12 +16,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import tensorflow as tf
 
-from preprocess.genome import gather_windows, load_chromosome, read_fai
 from tf_models.baselines import bin_motif_scores
 from tf_models.encoding import dna_one_hot, protein_one_hot
 from tf_models.model import build_model
 from tfbs import storage
 from tfbs.config import ModelConfig
+from tfbs.genome import gather_windows, load_chromosome, read_fai
 from tfbs.metrics import score_predictions
 from tfbs.proteins import protein_table
 

@@ -12,9 +12,9 @@ import hashlib
 
 import numpy as np
 
-from preprocess.manifest import FileEntry, Manifest, SplitRecords
-from preprocess.records import RecordLayout
 from tfbs import storage
+from tfbs.manifest import FileEntry, Manifest, SplitRecords
+from tfbs.records import RecordLayout
 
 
 def filter_record_file(source: str, target: str, layout: RecordLayout, new_index: np.ndarray) -> FileEntry:

@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from preprocess.bedtools import run_bedtools
+from tfbs.bedtools import run_bedtools
 from tfbs.dream import BIN_SIZE
 
 #: ``{source name: (starts, ends)}`` of the intervals on one chromosome.

@@ -227,7 +227,7 @@ def read_manifest(shards_uri: str) -> Manifest:
     BadInputError
         If it is of another schema version or does not validate.
     """
-    from preprocess.inputs import require
+    from tfbs.storage import require
 
     target = require(f"{shards_uri}/{MANIFEST_NAME}", "shard manifest (run `tfbs preprocess` first)")
     try:

@@ -35,8 +35,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from preprocess.bedtools import run_bedtools
 from tfbs.bed import read_bed
+from tfbs.bedtools import run_bedtools
 from tfbs.dream import BIN_SIZE, BIN_STEP, read_chrom_sizes
 from tfbs.errors import BadInputError, MissingInputError
 from tfbs.storage import local_path
@@ -233,7 +233,7 @@ def build_labels(
         If a peak file is missing.
     BadInputError
         A malformed sizes, peak or blacklist line (:func:`check_peak_files`).
-    preprocess.bedtools.BedtoolsError
+    tfbs.bedtools.BedtoolsError
         If bedtools is missing or fails.
     """
     log = logging.getLogger("tfbs.labels")
