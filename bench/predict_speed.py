@@ -3,12 +3,13 @@
 On the demo's LATEST model and genome (``make demo`` first), in one run on
 the same cores:
 
-- ``tfbs predict``'s Spark job (``predict_regions`` on ``local[2]``, the
-  session already up) over every 200 bp bin of the genome (``--chroms`` to
-  choose);
+- ``tfbs predict``'s Spark job (``predict_targets`` on ``local[2]``, the
+  session already up) over every 200 bp bin of the genome, for the first
+  TF/cell, or for several TFs in that cell (``--tfs``: one task cuts each
+  window once for all of them);
 - a plain Python loop over the same SavedModel, one region per call, on a
   sample of those bins;
-- the SavedModel alone on batches of ``evaluate.batch_size`` windows already
+- the SavedModel alone on batches of ``predict.batch_size`` windows already
   cut (the model's batched throughput: what the job can at most reach).
 
 Prints the rates, the ratios (job / loop, job / model) and the hours for the
@@ -33,13 +34,14 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from tf_models.model_dir import local_export
-from tf_models.predict import predict_regions, write_genome_bins
+from tf_models.predict import Target, predict_targets
 from tfbs import storage
 from tfbs.config import load_config
 from tfbs.genome import gather_windows, load_chromosome, read_fai
 from tfbs.lineage import EXPORT_METADATA, chosen_version, export_uri
 from tfbs.proteins import read_protein_fasta
 from tfbs.session import spark_session
+from tfbs.submission import genome_bins
 
 #: Bins per TF/cell in the challenge's test regions (hg19, 50 bp stride).
 CHALLENGE_BINS = 60_000_000
@@ -63,7 +65,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="conf/demo.yaml")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
-    parser.add_argument("--chroms", nargs="*", default=None, help="chromosomes scored (default: the whole genome)")
+    parser.add_argument(
+        "--tfs", default=None, help="TFs scored in the first cell, comma-separated (default: the first)"
+    )
     parser.add_argument("--loop-rows", type=int, default=300, help="regions scored one per call")
     parser.add_argument("--model-rows", type=int, default=8192, help="windows the batched model rate is timed on")
     args = parser.parse_args()
@@ -71,25 +75,26 @@ def main() -> None:
     version = chosen_version(config.run_dir)
     export = export_uri(config.run_dir, version)
     metadata = json.loads(storage.read_text(f"{export}/{EXPORT_METADATA}"))
-    tf_name, cell = metadata["tfs"][0], metadata["cells"][0]
+    tf_names, cell = (args.tfs.split(",") if args.tfs else metadata["tfs"][:1]), metadata["cells"][0]
+    tf_name = tf_names[0]
     protein = read_protein_fasta(config.data.proteins_fasta)[tf_name]
     out_dir = Path("build/bench")
     out_dir.mkdir(parents=True, exist_ok=True)
-    regions = storage.to_uri(out_dir / "predict_regions.bed.gz")
     fai = read_fai(config.data.genome_fasta)
-    bins = write_genome_bins(config.data.genome_fasta, args.chroms or list(fai), regions)
+    bins = sum(1 for _ in genome_bins(config.data.genome_fasta))
+    targets = [Target(name, cell, storage.to_uri(out_dir / f"F.{name}.{cell}.tab.gz")) for name in tf_names]
 
     with spark_session(config.spark, app_suffix="-bench-predict") as spark:
         started = time.perf_counter()
-        predict_regions(spark, config, export, regions, tf_name, cell, storage.to_uri(out_dir / "F.bench.tab.gz"))
-        job_rate = bins / (time.perf_counter() - started)
+        predict_targets(spark, config, export, None, targets)
+        job_rate = bins * len(targets) / (time.perf_counter() - started)
 
     serve = tf.saved_model.load(local_export(export)).signatures["serving_default"]
     chrom = max(config.preprocess.test_chroms, key=lambda c: fai[c].length)
     sequence = load_chromosome(config.data.genome_fasta, fai[chrom])
     starts = np.arange(0, fai[chrom].length - 200, 50, dtype=np.int64)
     windows = gather_windows(sequence, np.resize(starts, args.model_rows), metadata["window"])
-    cell_index, batch = metadata["cells"].index(cell), config.evaluate.batch_size
+    cell_index, batch = metadata["cells"].index(cell), config.predict.batch_size
 
     serve(**_serve_inputs(windows[:1], protein, cell_index))  # trace once
     started = time.perf_counter()
@@ -106,8 +111,9 @@ def main() -> None:
 
     result = {
         "version": version,
-        "tf_cell": f"{tf_name}/{cell}",
+        "tf_cells": [f"{name}/{cell}" for name in tf_names],
         "bins": bins,
+        "rows_per_part": config.predict.rows_per_part,
         "job_bins_per_s": round(job_rate),
         "loop_bins_per_s": round(loop_rate, 1),
         "model_bins_per_s": round(model_rate),

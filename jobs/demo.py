@@ -19,29 +19,25 @@ from tfbs.config import PipelineConfig
 log = logging.getLogger("tfbs.demo")
 
 
-def _predict_test_chromosomes(config: PipelineConfig, args: argparse.Namespace | None) -> int:
-    """Every bin of the test chromosomes scored for the report's first TF/cell: a validated submission and tracks."""
+def _predict_genome(config: PipelineConfig, args: argparse.Namespace | None) -> int:
+    """Every bin of the genome scored for the report's first TF/cell: a validated submission and tracks."""
     import json
 
     from jobs import predict
-    from tf_models.predict import write_genome_bins
     from tfbs import storage
     from tfbs.lineage import run_report_uri
 
     first = sorted(json.loads(storage.read_text(f"{run_report_uri(config.run_dir)}/report.json"))["results"])[0]
     tf_name, cell = first.split("/")
-    regions = f"{config.run_dir}/regions/test_chromosomes.bins.bed.gz"
-    bins = write_genome_bins(config.data.genome_fasta, config.preprocess.test_chroms, regions)
-    log.info("scoring %d bins of %s for %s in %s", bins, ", ".join(config.preprocess.test_chroms), tf_name, cell)
-    options = argparse.Namespace(regions=regions, tf=tf_name, cell=cell, out=None, model_version=None)
+    options = argparse.Namespace(regions=None, tf=tf_name, cell=cell, out=None, model_version=None)
     return predict.run(config, options)
 
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """generate -> preprocess -> train -> evaluate -> predict -> explain -> the HTML report; returns the report.
 
-    predict scores every bin of the test chromosomes for one TF/cell: a
-    submission checked against its regions, a bigWig and a BED of calls.
+    predict scores every bin of the genome for one TF/cell: a submission
+    checked against the genome's bins, a bigWig and a BED of calls.
     """
     from jobs import evaluate, explain, generate, preprocess, report, train
     from tfbs.lineage import run_report_uri
@@ -52,7 +48,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
         ("preprocess", preprocess.run),
         ("train", train.run),
         ("evaluate", evaluate.run),
-        ("predict", _predict_test_chromosomes),
+        ("predict", _predict_genome),
         ("explain", explain.run),
         ("report", report.run),
     )

@@ -1,4 +1,4 @@
-"""Score a regions file for one TF and cell as a DREAM submission (``tfbs predict``)."""
+"""Score a regions file, or every bin of the genome, for TF/cells as DREAM submissions (``tfbs predict``)."""
 
 from __future__ import annotations
 
@@ -15,11 +15,17 @@ from tfbs.config import PipelineConfig
 
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--regions", required=True, help="BED(.gz) of 200 bp regions (ladder or test)")
-    parser.add_argument("--tf", required=True, help="TF name in the protein FASTA (seen in training or not)")
-    parser.add_argument("--cell", required=True, help="cell type known to the model")
     parser.add_argument(
-        "--out", default=None, help="output URI (default: <run_dir>/models/<version>/report/F.<TF>.<CELL>.tab.gz)"
+        "--regions",
+        default=None,
+        help="BED(.gz) of 200 bp regions (ladder or test); default: every bin of the genome at 50 bp stride",
+    )
+    parser.add_argument("--tf", required=True, help="TF name(s) in the protein FASTA, comma-separated (seen or not)")
+    parser.add_argument("--cell", required=True, help="cell type(s) known to the model, comma-separated")
+    parser.add_argument(
+        "--out",
+        default=None,
+        help="output URI, for one TF and one cell (default: <run_dir>/models/<version>/report/F.<TF>.<CELL>.tab.gz)",
     )
     parser.add_argument(
         "--model-version",
@@ -30,27 +36,41 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(config: PipelineConfig, args: argparse.Namespace) -> int:
-    """Write the submission, check it against the regions, draw its tracks; returns its number of rows."""
-    from tf_models.predict import check_and_draw, predict_regions
+    """Write a submission per TF/cell, check each against the regions, draw its tracks; returns the rows of each."""
+    from tf_models.predict import Target, predict_targets
+    from tf_models.submission_outputs import check_and_draw
+    from tfbs.errors import ConfigError
     from tfbs.lineage import EXPORT_METADATA, chosen_version, export_uri, report_uri
     from tfbs.session import spark_session
     from tfbs.storage import require, to_uri
 
-    regions = require(to_uri(args.regions), "regions file")
+    regions = require(to_uri(args.regions), "regions file") if args.regions else None
     version = chosen_version(config.run_dir, args.model_version)
     export = export_uri(config.run_dir, version)
     require(f"{export}/{EXPORT_METADATA}", f"exported model of version {version} (run `tfbs train` first)")
-    out = to_uri(args.out) if args.out else f"{report_uri(config.run_dir, version)}/F.{args.tf}.{args.cell}.tab.gz"
+    pairs = [(tf, cell) for tf in args.tf.split(",") for cell in args.cell.split(",")]
+    if args.out and len(pairs) > 1:
+        raise ConfigError(f"--out names one submission; {len(pairs)} TF/cells were asked for (leave --out out)")
+    targets = [
+        Target(
+            tf, cell, to_uri(args.out) if args.out else f"{report_uri(config.run_dir, version)}/F.{tf}.{cell}.tab.gz"
+        )
+        for tf, cell in pairs
+    ]
     with spark_session(config.spark, app_suffix="-predict") as spark:
-        count = predict_regions(spark, config, export, regions, args.tf, args.cell, out)
-    summary = check_and_draw(config, version, regions, out, args.tf, args.cell, count)
-    print(f"submission: {out} ({count} rows, model version {version}), valid against {regions}")
-    print(f"track: {summary['bigWig']}")
-    if summary["BED"]:
-        threshold, called = summary["10% FDR threshold"], summary["bins called"]
-        print(f"calls at 10% FDR (probability >= {threshold:.4f}): {summary['BED']} ({called} bins)")
-    else:
-        print(f"no BED of calls: version {version}'s evaluation has no 10% FDR threshold for {args.tf}/{args.cell}")
+        count = predict_targets(spark, config, export, regions, targets)
+    against = regions or f"every bin of {config.data.genome_fasta}"
+    for target in targets:
+        summary = check_and_draw(config, version, regions, target.out_uri, target.tf, target.cell, count)
+        print(f"submission: {target.out_uri} ({count} rows, model version {version}), valid against {against}")
+        print(f"track: {summary['bigWig']}")
+        if summary["BED"]:
+            threshold, called = summary["10% FDR threshold"], summary["bins called"]
+            print(f"calls at 10% FDR (probability >= {threshold:.4f}): {summary['BED']} ({called} bins)")
+        else:
+            print(
+                f"no BED of calls: version {version}'s evaluation has no 10% FDR threshold for {target.tf}/{target.cell}"
+            )
     return count
 
 

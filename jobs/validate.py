@@ -16,7 +16,11 @@ from tfbs.config import PipelineConfig
 
 def _arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--submission", required=True, help="F.<TF>.<CELL>.tab.gz to check")
-    parser.add_argument("--regions", required=True, help="the regions BED(.gz) it answers (ladder or test)")
+    parser.add_argument(
+        "--regions",
+        default=None,
+        help="the regions BED(.gz) it answers (ladder or test); default: every bin of the genome (data.genome_fasta)",
+    )
 
 
 def run(config: PipelineConfig, args: argparse.Namespace) -> int:
@@ -25,7 +29,8 @@ def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     from tfbs.submission import validate_submission
 
     submission = to_uri(args.submission)
-    count = validate_submission(submission, to_uri(args.regions))
+    regions = to_uri(args.regions) if args.regions else None
+    count = validate_submission(submission, regions, config.data.genome_fasta)
     print(f"{submission}: valid: {count} rows, one per region, in order, probabilities in [0, 1]")
     return count
 

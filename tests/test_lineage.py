@@ -283,8 +283,8 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
     # A submission of every bin of chr8 (two partitions' worth), validated, with its tracks.
     import pyBigWig
 
-    from tf_models.predict import write_genome_bins
     from tf_models.tracks import read_submission, step_maxima
+    from tfbs.submission import write_genome_bins
 
     bins = write_genome_bins(config.data.genome_fasta, ["chr8"], storage.to_uri(tmp_path / "chr8.bed.gz"))
     assert bins == (60000 - 200) // 50 + 1

@@ -231,6 +231,69 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
     np.testing.assert_allclose([float(p) for *_, p in submitted], expected, atol=2e-6)
 
 
+def test_genome_wide_prediction_in_parts_joins_in_order_and_reuses_finished_parts(
+    spark, trained, tmp_path, monkeypatch
+):
+    """Two TF/cells over every bin of the genome, in parts of 4,000 bins; a run killed before the join is resumed."""
+    import gzip
+
+    from tf_models import predict
+    from tfbs import storage
+    from tfbs.submission import genome_bins, validate_submission
+
+    config, _, summary = trained
+    config = config.model_copy(update={"predict": config.predict.model_copy(update={"rows_per_part": 4000})})
+    export = versions.export_uri(config.run_dir, summary["version"])
+    targets = [
+        predict.Target(tf, cell, f"file://{tmp_path}/F.{tf}.{cell}.tab.gz")
+        for tf, cell in [("CTCF", "K562"), ("FOXA1", "HepG2")]
+    ]
+    bins = list(genome_bins(config.data.genome_fasta))
+    parts = -(-len(bins) // 4000)
+    assert parts >= 3
+
+    def killed(*_):
+        raise RuntimeError("killed before the join")
+
+    monkeypatch.setattr(storage, "concatenate", killed)
+    with pytest.raises(RuntimeError, match="killed before the join"):
+        predict.predict_targets(spark, config, export, None, targets)
+    monkeypatch.undo()
+    parts_dirs = sorted(tmp_path.glob("F.*.parts-*"))
+    assert [sorted(p.name for p in d.iterdir()) for d in parts_dirs] == [[f"part-{i:05d}.gz" for i in range(parts)]] * 2
+    assert not any(tmp_path.glob("*.tab.gz"))
+    # Mark one finished part of the first TF/cell: the rerun must join it as it is, not score it again
+    # (seven decimals: the model's rows have six). Drop one of the second's: the rerun scores it.
+    marked = next(d for d in parts_dirs if d.name.startswith("F.CTCF.K562"))
+    rows = gzip.decompress((marked / "part-00001.gz").read_bytes()).decode().splitlines()
+    marker = "".join(f"{row.rsplit(chr(9), 1)[0]}\t0.1234567\n" for row in rows)
+    (marked / "part-00001.gz").write_bytes(gzip.compress(marker.encode()))
+    next(d for d in parts_dirs if d.name.startswith("F.FOXA1.HepG2")).joinpath("part-00002.gz").unlink()
+
+    assert predict.predict_targets(spark, config, export, None, targets) == len(bins)
+    assert not any(tmp_path.glob("F.*.parts-*"))
+    for target in targets:
+        assert validate_submission(target.out_uri, None, config.data.genome_fasta) == len(bins)
+        submitted = [
+            line.split("\t")
+            for line in gzip.decompress(Path(local_path(target.out_uri)).read_bytes()).decode().splitlines()
+        ]
+        assert [(c, int(s), int(e)) for c, s, e, _ in submitted] == bins
+        reused = [i for i, row in enumerate(submitted) if row[3] == "0.1234567"]
+        assert reused == (list(range(4000, 8000)) if target.tf == "CTCF" else [])
+
+    # The same bins as a regions file, in another order, score the same.
+    picked = [0, 4100, 8200, len(bins) - 1]
+    regions = tmp_path / "picked.bed"
+    regions.write_text("".join("\t".join(map(str, bins[i])) + "\n" for i in reversed(picked)))
+    out = f"file://{tmp_path}/picked.tab.gz"
+    assert predict.predict_regions(spark, config, export, f"file://{regions}", "FOXA1", "HepG2", out) == 4
+    alone = [line.split("\t")[3] for line in gzip.decompress(Path(local_path(out)).read_bytes()).decode().splitlines()]
+    whole = gzip.decompress(Path(local_path(targets[1].out_uri)).read_bytes()).decode().splitlines()
+    expected = [float(whole[i].split("\t")[3]) for i in reversed(picked)]
+    np.testing.assert_allclose([float(p) for p in alone], expected, atol=2e-6)  # another batch, another rounding
+
+
 def test_export_equals_the_best_checkpoint(trained):
     """Early stopping is on by default: the export holds the best validation auPRC's weights."""
     from tf_models.model import build_model

@@ -87,3 +87,22 @@ def test_tfbs_validate_says_valid_or_names_the_line(files):
     bad = subprocess.run([*command, submission(_rows()[:4])], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines()[-1].startswith(f"error: {submission(_rows()[:4])}:5: ends after 4 rows")
+
+
+def test_a_genome_wide_submission_is_checked_against_every_bin_of_the_genome(tmp_path):
+    from tfbs.submission import genome_bins, write_genome_bins
+
+    fasta = tmp_path / "genome.fa"
+    fasta.write_text(">chr1\n" + "A" * 400 + "\n>chr2\n" + "C" * 260 + "\n")
+    (tmp_path / "genome.fa.fai").write_text("chr1\t400\t6\t400\t401\nchr2\t260\t413\t260\t261\n")
+    genome = storage.to_uri(fasta)
+    bins = list(genome_bins(genome))
+    assert bins == [("chr1", s, s + 200) for s in range(0, 201, 50)] + [("chr2", 0, 200), ("chr2", 50, 250)]
+    assert write_genome_bins(genome, ["chr2"], storage.to_uri(tmp_path / "chr2.bed.gz")) == 2
+
+    submission = tmp_path / "F.CTCF.K562.tab.gz"
+    submission.write_bytes(gzip.compress("".join(f"{c}\t{s}\t{e}\t0.5\n" for c, s, e in bins).encode()))
+    assert validate_submission(storage.to_uri(submission), None, genome) == 7
+    submission.write_bytes(gzip.compress("".join(f"{c}\t{s}\t{e}\t0.5\n" for c, s, e in bins[:6]).encode()))
+    with pytest.raises(BadInputError, match=r":7: ends after 6 rows; region chr2:50-250 \(line 7 of the regions\)"):
+        validate_submission(storage.to_uri(submission), None, genome)

@@ -1,18 +1,33 @@
-"""Predictions for a regions file, written as a DREAM submission.
+"""Predictions for a regions file, or every bin of the genome, written as DREAM submissions.
 
 ``F.<TF>.<CELL>.tab.gz``: no header, ``chr start stop probability``, rows
-in exactly the order of the regions (ladder or test) file. The TF's protein
-comes from the protein FASTA, so a TF the model never saw can be scored too.
+in exactly the order of the regions (ladder or test) file, or of the
+genome's bins (:func:`tfbs.submission.genome_bins`). The TF's protein comes
+from the protein FASTA, so a TF the model never saw can be scored too.
+
+The regions are cut into parts of ``predict.rows_per_part`` consecutive
+rows. One Spark task scores a part for every TF/cell of the run: it cuts
+the windows from the FASTA once, scores them in batches with the model its
+Python worker loaded once, and writes each TF/cell's rows as one gzip
+member, ``<submission>.parts-<key>/part-NNNNN.gz``. The driver then joins
+the members in order into the submission (several gzip members make one
+gzip file) without reading a row, and deletes the parts. A rerun after a
+failure keeps the parts already written; the key digests the model, the
+regions, the TF/cell and the part size, so a part is never taken from
+another prediction.
 """
 
 from __future__ import annotations
 
+import functools
 import gzip
-import io
+import hashlib
 import json
 import logging
-from collections import defaultdict
+import math
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from itertools import groupby
 
 import numpy as np
 from pyspark import RDD
@@ -22,17 +37,41 @@ from tf_models.model_dir import local_export
 from tfbs import storage
 from tfbs.annotate import overlap_flags
 from tfbs.config import PipelineConfig
-from tfbs.dream import read_bed_intervals
+from tfbs.dream import BIN_SIZE, BIN_STEP, read_bed_intervals
 from tfbs.errors import BadInputError, bad_input_in
 from tfbs.genome import gather_windows, load_chromosome, read_fai
 from tfbs.lineage import EXPORT_METADATA
 from tfbs.proteins import read_protein_fasta
+from tfbs.session import stage_progress
 
 log = logging.getLogger("tfbs.predict")
 
+Region = tuple[str, int, int]
+
+
+@dataclass(frozen=True)
+class Target:
+    """One submission of a run: a TF in a cell, written to ``out_uri``."""
+
+    tf: str
+    cell: str
+    out_uri: str
+
+
+@dataclass(frozen=True)
+class _Scoring:
+    """What every task needs, shipped once with the closure."""
+
+    export_uri: str
+    fasta_uri: str
+    window: int
+    batch: int
+    #: Per target: its protein, its cell's index in the model, its cell, its parts folder.
+    targets: tuple[tuple[str, int, str, str], ...]
+
 
 def _parse_regions(lines: Iterable[tuple[str, int]], uri: str, chrom_sizes: dict[str, int]) -> Iterator[tuple]:
-    """``(chrom, (start, stop, index))`` of each ``(line, index)`` of a regions BED, checked.
+    """``(index, (chrom, start, stop))`` of each ``(line, index)`` of a regions BED, checked.
 
     Raises
     ------
@@ -55,167 +94,212 @@ def _parse_regions(lines: Iterable[tuple[str, int]], uri: str, chrom_sizes: dict
             raise BadInputError(uri, line, f"chromosome {chrom!r} is not in the genome FASTA")
         if stop > chrom_sizes[chrom]:
             raise BadInputError(uri, line, f"stop {stop} is beyond the end of {chrom} ({chrom_sizes[chrom]} bp)")
-        yield chrom, (start, stop, index)
+        yield index, (chrom, start, stop)
 
 
-def _score_partition(
-    items, fasta_uri: str, dnase: dict, window: int, protein: str, cell_index: int, export_uri: str, batch: int
-):
-    """Score one partition's regions, a chromosome at a time."""
+def _part_uri(parts_dir: str, part: int) -> str:
+    return f"{parts_dir}/part-{part:05d}.gz"
+
+
+# A Python worker serves task after task (spark.python.worker.reuse): the
+# model and the last chromosome are loaded by its first task, not by each.
+@functools.lru_cache(maxsize=1)
+def _serving(export_uri: str):
     import tensorflow as tf
 
-    serve = tf.saved_model.load(local_export(export_uri)).signatures["serving_default"]
-    fai = read_fai(fasta_uri)
-    by_chrom: dict[str, list] = defaultdict(list)
-    for chrom, region in items:
-        by_chrom[chrom].append(region)
-    for chrom, regions in by_chrom.items():
-        if chrom not in fai:
-            raise BadInputError(fasta_uri, 0, f"chromosome {chrom!r} of the regions is not in the genome FASTA")
-        starts = np.array([start for start, _, _ in regions], dtype=np.int64)
-        unique, inverse = np.unique(starts, return_inverse=True)
-        is_open = overlap_flags(chrom, unique, {"dnase": dnase.get(chrom, (np.empty(0), np.empty(0)))})["dnase"]
-        windows = gather_windows(load_chromosome(fasta_uri, fai[chrom]), starts, window)
-        for first in range(0, len(regions), batch):
-            chunk = slice(first, first + batch)
-            n = len(regions[chunk])
-            out = serve(
-                dna=tf.constant([w.tobytes() for w in windows[chunk]]),
-                protein=tf.constant([protein.encode()] * n),
-                cell_index=tf.constant([cell_index] * n, tf.int32),
-                dnase=tf.constant(is_open[inverse[chunk]].astype(np.float32)),
-            )["probability"].numpy()
-            for (start, stop, line), p in zip(regions[chunk], out):
-                yield line, (chrom, start, stop, float(p))
+    return tf.saved_model.load(local_export(export_uri)).signatures["serving_default"]
 
 
-#: The report section predict fills (tf_models/report/collect.py draws it).
-PREDICTIONS_SECTION = "predictions.json"
-_SECTION_COLUMNS = ["TF/cell", "regions", "rows", "10% FDR threshold", "bins called", "submission", "bigWig", "BED"]
+@functools.lru_cache(maxsize=1)
+def _chromosome(fasta_uri: str, chrom: str) -> np.ndarray:
+    return load_chromosome(fasta_uri, read_fai(fasta_uri)[chrom])
 
 
-def record_prediction(report_dir: str, row: dict) -> None:
-    """Put one submission's summary in the version's ``predictions.json`` report section.
-
-    ``row`` holds the values of ``_SECTION_COLUMNS`` by name; an earlier row
-    of the same TF/cell is replaced.
-    """
-    uri = f"{report_dir}/{PREDICTIONS_SECTION}"
-    section = json.loads(storage.read_text(uri)) if storage.exists(uri) else {}
-    rows = [r for r in section.get("rows", []) if r[0] != row["TF/cell"]]
-    rows.append([row[column] for column in _SECTION_COLUMNS])
-    section = {
-        "title": "Predictions",
-        "columns": _SECTION_COLUMNS,
-        "rows": sorted(rows),
-        "notes": [
-            "Each submission was checked against its regions file as the challenge checked it (tfbs validate).",
-            "The BED holds the bins at or above the score with 10% FDR on the held-out test chromosomes.",
-        ],
-        "images": [],
-    }
-    storage.write_text(uri, json.dumps(section, indent=2))
+def _dnase_flags(chrom: str, starts: np.ndarray, cells: set[str], dnase: dict) -> dict[str, np.ndarray]:
+    """Per cell, whether each bin overlaps one of its DNase peaks (one bedtools run for all cells)."""
+    unique, inverse = np.unique(starts, return_inverse=True)
+    empty = (np.empty(0, np.int64), np.empty(0, np.int64))
+    flags = overlap_flags(chrom, unique, {cell: dnase.get(cell, {}).get(chrom, empty) for cell in cells})
+    return {cell: flags[cell][inverse].astype(np.float32) for cell in cells}
 
 
-def check_and_draw(
-    config: PipelineConfig, version: str, regions_uri: str, out_uri: str, tf_name: str, cell: str, count: int
-) -> dict:
-    """After :func:`predict_regions`: validate the submission, draw its tracks, add it to the report.
+def _probabilities(
+    scoring: _Scoring, targets: list[int], chrom: str, starts: np.ndarray, is_open: dict[str, np.ndarray]
+) -> dict[int, np.ndarray]:
+    """Per target (by index), the model's probability for each bin of ``chrom`` starting at ``starts``."""
+    import tensorflow as tf
 
-    Returns
-    -------
-    dict
-        The row of the version's ``predictions.json`` section.
-
-    Raises
-    ------
-    BadInputError
-        If the submission breaks a rule of the challenge (tfbs.submission).
-    """
-    from tf_models.tracks import write_tracks
-    from tfbs.lineage import report_uri
-    from tfbs.submission import validate_submission
-
-    validate_submission(out_uri, regions_uri)
-    sizes = {chrom: entry.length for chrom, entry in read_fai(config.data.genome_fasta).items()}
-    report_dir = report_uri(config.run_dir, version)
-    tracks = write_tracks(out_uri, sizes, f"{report_dir}/report.json", tf_name, cell)
-    row = {"TF/cell": f"{tf_name}/{cell}", "regions": regions_uri, "rows": count, "submission": out_uri}
-    row |= {"10% FDR threshold": tracks["threshold"], "bins called": tracks["called"]}
-    row |= {"bigWig": tracks["bigwig"], "BED": tracks["bed"]}
-    record_prediction(report_dir, row)
-    return row
+    serve = _serving(scoring.export_uri)
+    sequence = _chromosome(scoring.fasta_uri, chrom)
+    scores: dict[int, list[np.ndarray]] = {i: [] for i in targets}
+    for first in range(0, len(starts), scoring.batch):
+        chunk = slice(first, first + scoring.batch)
+        windows = np.ascontiguousarray(gather_windows(sequence, starts[chunk], scoring.window))
+        # One string per window, straight from the uint8 rows (a window holds no NUL byte).
+        dna, n = tf.constant(windows.view(f"S{scoring.window}").ravel()), len(windows)
+        for i in targets:
+            protein, cell_index, cell, _ = scoring.targets[i]
+            scores[i].append(
+                serve(
+                    dna=dna,
+                    protein=tf.constant([protein.encode()] * n),
+                    cell_index=tf.constant([cell_index] * n, tf.int32),
+                    dnase=tf.constant(is_open[cell][chunk]),
+                )["probability"].numpy()
+            )
+    return {i: np.concatenate(parts) for i, parts in scores.items()}
 
 
-def write_genome_bins(fasta_uri: str, chroms: list[str], out_uri: str) -> int:
-    """Every DREAM bin of ``chroms`` (200 bp on the 50 bp grid, within each chromosome) as a gzipped regions BED.
+def _score_part(part: int, regions: list[Region], scoring: _Scoring, dnase: dict) -> Iterator[tuple[int, int, int]]:
+    """Score one part's regions (in order) for every target not yet written; yields ``(part, rows, written)``."""
+    missing = [i for i, target in enumerate(scoring.targets) if not storage.exists(_part_uri(target[3], part))]
+    if not missing:
+        yield part, len(regions), 0
+        return
+    cells = {scoring.targets[i][2] for i in missing}
+    texts: dict[int, list[str]] = {i: [] for i in missing}
+    # Consecutive regions of one chromosome share its sequence and one bedtools run.
+    for chrom, grouped in groupby(regions, key=lambda region: region[0]):
+        run = list(grouped)
+        starts = np.fromiter((start for _, start, _ in run), np.int64, len(run))
+        scores = _probabilities(scoring, missing, chrom, starts, _dnase_flags(chrom, starts, cells, dnase))
+        prefixes = [f"{c}\t{s}\t{e}\t" for c, s, e in run]
+        for i, probabilities in scores.items():
+            texts[i].append("".join(f"{prefix}{p:.6f}\n" for prefix, p in zip(prefixes, probabilities.tolist())))
+    for i in missing:
+        member = gzip.compress("".join(texts[i]).encode(), mtime=0)
+        storage.write_bytes(_part_uri(scoring.targets[i][3], part), member)
+    yield part, len(regions), len(missing)
 
-    The regions file of a genome-wide prediction, in the FASTA index's
-    chromosome order; returns the number of bins.
-    """
-    from tfbs.dream import BIN_SIZE, BIN_STEP
 
-    fai = read_fai(fasta_uri)
-    lines = [
-        f"{chrom}\t{start}\t{start + BIN_SIZE}\n"
-        for chrom, entry in fai.items()
-        if chrom in chroms
-        for start in range(0, entry.length - BIN_SIZE + 1, BIN_STEP)
+def _genome_parts(fasta_uri: str, rows_per_part: int) -> list[list[tuple[str, int, int]]]:
+    """Every bin of the genome as parts of ``rows_per_part`` bins: per part, its ``(chrom, first bin, bins)`` runs."""
+    parts: list[list[tuple[str, int, int]]] = [[]]
+    room = rows_per_part
+    for chrom, entry in read_fai(fasta_uri).items():
+        first, bins = 0, max(0, (entry.length - BIN_SIZE) // BIN_STEP + 1)
+        while first < bins:
+            if room == 0:
+                parts.append([])
+                room = rows_per_part
+            take = min(room, bins - first)
+            parts[-1].append((chrom, first, take))
+            first, room = first + take, room - take
+    return parts if parts[0] else []
+
+
+def _genome_regions(runs: list[tuple[str, int, int]]) -> list[Region]:
+    return [
+        (chrom, start, start + BIN_SIZE)
+        for chrom, first, bins in runs
+        for start in range(first * BIN_STEP, (first + bins) * BIN_STEP, BIN_STEP)
     ]
-    storage.write_bytes(out_uri, gzip.compress("".join(lines).encode(), mtime=0))
-    return len(lines)
 
 
-def predict_regions(
-    spark: SparkSession,
-    config: PipelineConfig,
-    export_uri: str,
-    regions_uri: str,
-    tf_name: str,
-    cell: str,
-    out_uri: str,
+def _parts_key(export_uri: str, regions_digest: str, target: Target, rows_per_part: int) -> str:
+    metadata = storage.read_text(f"{export_uri}/{EXPORT_METADATA}")
+    identity = json.dumps([export_uri, metadata, regions_digest, target.tf, target.cell, rows_per_part])
+    return hashlib.sha256(identity.encode()).hexdigest()[:16]
+
+
+def _regions_by_part(spark: SparkSession, regions_uri: str, fasta_uri: str, rows_per_part: int) -> tuple[RDD, int]:
+    """The regions file's rows, checked, as one Spark partition of consecutive rows per part; and the row count."""
+    sizes = {chrom: entry.length for chrom, entry in read_fai(fasta_uri).items()}
+    indexed = spark.sparkContext.textFile(regions_uri).zipWithIndex()
+    rows = indexed.count()
+    if rows == 0:
+        raise BadInputError(regions_uri, 0, "no regions (the file is empty)")
+    parts = math.ceil(rows / rows_per_part)
+    checked = indexed.mapPartitions(lambda lines: _parse_regions(lines, regions_uri, sizes))
+    by_part: RDD = checked.partitionBy(parts, lambda index: index // rows_per_part)
+    return by_part.mapPartitions(lambda items: [[region for _, region in sorted(items)]]), rows
+
+
+def predict_targets(
+    spark: SparkSession, config: PipelineConfig, export_uri: str, regions_uri: str | None, targets: list[Target]
 ) -> int:
-    """Score every region for ``tf_name`` in ``cell`` with the model exported at ``export_uri``.
+    """Score every region for each target with the model exported at ``export_uri``; returns the rows per submission.
 
-    Returns the row count.
+    Parameters
+    ----------
+    regions_uri
+        A regions BED(.gz), or None for every bin of the genome.
+    targets
+        The TF/cells to score, each with its submission's URI.
 
     Raises
     ------
     BadInputError
-        If the cell is unknown to the model, the TF has no protein sequence,
-        or a region line is malformed.
+        If a cell is unknown to the model, a TF has no protein sequence, or
+        a region line is malformed.
     """
     metadata = json.loads(storage.read_text(f"{export_uri}/{EXPORT_METADATA}"))
-    if cell not in metadata["cells"]:
-        raise BadInputError(export_uri, 0, f"the model knows cells {metadata['cells']}, not {cell}")
     proteins = read_protein_fasta(config.data.proteins_fasta)
-    if tf_name not in proteins:
-        raise BadInputError(config.data.proteins_fasta, 0, f"no protein sequence named {tf_name}")
-    sc = spark.sparkContext
+    for target in targets:
+        if target.cell not in metadata["cells"]:
+            raise BadInputError(export_uri, 0, f"the model knows cells {metadata['cells']}, not {target.cell}")
+        if target.tf not in proteins:
+            raise BadInputError(config.data.proteins_fasta, 0, f"no protein sequence named {target.tf}")
+    fasta_uri, rows_per_part = config.data.genome_fasta, config.predict.rows_per_part
+    if regions_uri is None:
+        regions_digest = storage.sha256_of(f"{fasta_uri}.fai")[0] + f":{BIN_SIZE}:{BIN_STEP}"
+    else:
+        regions_digest = storage.sha256_of(regions_uri)[0]
+    parts_dirs = [f"{t.out_uri}.parts-{_parts_key(export_uri, regions_digest, t, rows_per_part)}" for t in targets]
+    scoring = _Scoring(
+        export_uri,
+        fasta_uri,
+        metadata["window"],
+        config.predict.batch_size,
+        tuple(
+            (proteins[t.tf], metadata["cells"].index(t.cell), t.cell, parts_dir)
+            for t, parts_dir in zip(targets, parts_dirs)
+        ),
+    )
     # A model trained without DNase ignores the input: no peaks are needed.
-    uses_dnase = metadata.get("uses_dnase", True)
-    peaks = read_bed_intervals(config.data.dnase_peaks_uri(cell)) if uses_dnase else {}
-    fasta_uri, dnase = config.data.genome_fasta, sc.broadcast(peaks)
-    window, cell_index = metadata["window"], metadata["cells"].index(cell)
-    protein, batch = proteins[tf_name], config.evaluate.batch_size
-    sizes = {chrom: entry.length for chrom, entry in read_fai(fasta_uri).items()}
-    rows = sc.textFile(regions_uri).zipWithIndex().mapPartitions(lambda part: _parse_regions(part, regions_uri, sizes))
-    by_chrom: RDD = rows.partitionBy(max(1, sc.defaultParallelism))
-    scored = by_chrom.mapPartitions(
-        lambda part: _score_partition(part, fasta_uri, dnase.value, window, protein, cell_index, export_uri, batch)
+    cells = sorted({t.cell for t in targets}) if metadata.get("uses_dnase", True) else []
+    dnase = spark.sparkContext.broadcast(
+        {cell: read_bed_intervals(config.data.dnase_peaks_uri(cell)) for cell in cells}
+    )
+
+    if regions_uri is None:
+        runs = _genome_parts(fasta_uri, rows_per_part)
+        parts = spark.sparkContext.parallelize(runs, max(1, len(runs))).map(_genome_regions)
+        rows = sum(bins for part in runs for _, _, bins in part)
+    else:
+        parts, rows = _regions_by_part(spark, regions_uri, fasta_uri, rows_per_part)
+    count = parts.getNumPartitions()
+    log.info("scoring %s regions for %d TF/cell(s) in %d parts", f"{rows:,}", len(targets), count)
+    scored = parts.mapPartitionsWithIndex(
+        lambda part, regions: (result for batch in regions for result in _score_part(part, batch, scoring, dnase.value))
     )
     try:
-        ordered = scored.sortByKey().values().collect()
+        with stage_progress(spark, "predict", count, rows_per_part, "regions"):
+            outcomes = scored.collect()  # a (part, rows, written) triple per part
     except Exception as err:
         # A bad region line fails a task; the driver reports it in one line.
         bad = bad_input_in(err)
         if bad is None:
             raise
         raise bad from None
-    text = "".join(f"{c}\t{s}\t{e}\t{p:.6f}\n" for c, s, e, p in ordered)
-    buffer = io.BytesIO()
-    with gzip.GzipFile(fileobj=buffer, mode="wb", mtime=0) as out:
-        out.write(text.encode())
-    storage.write_bytes(out_uri, buffer.getvalue())
-    log.info("wrote %d predictions to %s", len(ordered), out_uri)
-    return len(ordered)
+    reused = sum(1 for _, _, written in outcomes if written < len(targets))
+    if reused:
+        log.info("%d of %d parts kept from an earlier, interrupted run", reused, count)
+    for target, parts_dir in zip(targets, parts_dirs):
+        storage.concatenate([_part_uri(parts_dir, part) for part in range(count)], target.out_uri)
+        storage.delete_dir(parts_dir)
+        log.info("wrote %s predictions to %s", f"{rows:,}", target.out_uri)
+    return rows
+
+
+def predict_regions(
+    spark: SparkSession,
+    config: PipelineConfig,
+    export_uri: str,
+    regions_uri: str | None,
+    tf_name: str,
+    cell: str,
+    out_uri: str,
+) -> int:
+    """:func:`predict_targets` for one TF/cell; returns the row count."""
+    return predict_targets(spark, config, export_uri, regions_uri, [Target(tf_name, cell, out_uri)])

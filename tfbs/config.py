@@ -406,6 +406,17 @@ class EvaluateConfig(_Section):
         return None if value is None else to_uri(value)
 
 
+class PredictConfig(_Section):
+    """Genome-wide scoring into DREAM submissions (``tfbs predict``)."""
+
+    rows_per_part: int = Field(
+        200_000,
+        gt=0,
+        description="consecutive regions one Spark task scores and writes as one part; a rerun keeps finished parts",
+    )
+    batch_size: int = Field(1024, gt=0, description="windows per call of the model")
+
+
 class UnseenConfig(_Section):
     """Leave-one-TF-out training and its controls (``tfbs unseen``)."""
 
@@ -464,6 +475,7 @@ class PipelineConfig(_Section):
     preprocess: PreprocessConfig = Field(default_factory=PreprocessConfig)
     train: TrainConfig = Field(default_factory=TrainConfig)
     evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
+    predict: PredictConfig = Field(default_factory=PredictConfig)
     unseen: UnseenConfig = Field(default_factory=UnseenConfig)
     explain: ExplainConfig = Field(default_factory=ExplainConfig)
 

@@ -732,6 +732,23 @@ def write_text(uri: str, text: str) -> None:
     write_bytes(uri, text.encode("utf-8"))
 
 
+def concatenate(part_uris: list[str], uri: str) -> int:
+    """Join files byte for byte, in the order given, into ``uri`` (atomic); returns the bytes written.
+
+    Gzip files joined this way are one gzip file of several members, which
+    gzip, Python and zlib-based readers decompress whole (RFC 1952). The
+    parts are streamed in blocks of :data:`HASH_BLOCK_BYTES`, never parsed.
+    """
+    written = 0
+    with open_output(uri, compression=None) as out:
+        for part in part_uris:
+            with open_input(part, compression=None) as stream:
+                while block := stream.read(HASH_BLOCK_BYTES):
+                    out.write(block)
+                    written += len(block)
+    return written
+
+
 def read_text(uri: str) -> str:
     """Read a whole (possibly gzipped) text file."""
     with open_text(uri) as handle:

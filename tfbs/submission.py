@@ -13,7 +13,9 @@ import math
 from collections.abc import Iterator
 
 from tfbs import storage
+from tfbs.dream import BIN_SIZE, BIN_STEP
 from tfbs.errors import BadInputError
+from tfbs.genome import read_fai
 
 #: The two bytes every gzip stream starts with.
 GZIP_MAGIC = b"\x1f\x8b"
@@ -29,6 +31,28 @@ def _regions(uri: str) -> Iterator[tuple[int, Region]]:
             if len(fields) < 3 or not fields[1].isdigit() or not fields[2].isdigit():
                 raise BadInputError(uri, number, "expected chr, start, stop (a regions BED line)")
             yield number, (fields[0], int(fields[1]), int(fields[2]))
+
+
+def genome_bins(fasta_uri: str, chroms: list[str] | None = None) -> Iterator[Region]:
+    """Every DREAM bin of the genome: 200 bp on the 50 bp grid, within each chromosome.
+
+    In the FASTA index's chromosome order, ``chroms`` only if given: the
+    regions of a genome-wide prediction.
+    """
+    for chrom, entry in read_fai(fasta_uri).items():
+        if chroms is None or chrom in chroms:
+            for start in range(0, entry.length - BIN_SIZE + 1, BIN_STEP):
+                yield chrom, start, start + BIN_SIZE
+
+
+def write_genome_bins(fasta_uri: str, chroms: list[str] | None, out_uri: str) -> int:
+    """:func:`genome_bins` as a gzipped regions BED, streamed; returns the number of bins."""
+    count = 0
+    with storage.open_output(out_uri) as out:
+        for chrom, start, stop in genome_bins(fasta_uri, chroms):
+            out.write(f"{chrom}\t{start}\t{stop}\n".encode())
+            count += 1
+    return count
 
 
 def _named(region: Region) -> str:
@@ -55,7 +79,7 @@ def _parse_row(text: str, uri: str, number: int) -> tuple[Region, float]:
     return (chrom, int(start), int(stop)), value
 
 
-def validate_submission(submission_uri: str, regions_uri: str) -> int:
+def validate_submission(submission_uri: str, regions_uri: str | None, fasta_uri: str | None = None) -> int:
     """Check ``submission_uri`` against ``regions_uri``; return its number of rows.
 
     Parameters
@@ -63,7 +87,11 @@ def validate_submission(submission_uri: str, regions_uri: str) -> int:
     submission_uri
         The ``F.<TF>.<CELL>.tab.gz`` to check.
     regions_uri
-        The regions (ladder or test) BED(.gz) it must follow line for line.
+        The regions (ladder or test) BED(.gz) it must follow line for line;
+        None for a genome-wide prediction, checked against every bin of
+        ``fasta_uri``'s genome (:func:`genome_bins`).
+    fasta_uri
+        The genome, when ``regions_uri`` is None.
 
     Raises
     ------
@@ -77,7 +105,13 @@ def validate_submission(submission_uri: str, regions_uri: str) -> int:
     with storage.open_input(submission_uri, compression=None) as raw:
         if raw.read(2) != GZIP_MAGIC:
             raise BadInputError(submission_uri, 0, "not gzip-compressed (the challenge took .tab.gz files)")
-    regions = _regions(regions_uri)
+    if regions_uri is None:
+        if fasta_uri is None:
+            raise ValueError("validate_submission needs a regions file or, for a genome-wide prediction, the genome")
+        regions_uri = f"the genome's 200 bp bins at {BIN_STEP} bp stride ({fasta_uri})"
+        regions: Iterator[tuple[int, Region]] = enumerate(genome_bins(fasta_uri), 1)
+    else:
+        regions = _regions(regions_uri)
     expected = next(regions, None)
     previous: Region | None = None
     count = 0

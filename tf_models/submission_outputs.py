@@ -1,0 +1,71 @@
+"""What predict leaves beside a submission: its check, its browser tracks and its row of the report."""
+
+from __future__ import annotations
+
+import json
+
+from tf_models.tracks import write_tracks
+from tfbs import storage
+from tfbs.config import PipelineConfig
+from tfbs.genome import read_fai
+from tfbs.lineage import report_uri
+from tfbs.submission import validate_submission
+
+#: The report section predict fills (tf_models/report/collect.py draws it).
+PREDICTIONS_SECTION = "predictions.json"
+_SECTION_COLUMNS = ["TF/cell", "regions", "rows", "10% FDR threshold", "bins called", "submission", "bigWig", "BED"]
+
+
+def record_prediction(report_dir: str, row: dict) -> None:
+    """Put one submission's summary in the version's ``predictions.json`` report section.
+
+    ``row`` holds the values of ``_SECTION_COLUMNS`` by name; an earlier row
+    of the same TF/cell is replaced.
+    """
+    uri = f"{report_dir}/{PREDICTIONS_SECTION}"
+    section = json.loads(storage.read_text(uri)) if storage.exists(uri) else {}
+    rows = [r for r in section.get("rows", []) if r[0] != row["TF/cell"]]
+    rows.append([row[column] for column in _SECTION_COLUMNS])
+    section = {
+        "title": "Predictions",
+        "columns": _SECTION_COLUMNS,
+        "rows": sorted(rows),
+        "notes": [
+            "Each submission was checked against its regions file as the challenge checked it (tfbs validate).",
+            "The BED holds the bins at or above the score with 10% FDR on the held-out test chromosomes.",
+        ],
+        "images": [],
+    }
+    storage.write_text(uri, json.dumps(section, indent=2))
+
+
+def check_and_draw(
+    config: PipelineConfig, version: str, regions_uri: str | None, out_uri: str, tf_name: str, cell: str, count: int
+) -> dict:
+    """After prediction: validate the submission, draw its tracks, add it to the report.
+
+    Parameters
+    ----------
+    regions_uri
+        The regions file the submission answers; None for every bin of the
+        genome (``config.data.genome_fasta``).
+
+    Returns
+    -------
+    dict
+        The row of the version's ``predictions.json`` section.
+
+    Raises
+    ------
+    BadInputError
+        If the submission breaks a rule of the challenge (tfbs.submission).
+    """
+    validate_submission(out_uri, regions_uri, config.data.genome_fasta)
+    sizes = {chrom: entry.length for chrom, entry in read_fai(config.data.genome_fasta).items()}
+    report_dir = report_uri(config.run_dir, version)
+    tracks = write_tracks(out_uri, sizes, f"{report_dir}/report.json", tf_name, cell)
+    row = {"TF/cell": f"{tf_name}/{cell}", "regions": regions_uri or "genome", "rows": count, "submission": out_uri}
+    row |= {"10% FDR threshold": tracks["threshold"], "bins called": tracks["called"]}
+    row |= {"bigWig": tracks["bigwig"], "BED": tracks["bed"]}
+    record_prediction(report_dir, row)
+    return row
