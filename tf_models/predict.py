@@ -202,17 +202,12 @@ def _parts_key(export_uri: str, regions_digest: str, target: Target, rows_per_pa
     return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
 
-def _regions_by_part(spark: SparkSession, regions_uri: str, fasta_uri: str, rows_per_part: int) -> tuple[RDD, int]:
-    """The regions file's rows, checked, as one Spark partition of consecutive rows per part; and the row count."""
+def _regions_by_part(indexed: RDD, regions_uri: str, fasta_uri: str, rows: int, rows_per_part: int) -> RDD:
+    """The regions file's ``(line, index)`` pairs, checked, as one Spark partition of consecutive rows per part."""
     sizes = {chrom: entry.length for chrom, entry in read_fai(fasta_uri).items()}
-    indexed = spark.sparkContext.textFile(regions_uri).zipWithIndex()
-    rows = indexed.count()
-    if rows == 0:
-        raise BadInputError(regions_uri, 0, "no regions (the file is empty)")
-    parts = math.ceil(rows / rows_per_part)
     checked = indexed.mapPartitions(lambda lines: _parse_regions(lines, regions_uri, sizes))
-    by_part: RDD = checked.partitionBy(parts, lambda index: index // rows_per_part)
-    return by_part.mapPartitions(lambda items: [[region for _, region in sorted(items)]]), rows
+    by_part: RDD = checked.partitionBy(math.ceil(rows / rows_per_part), lambda index: index // rows_per_part)
+    return by_part.mapPartitions(lambda items: [[region for _, region in sorted(items)]])
 
 
 def predict_targets(
@@ -240,11 +235,20 @@ def predict_targets(
             raise BadInputError(export_uri, 0, f"the model knows cells {metadata['cells']}, not {target.cell}")
         if target.tf not in proteins:
             raise BadInputError(config.data.proteins_fasta, 0, f"no protein sequence named {target.tf}")
-    fasta_uri, rows_per_part = config.data.genome_fasta, config.predict.rows_per_part
+    sc, fasta_uri = spark.sparkContext, config.data.genome_fasta
     if regions_uri is None:
         regions_digest = storage.sha256_of(f"{fasta_uri}.fai")[0] + f":{BIN_SIZE}:{BIN_STEP}"
+        rows = sum(max(0, (entry.length - BIN_SIZE) // BIN_STEP + 1) for entry in read_fai(fasta_uri).values())
+        if rows == 0:
+            raise BadInputError(fasta_uri, 0, f"no chromosome of the genome holds a {BIN_SIZE} bp bin")
     else:
         regions_digest = storage.sha256_of(regions_uri)[0]
+        indexed = sc.textFile(regions_uri).zipWithIndex()
+        rows = indexed.count()
+        if rows == 0:
+            raise BadInputError(regions_uri, 0, "no regions (the file is empty)")
+    # At least a part per core, so that a small run still uses every core.
+    rows_per_part = max(1, min(config.predict.rows_per_part, math.ceil(rows / sc.defaultParallelism)))
     parts_dirs = [f"{t.out_uri}.parts-{_parts_key(export_uri, regions_digest, t, rows_per_part)}" for t in targets]
     scoring = _Scoring(
         export_uri,
@@ -258,16 +262,13 @@ def predict_targets(
     )
     # A model trained without DNase ignores the input: no peaks are needed.
     cells = sorted({t.cell for t in targets}) if metadata.get("uses_dnase", True) else []
-    dnase = spark.sparkContext.broadcast(
-        {cell: read_bed_intervals(config.data.dnase_peaks_uri(cell)) for cell in cells}
-    )
+    dnase = sc.broadcast({cell: read_bed_intervals(config.data.dnase_peaks_uri(cell)) for cell in cells})
 
     if regions_uri is None:
         runs = _genome_parts(fasta_uri, rows_per_part)
-        parts = spark.sparkContext.parallelize(runs, max(1, len(runs))).map(_genome_regions)
-        rows = sum(bins for part in runs for _, _, bins in part)
+        parts = sc.parallelize(runs, len(runs)).map(_genome_regions)
     else:
-        parts, rows = _regions_by_part(spark, regions_uri, fasta_uri, rows_per_part)
+        parts = _regions_by_part(indexed, regions_uri, fasta_uri, rows, rows_per_part)
     count = parts.getNumPartitions()
     log.info("scoring %s regions for %d TF/cell(s) in %d parts", f"{rows:,}", len(targets), count)
     scored = parts.mapPartitionsWithIndex(

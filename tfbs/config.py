@@ -412,7 +412,8 @@ class PredictConfig(_Section):
     rows_per_part: int = Field(
         200_000,
         gt=0,
-        description="consecutive regions one Spark task scores and writes as one part; a rerun keeps finished parts",
+        description="consecutive regions one Spark task scores and writes as one part (fewer when a run has "
+        "fewer parts than cores); a rerun keeps finished parts",
     )
     batch_size: int = Field(1024, gt=0, description="windows per call of the model")
 
