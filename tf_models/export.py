@@ -4,7 +4,8 @@ Signatures
 ----------
 ``serving_default(dna, protein, cell_index, dnase)``
     Raw sequences: ``dna`` strings of exactly ``window`` bases, ``protein``
-    amino-acid strings (any TF, seen in training or not).
+    amino-acid strings (any TF, seen in training or not); the protein branch
+    runs once per distinct protein of the batch.
 ``indexed(dna, tf_index, cell_index, dnase)``
     For the TFs of the training manifest, whose protein table is stored in
     the model; the protein branch then runs once per TF, not per example.
@@ -56,9 +57,12 @@ class ServingModule(tf.Module):
         ]
     )
     def serve(self, dna, protein, cell_index, dnase):
-        raw = tf.io.decode_raw(protein, tf.uint8, fixed_length=self.aa_max_length)
+        # The protein branch runs once per distinct protein of the batch, not
+        # per example: a genome-wide prediction sends one TF's a million times.
+        distinct, tf_index = tf.unique(protein, out_idx=tf.int32)
+        raw = tf.io.decode_raw(distinct, tf.uint8, fixed_length=self.aa_max_length)
         proteins = protein_one_hot(protein_bytes_to_indices(raw))
-        return self._probabilities(dna, proteins, tf.range(tf.shape(dna)[0]), cell_index, dnase)
+        return self._probabilities(dna, proteins, tf_index, cell_index, dnase)
 
     @tf.function(
         input_signature=[
