@@ -12,7 +12,7 @@ the same cores:
 - the SavedModel alone on batches of ``predict.batch_size`` windows already
   cut (the model's batched throughput: what the job can at most reach).
 
-Prints the rates, the ratios (job / loop, job / model) and the hours for the
+The job's rate counts scored bins (bins x TF/cells). Prints the rates, the ratios (job / loop, job / model) and the hours for the
 challenge's 60 M bins per TF/cell on N executors of two cores at the job's
 rate; writes ``build/bench/predict_speed.json``.
 
@@ -113,6 +113,7 @@ def main() -> None:
         "version": version,
         "tf_cells": [f"{name}/{cell}" for name in tf_names],
         "bins": bins,
+        "scored_bins": bins * len(targets),
         "rows_per_part": config.predict.rows_per_part,
         "job_bins_per_s": round(job_rate),
         "loop_bins_per_s": round(loop_rate, 1),
