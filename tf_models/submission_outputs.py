@@ -19,13 +19,16 @@ _SECTION_COLUMNS = ["TF/cell", "regions", "rows", "10% FDR threshold", "bins cal
 def record_prediction(report_dir: str, row: dict) -> None:
     """Put one submission's summary in the version's ``predictions.json`` report section.
 
-    ``row`` holds the values of ``_SECTION_COLUMNS`` by name; an earlier row
-    of the same TF/cell is replaced.
+    ``row`` holds the values of ``_SECTION_COLUMNS`` by name; files in
+    ``report_dir`` are shown by name. An earlier row of the same TF/cell is
+    replaced.
     """
     uri = f"{report_dir}/{PREDICTIONS_SECTION}"
     section = json.loads(storage.read_text(uri)) if storage.exists(uri) else {}
     rows = [r for r in section.get("rows", []) if r[0] != row["TF/cell"]]
-    rows.append([row[column] for column in _SECTION_COLUMNS])
+    # Files beside the report by name, so that the page's table fits its width.
+    shown = {k: v.removeprefix(f"{report_dir}/") if isinstance(v, str) else v for k, v in row.items()}
+    rows.append([shown[column] for column in _SECTION_COLUMNS])
     section = {
         "title": "Predictions",
         "columns": _SECTION_COLUMNS,
