@@ -154,6 +154,9 @@ TIMEOUTS = {
 #: The executors' interpreter inside the archive of ``tfbs_env_archive``.
 ARCHIVE_ALIAS = "environment"
 
+#: The GPU discovery script under ``<project>/scripts``, shipped with training.
+GPU_DISCOVERY_SCRIPT = "get_gpus_resources.sh"
+
 #: Where Spark puts the client's Hadoop configuration in a YARN container.
 HADOOP_CONF_IN_CONTAINER = "./__spark_conf__/__hadoop_conf__"
 
@@ -426,6 +429,9 @@ class StageSubmitOperator(SparkSubmitOperator):
             # TensorFlowOnSpark runs one TF node per executor: ps, workers and the chief.
             self._num_executors = num_ps + num_workers + 1
             self._executor_cores = 1
+            # Spark runs it on GPU nodes from the container's working directory
+            # (train.gpu_discovery_script: ./get_gpus_resources.sh).
+            self.files = str(deployment.project_dir / "scripts" / GPU_DISCOVERY_SCRIPT)
         if self.stage == "predict":
             predict = params["predict"]
             args += ["--regions", predict["regions"], "--tf", predict["tf"], "--cell", predict["cell"]]

@@ -25,8 +25,21 @@ cd "$(dirname "$0")/.."
 
 stage="${1:?usage: $0 <stage> [spark-submit options] -- [stage arguments]}"
 shift
+# The GPU discovery script goes with every submission, beside any --files
+# given (spark-submit keeps only the last --files): on a GPU node Spark runs
+# it in the container's working directory (train.gpu_discovery_script:
+# ./get_gpus_resources.sh, conf/yarn_gpu.yaml).
+discovery=scripts/get_gpus_resources.sh
 submit_options=()
-while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do submit_options+=("$1"); shift; done
+shipped=
+while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
+  if [ "$1" = "--files" ] && [ "$#" -gt 1 ]; then
+    submit_options+=("$1" "$2,$discovery"); shipped=1; shift 2
+  else
+    submit_options+=("$1"); shift
+  fi
+done
+[ -n "$shipped" ] || submit_options+=(--files "$discovery")
 [ "${1:-}" = "--" ] && shift
 : "${HADOOP_CONF_DIR:?set HADOOP_CONF_DIR to the client configuration of the cluster}"
 

@@ -266,6 +266,8 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
         }
         executors = ("--num-executors", "6") in pairs and ("--executor-cores", "1") in pairs
         assert executors == (stage == "train"), stage
+        shipped = ("--files", str(tmp_path / "scripts" / "get_gpus_resources.sh")) in pairs
+        assert shipped == (stage == "train"), stage
     train = commands["train"]["argv"]
     assert train[-4:] == ["--set", "train.num_ps=2", "--set", "train.num_workers=3"]
     predict = commands["predict"]["argv"]

@@ -8,10 +8,12 @@ would hand a task, and the discovery script with a fake ``nvidia-smi``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -321,3 +323,51 @@ def test_discovery_script_fails_on_bad_nvidia_smi_output(tmp_path, output):
     result = _discover(tmp_path)
     assert result.returncode != 0
     assert result.stdout == ""
+
+
+# --------------------------------------------------------------------------
+# What each node sees (no GPU here: the CPU fallback)
+# --------------------------------------------------------------------------
+
+
+def test_a_node_logs_its_devices_and_warns_when_given_gpus_it_cannot_use(caplog, monkeypatch):
+    import tensorflow as tf
+
+    from tf_models.gpus import log_devices
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    with caplog.at_level(logging.INFO, logger="tfbs.gpus"):
+        assert log_devices("worker", 1, 0) == []
+        assert log_devices("ps", 0, 1) == []
+    lines = [record.getMessage() for record in caplog.records]
+    cuda = tf.test.is_built_with_cuda()
+    assert lines == [
+        f"TF node worker:1 devices: CPU only (CUDA_VISIBLE_DEVICES=, TensorFlow built with CUDA: {cuda})",
+        f"TF node ps:0 devices: CPU only (CUDA_VISIBLE_DEVICES=, TensorFlow built with CUDA: {cuda})",
+    ]
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="tfbs.gpus"):
+        log_devices("chief", 0, 2)
+    (warning,) = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert warning.getMessage().startswith("TF node chief:0 was given 2 GPU(s) but runs on the CPU: ")
+    assert ("tensorflow-cpu" in warning.getMessage()) == (not cuda)
+
+
+@pytest.mark.parametrize(
+    "given, shipped",
+    [([], "scripts/get_gpus_resources.sh"), (["--files", "extra.txt"], "extra.txt,scripts/get_gpus_resources.sh")],
+)
+def test_submit_yarn_ships_the_discovery_script_with_any_other_files(tmp_path, given, shipped):
+    """scripts/submit_yarn.sh, run against a spark-submit that prints its arguments."""
+    spark_submit = tmp_path / "spark" / "bin" / "spark-submit"
+    spark_submit.parent.mkdir(parents=True)
+    spark_submit.write_text('#!/bin/sh\nprintf "%s\\n" "$@"\n')
+    spark_submit.chmod(0o755)
+    env = {**os.environ, "SPARK_HOME": str(tmp_path / "spark"), "HADOOP_CONF_DIR": str(tmp_path)}
+    env["TFBS_PYTHON"] = sys.executable
+    command = ["bash", str(REPO / "scripts" / "submit_yarn.sh"), "train", *given, "--", "--config", "c.yaml"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    argv = done.stdout.splitlines()
+    assert argv.count("--files") == 1 and argv[argv.index("--files") + 1] == shipped
+    assert argv[-3:] == ["jobs/train.py", "--config", "c.yaml"]

@@ -113,6 +113,8 @@ def test_training_ran_ps_workers_and_chief_in_yarn_containers(dag_on_yarn, hadoo
         # secret travels in YARN's credentials, never on a command line.
         assert "-Dspark.authenticate=true" in launch and "-Dspark.network.crypto.enabled=true" in launch
         assert "authenticate.secret" not in launch and "_SPARK_AUTH_SECRET" not in launch
+        # The GPU discovery script, shipped with training, in the container's working directory.
+        assert '"get_gpus_resources.sh"' in launch, launch[-2000:]
 
     version = json.loads(storage.read_text(f"{run_dir}/models/LATEST"))["version"]
     metadata = json.loads(storage.read_text(f"{run_dir}/models/{version}/export/tfbs_metadata.json"))

@@ -153,7 +153,10 @@ def node_main(args: dict, info) -> None:
 
     import tensorflow as tf
 
+    from tf_models.gpus import log_devices
     from tf_models.tfos import mark_chief_done, start_server, wait_for_chief
+
+    log_devices(info.job_name, info.task_index, config.train.gpus_per_worker)
 
     manifest: Manifest = args["manifest"]
     lineage: Lineage = args["lineage"]

@@ -84,6 +84,45 @@ def gpu_spark_conf(train: TrainConfig) -> dict[str, str]:
     }
 
 
+def log_devices(role: str, task_index: int, gpus_per_worker: int) -> list[str]:
+    """Log the devices this TF node's TensorFlow sees; warn when GPUs it was given go unused.
+
+    Called in each node once TensorFlow is imported, after
+    :func:`apply_visible_devices`. A chief or worker given GPUs that
+    TensorFlow cannot see falls back to the CPU: the warning says whether
+    TensorFlow was built without CUDA (the packed environment holds
+    ``tensorflow-cpu``) or sees no device (driver, ``CUDA_VISIBLE_DEVICES``).
+
+    Returns
+    -------
+    list of str
+        The names of the GPUs TensorFlow sees (empty on a CPU node).
+    """
+    import tensorflow as tf
+
+    gpus = [device.name for device in tf.config.list_physical_devices("GPU")]
+    with_cuda = tf.test.is_built_with_cuda()
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    log.info(
+        "TF node %s:%d devices: %s (CUDA_VISIBLE_DEVICES=%s, TensorFlow built with CUDA: %s)",
+        role,
+        task_index,
+        ", ".join(gpus) or "CPU only",
+        visible if visible is not None else "unset",
+        with_cuda,
+    )
+    if role in COMPUTE_ROLES and gpus_per_worker and not gpus:
+        reason = (
+            "this TensorFlow has no CUDA support (the environment holds tensorflow-cpu)"
+            if not with_cuda
+            else "TensorFlow finds no GPU device (check the node's NVIDIA driver and CUDA_VISIBLE_DEVICES)"
+        )
+        log.warning(
+            "TF node %s:%d was given %d GPU(s) but runs on the CPU: %s", role, task_index, gpus_per_worker, reason
+        )
+    return gpus
+
+
 def visible_devices(role: str, addresses: Sequence[str]) -> str:
     """The ``CUDA_VISIBLE_DEVICES`` value for one TF node.
 
