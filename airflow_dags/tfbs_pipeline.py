@@ -63,11 +63,12 @@ Run-time parameters ("Trigger DAG w/ config", or ``airflow dags trigger -c
     run every stage even when nothing is new (default false).
 ``predict``
     ``{"regions": R, "tf": T, "cell": C, "out": O}``: after evaluation, score
-    the regions file R (BED of 200 bp regions) for TF T in cell C as a DREAM
-    submission with the model ``<run_dir>/models/LATEST`` names (default
-    ``<run_dir>/models/<version>/report/F.<T>.<C>.tab.gz``). ``tf`` and
-    ``cell`` are required when ``regions`` is given; without ``regions`` the
-    predict task is skipped.
+    the regions file R (BED of 200 bp regions), or with no R every bin of the
+    genome, for TF T in cell C (comma-separated lists for several) as DREAM
+    submissions with the model ``<run_dir>/models/LATEST`` names (default
+    ``<run_dir>/models/<version>/report/F.<T>.<C>.tab.gz``; O for one TF/cell).
+    ``tf`` and ``cell`` go together and are required when ``regions`` is
+    given; without them the predict task is skipped.
 
 Deployment settings, as Airflow Variables (or ``AIRFLOW_VAR_<NAME>``
 environment variables), read when a task runs, never when the file is parsed:
@@ -434,15 +435,17 @@ class StageSubmitOperator(SparkSubmitOperator):
             self.files = str(deployment.project_dir / "scripts" / GPU_DISCOVERY_SCRIPT)
         if self.stage == "predict":
             predict = params["predict"]
-            args += ["--regions", predict["regions"], "--tf", predict["tf"], "--cell", predict["cell"]]
+            if predict.get("regions"):
+                args += ["--regions", predict["regions"]]
+            args += ["--tf", predict["tf"], "--cell", predict["cell"]]
             if predict.get("out"):
                 args += ["--out", predict["out"]]
         self.application_args = args
 
     def execute(self, context: Any) -> None:
         params = context["params"]
-        if self.stage == "predict" and not params["predict"].get("regions"):
-            raise AirflowSkipException("no predict.regions given: nothing to score")
+        if self.stage == "predict" and not params["predict"].get("tf"):
+            raise AirflowSkipException("no predict.tf and predict.cell given: nothing to score")
         self.prepare(Deployment.from_variables(), params)
         super().execute(context)
 
@@ -467,12 +470,14 @@ _PREDICT_SCHEMA = {
     "type": "object",
     "properties": {key: {"type": "string"} for key in ("regions", "tf", "cell", "out")},
     "additionalProperties": False,
-    # A regions file needs the TF and the cell to score it for.
-    "if": {"properties": {"regions": {"minLength": 1}}, "required": ["regions"]},
-    "then": {
-        "properties": {"tf": {"minLength": 1}, "cell": {"minLength": 1}},
-        "required": ["tf", "cell"],
-    },
+    # A regions file needs the TF and the cell to score it for, and a TF its cell (and back).
+    "allOf": [
+        {
+            "if": {"properties": {key: {"minLength": 1}}, "required": [key]},
+            "then": {"properties": {"tf": {"minLength": 1}, "cell": {"minLength": 1}}, "required": ["tf", "cell"]},
+        }
+        for key in ("regions", "tf", "cell")
+    ],
 }
 
 with DAG(
@@ -507,7 +512,8 @@ with DAG(
         "num_workers": Param(2, type="integer", minimum=1, description="training: workers besides the chief"),
         "predict": Param(
             {"regions": "", "tf": "", "cell": "", "out": ""},
-            description="regions file, TF, cell and output of the DREAM submission; no regions: no predict",
+            description="regions file (none: the whole genome), TF(s), cell(s) and output of the DREAM "
+            "submissions; no TF: no predict",
             **_PREDICT_SCHEMA,
         ),
     },

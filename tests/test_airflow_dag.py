@@ -161,6 +161,11 @@ _DESCRIBE = textwrap.dedent(
             found["predict_without_tf"] = "accepted"
         except Exception as err:
             found["predict_without_tf"] = type(err).__name__
+        try:
+            ParamsDict(dag.params)["predict"] = {"regions": "", "tf": "CTCF", "cell": ""}
+            found["predict_tf_without_cell"] = "accepted"
+        except Exception as err:
+            found["predict_tf_without_cell"] = type(err).__name__
 
         module = sys.modules[type(dag.get_task("train")).__module__]
         deployment = module.Deployment(
@@ -179,6 +184,10 @@ _DESCRIBE = textwrap.dedent(
             hook = task._get_hook()
             commands[stage] = {"argv": hook._build_spark_submit_command(task.application), "env": task.env_vars}
         found["yarn_commands"] = commands
+        # No regions file: every bin of the genome, for two TFs.
+        task = dag.get_task("predict")
+        task.prepare(deployment, params | {"predict": {"regions": "", "tf": "CTCF,FOXA1", "cell": "K562"}})
+        found["genome_predict_argv"] = task._get_hook()._build_spark_submit_command(task.application)
     print(json.dumps(found))
     """
 )
@@ -225,7 +234,7 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
         "num_workers": 2,
         "predict": {"regions": "", "tf": "", "cell": "", "out": ""},
     }
-    assert found["predict_without_tf"] == "ParamValidationError"
+    assert found["predict_without_tf"] == found["predict_tf_without_cell"] == "ParamValidationError"
 
     tasks = found["tasks"]
     assert sorted(tasks) == sorted(TASKS)
@@ -272,6 +281,8 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
     assert train[-4:] == ["--set", "train.num_ps=2", "--set", "train.num_workers=3"]
     predict = commands["predict"]["argv"]
     assert predict[-6:] == ["--regions", "r.bed", "--tf", "CTCF", "--cell", "K562"]
+    genome = found["genome_predict_argv"]
+    assert "--regions" not in genome and genome[-4:] == ["--tf", "CTCF,FOXA1", "--cell", "K562"]
 
 
 # --------------------------------------------------------------------------
