@@ -28,6 +28,7 @@ import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from itertools import groupby
+from typing import NamedTuple
 
 import numpy as np
 from pyspark import RDD
@@ -43,6 +44,7 @@ from tfbs.genome import gather_windows, load_chromosome, read_fai
 from tfbs.lineage import EXPORT_METADATA
 from tfbs.proteins import read_protein_fasta
 from tfbs.session import stage_progress
+from tfbs.submission import bins_in
 
 log = logging.getLogger("tfbs.predict")
 
@@ -58,6 +60,15 @@ class Target:
     out_uri: str
 
 
+class _Scored(NamedTuple):
+    """One target as the tasks score it."""
+
+    protein: str
+    cell_index: int
+    cell: str
+    parts_dir: str
+
+
 @dataclass(frozen=True)
 class _Scoring:
     """What every task needs, shipped once with the closure."""
@@ -66,8 +77,7 @@ class _Scoring:
     fasta_uri: str
     window: int
     batch: int
-    #: Per target: its protein, its cell's index in the model, its cell, its parts folder.
-    targets: tuple[tuple[str, int, str, str], ...]
+    targets: tuple[_Scored, ...]
 
 
 def _parse_regions(lines: Iterable[tuple[str, int]], uri: str, chrom_sizes: dict[str, int]) -> Iterator[tuple]:
@@ -138,13 +148,13 @@ def _probabilities(
         # One string per window, straight from the uint8 rows (a window holds no NUL byte).
         dna, n = tf.constant(windows.view(f"S{scoring.window}").ravel()), len(windows)
         for i in targets:
-            protein, cell_index, cell, _ = scoring.targets[i]
+            target = scoring.targets[i]
             scores[i].append(
                 serve(
                     dna=dna,
-                    protein=tf.constant([protein.encode()] * n),
-                    cell_index=tf.constant([cell_index] * n, tf.int32),
-                    dnase=tf.constant(is_open[cell][chunk]),
+                    protein=tf.constant([target.protein.encode()] * n),
+                    cell_index=tf.constant([target.cell_index] * n, tf.int32),
+                    dnase=tf.constant(is_open[target.cell][chunk]),
                 )["probability"].numpy()
             )
     return {i: np.concatenate(parts) for i, parts in scores.items()}
@@ -152,11 +162,11 @@ def _probabilities(
 
 def _score_part(part: int, regions: list[Region], scoring: _Scoring, dnase: dict) -> Iterator[tuple[int, int, int]]:
     """Score one part's regions (in order) for every target not yet written; yields ``(part, rows, written)``."""
-    missing = [i for i, target in enumerate(scoring.targets) if not storage.exists(_part_uri(target[3], part))]
+    missing = [i for i, target in enumerate(scoring.targets) if not storage.exists(_part_uri(target.parts_dir, part))]
     if not missing:
         yield part, len(regions), 0
         return
-    cells = {scoring.targets[i][2] for i in missing}
+    cells = {scoring.targets[i].cell for i in missing}
     texts: dict[int, list[str]] = {i: [] for i in missing}
     # Consecutive regions of one chromosome share its sequence and one bedtools run.
     for chrom, grouped in groupby(regions, key=lambda region: region[0]):
@@ -168,7 +178,7 @@ def _score_part(part: int, regions: list[Region], scoring: _Scoring, dnase: dict
             texts[i].append("".join(f"{prefix}{p:.6f}\n" for prefix, p in zip(prefixes, probabilities.tolist())))
     for i in missing:
         member = gzip.compress("".join(texts[i]).encode(), mtime=0)
-        storage.write_bytes(_part_uri(scoring.targets[i][3], part), member)
+        storage.write_bytes(_part_uri(scoring.targets[i].parts_dir, part), member)
     yield part, len(regions), len(missing)
 
 
@@ -177,7 +187,7 @@ def _genome_parts(fasta_uri: str, rows_per_part: int) -> list[list[tuple[str, in
     parts: list[list[tuple[str, int, int]]] = [[]]
     room = rows_per_part
     for chrom, entry in read_fai(fasta_uri).items():
-        first, bins = 0, max(0, (entry.length - BIN_SIZE) // BIN_STEP + 1)
+        first, bins = 0, bins_in(entry.length)
         while first < bins:
             if room == 0:
                 parts.append([])
@@ -196,9 +206,8 @@ def _genome_regions(runs: list[tuple[str, int, int]]) -> list[Region]:
     ]
 
 
-def _parts_key(export_uri: str, regions_digest: str, target: Target, rows_per_part: int) -> str:
-    metadata = storage.read_text(f"{export_uri}/{EXPORT_METADATA}")
-    identity = json.dumps([export_uri, metadata, regions_digest, target.tf, target.cell, rows_per_part])
+def _parts_key(export_uri: str, metadata: dict, regions_digest: str, target: Target, rows_per_part: int) -> str:
+    identity = json.dumps([export_uri, metadata, regions_digest, target.tf, target.cell, rows_per_part], sort_keys=True)
     return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
 
@@ -238,7 +247,7 @@ def predict_targets(
     sc, fasta_uri = spark.sparkContext, config.data.genome_fasta
     if regions_uri is None:
         regions_digest = storage.sha256_of(f"{fasta_uri}.fai")[0] + f":{BIN_SIZE}:{BIN_STEP}"
-        rows = sum(max(0, (entry.length - BIN_SIZE) // BIN_STEP + 1) for entry in read_fai(fasta_uri).values())
+        rows = sum(bins_in(entry.length) for entry in read_fai(fasta_uri).values())
         if rows == 0:
             raise BadInputError(fasta_uri, 0, f"no chromosome of the genome holds a {BIN_SIZE} bp bin")
     else:
@@ -249,14 +258,16 @@ def predict_targets(
             raise BadInputError(regions_uri, 0, "no regions (the file is empty)")
     # At least a part per core, so that a small run still uses every core.
     rows_per_part = max(1, min(config.predict.rows_per_part, math.ceil(rows / sc.defaultParallelism)))
-    parts_dirs = [f"{t.out_uri}.parts-{_parts_key(export_uri, regions_digest, t, rows_per_part)}" for t in targets]
+    parts_dirs = [
+        f"{t.out_uri}.parts-{_parts_key(export_uri, metadata, regions_digest, t, rows_per_part)}" for t in targets
+    ]
     scoring = _Scoring(
         export_uri,
         fasta_uri,
         metadata["window"],
         config.predict.batch_size,
         tuple(
-            (proteins[t.tf], metadata["cells"].index(t.cell), t.cell, parts_dir)
+            _Scored(proteins[t.tf], metadata["cells"].index(t.cell), t.cell, parts_dir)
             for t, parts_dir in zip(targets, parts_dirs)
         ),
     )

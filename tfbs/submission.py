@@ -33,6 +33,17 @@ def _regions(uri: str) -> Iterator[tuple[int, Region]]:
             yield number, (fields[0], int(fields[1]), int(fields[2]))
 
 
+def bins_in(length: int) -> int:
+    """How many DREAM bins (200 bp on the 50 bp grid) fit in a chromosome of ``length`` bp.
+
+    Examples
+    --------
+    >>> bins_in(400), bins_in(199)
+    (5, 0)
+    """
+    return max(0, (length - BIN_SIZE) // BIN_STEP + 1)
+
+
 def genome_bins(fasta_uri: str, chroms: list[str] | None = None) -> Iterator[Region]:
     """Every DREAM bin of the genome: 200 bp on the 50 bp grid, within each chromosome.
 
@@ -41,7 +52,7 @@ def genome_bins(fasta_uri: str, chroms: list[str] | None = None) -> Iterator[Reg
     """
     for chrom, entry in read_fai(fasta_uri).items():
         if chroms is None or chrom in chroms:
-            for start in range(0, entry.length - BIN_SIZE + 1, BIN_STEP):
+            for start in range(0, bins_in(entry.length) * BIN_STEP, BIN_STEP):
                 yield chrom, start, start + BIN_SIZE
 
 
