@@ -134,23 +134,14 @@ def observable_chances(
 ) -> np.ndarray:
     """Per location and cell, the chance ``tf`` binds given only the observables (:func:`synthetic.oracle.observable_bound`)."""
     family_of = {spec.name: spec.family for spec in gen.tfs}
-    family = [spec.name for spec in gen.tfs if spec.family == family_of[tf]]
+    lead = next(spec.name for spec in gen.tfs if spec.family == family_of[tf])
     at = (1.0 - gen.gc_content) / 2.0
     base_freqs = (at, gen.gc_content / 2.0, gen.gc_content / 2.0, at)
-    n_locations = occupancy.is_open.shape[0]
-    motif = np.zeros(n_locations, dtype=bool)
-    for member in family:
-        member_sites = occupancy.sites[member]
-        motif[member_sites.loc[member_sites.kind != MOTIFLESS]] = True
-    where = np.flatnonzero(motif)
-    match = {}
-    for member in {tf, family[0]}:
-        scores = np.full(n_locations, np.nan)
-        scores[where] = match_scores(
-            genome, occupancy.chrom[where], occupancy.centre[where], log_odds(pwms[member], base_freqs)
-        )
-        match[member] = scores
-    return observable_bound(occupancy, tf, family, match)[1]
+    match = {
+        member: match_scores(genome, occupancy.chrom, occupancy.centre, log_odds(pwms[member], base_freqs))
+        for member in {tf, lead}
+    }
+    return observable_bound(occupancy, tf, lead, match)[1]
 
 
 def _rng(seed: int, key: str) -> np.random.Generator:

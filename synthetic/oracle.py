@@ -21,7 +21,7 @@ import pyarrow.csv as pacsv
 from synthetic.formats import write_gzip
 from synthetic.occupancy import P_OTHER, Occupancy
 from synthetic.peaks import CHIP_SUMMIT_SD, CHIP_WIDTH_RANGE
-from synthetic.sites import MOTIFLESS, binding_probability
+from synthetic.sites import binding_probability
 
 #: Bins farther than this from a site's centre cannot touch its peak.
 _REACH_BP = 600
@@ -120,24 +120,25 @@ def _bin_chances(
     return 1.0 - unlabelled
 
 
-#: Quantile classes of the TF's motif score at the family's motif locations (observable ceiling).
-SCORE_CLASSES = 20
+#: Quantile classes of the TF's best PWM match over all locations (observable ceiling); the
+#: ceiling stops rising at about this many on the demo (20 classes: 0.71, 40: 0.73, 80: 0.73).
+SCORE_CLASSES = 40
 
 
 def observable_bound(
-    occupancy: Occupancy, tf: str, family: list[str], match: dict[str, np.ndarray]
+    occupancy: Occupancy, tf: str, lead: str, match: dict[str, np.ndarray]
 ) -> tuple[np.ndarray, np.ndarray]:
     """The chance ``tf`` binds each location, given only what a model's inputs reveal.
 
     What the inputs show of a location: whether it is open in the cell (a
-    DNase peak), whether it carries a motif instance of the TF's family and
-    how well the TF's PWM (and the family lead's) matches it. Hidden: a
-    site's kind and strength, whether a family member's site was inherited,
-    and the motif-less sites. The chance is the generator's own mean binding
-    probability over the open locations sharing those observables: per
-    quantile class of the TF's match score (and, for a family member other
-    than the lead, whether the lead's PWM matches better), and one rate for
-    every open location without a family motif.
+    DNase peak) and how well the TF's PWM (and its family lead's) matches
+    its sequence. Hidden: whether a site was planted there at all (a
+    degraded instance scores like a chance match), its kind and strength,
+    whether a family member's site was inherited, and the motif-less sites.
+    The chance is the generator's own mean binding probability over the open
+    (location, cell)s sharing those observables: the quantile class of the
+    TF's best match among all locations and, for a family member other than
+    the lead, whether the lead's PWM matches better.
 
     Parameters
     ----------
@@ -145,11 +146,11 @@ def observable_bound(
         The simulation.
     tf
         The TF.
-    family
-        The TFs of its family, lead first.
+    lead
+        The first TF of its family (``tf`` itself when it leads).
     match
-        Per TF of the family, its best log-odds match at every location
-        (:func:`synthetic.sites.match_scores`; NaN where not computed).
+        Best log-odds match at every location (:func:`synthetic.sites.match_scores`)
+        of ``tf`` and of ``lead``.
 
     Returns
     -------
@@ -161,23 +162,15 @@ def observable_bound(
     expected = np.zeros(n_locations)
     sites = occupancy.sites[tf]
     expected[sites.loc] = binding_probability(sites.kind, sites.strength, P_OTHER)
-    motif = np.zeros(n_locations, dtype=bool)
-    for member in family:
-        member_sites = occupancy.sites[member]
-        motif[member_sites.loc[member_sites.kind != MOTIFLESS]] = True
-    is_open = occupancy.is_open
-    chance = np.zeros(is_open.shape)
-    # Open locations without a family motif look alike: one rate (motif-less sites among them).
-    plain = ~motif[:, None] & is_open
-    chance[plain] = (expected[:, None] * plain).sum() / max(int(plain.sum()), 1)
-    where = np.flatnonzero(motif)
-    score = match[tf][where]
+    score = match[tf]
     edges = np.quantile(score, np.linspace(0, 1, SCORE_CLASSES + 1)[1:-1])
     klass = np.searchsorted(edges, score, side="right")
-    if family[0] != tf:
-        klass = klass * 2 + (match[family[0]][where] > score)
+    if lead != tf:
+        klass = klass * 2 + (match[lead] > score)
+    is_open = occupancy.is_open
+    chance = np.zeros(is_open.shape)
     for k in np.unique(klass):
-        rows = where[klass == k]
+        rows = np.flatnonzero(klass == k)
         cells_open = is_open[rows]
         rate = (expected[rows, None] * cells_open).sum() / max(int(cells_open.sum()), 1)
         chance[rows] = rate * cells_open

@@ -30,11 +30,12 @@ def _occupancy() -> Occupancy:
 
 def test_a_hand_checked_case() -> None:
     occupancy = _occupancy()
-    match = {"TF": np.array([1.0, 2.0, np.nan, np.nan])}
-    _, chance = observable_bound(occupancy, "TF", ["TF"], match)
-    # Motif sites keep the mean binding probability of their score class where open:
-    # 0.5 + 0.5 * strength. Open locations without a motif share one rate: the
-    # motif-less site (bound with 0.9) is one of three open motif-less (location, cell)s.
+    # The motif-less site (2) scores like the background region (3): nothing in the sequence tells them apart.
+    match = {"TF": np.array([1.0, 2.0, 0.0, 0.0])}
+    _, chance = observable_bound(occupancy, "TF", "TF", match)
+    # Each location keeps the mean binding probability of its score class where
+    # open: 0.5 + 0.5 * strength for the two motif sites; the motif-less site
+    # (bound with 0.9) is one of three open (location, cell)s of its class.
     expected = np.array([[0.5, 0.0], [1.0, 1.0], [0.3, 0.0], [0.3, 0.3]])
     np.testing.assert_allclose(chance, expected)
     geometry = label_geometry()
@@ -53,10 +54,10 @@ def test_a_paralogue_is_told_by_which_pwm_matches_better() -> None:
     occupancy.sites["LEAD"] = Sites(
         loc=np.array([0, 1]), kind=np.array([STRONG, STRONG], np.int8), strength=np.zeros(2), shared=np.zeros(2, bool)
     )
-    same_score = np.array([1.0, 1.0, np.nan, np.nan])
-    lead_better = {"TF": same_score, "LEAD": np.array([2.0, 0.0, np.nan, np.nan])}
-    _, split = observable_bound(occupancy, "TF", ["LEAD", "TF"], lead_better)
-    _, pooled = observable_bound(occupancy, "TF", ["LEAD", "TF"], {"TF": same_score, "LEAD": same_score - 1})
+    same_score = np.array([1.0, 1.0, 0.0, 0.0])
+    lead_better = {"TF": same_score, "LEAD": np.array([2.0, 0.0, -1.0, -1.0])}
+    _, split = observable_bound(occupancy, "TF", "LEAD", lead_better)
+    _, pooled = observable_bound(occupancy, "TF", "LEAD", {"TF": same_score, "LEAD": same_score - 1})
     np.testing.assert_allclose(split[:2, 0], [0.5, 1.0])
     # One score class without the lead's score: the mean over the three open (location, cell)s.
     np.testing.assert_allclose(pooled[:2, 0], [(0.5 + 1.0 + 1.0) / 3] * 2)
