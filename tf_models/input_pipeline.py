@@ -4,6 +4,13 @@ Under ``ParameterServerStrategy`` the dataset function is executed on each
 worker, so everything here is TensorFlow ops: no ``from_generator`` and no
 ``py_function``. Each input pipeline (worker) reads its own share of the
 record files; no example passes through the chief.
+
+Records move in blocks: each file is read whole and cut into blocks of
+``block_records`` rows, blocks are shuffled, and the rows of a few blocks
+(:data:`MIX_BLOCKS`) are shuffled together before they are cut into
+batches. Every op then handles many records at once, so the pipeline is
+bound by memory bandwidth rather than by tf.data's cost per element (a
+record-at-a-time shuffle and batch spent most of its time there).
 """
 
 from __future__ import annotations
@@ -13,14 +20,19 @@ import tensorflow as tf
 from tf_models.encoding import DNA_CHANNELS, dna_indices, reverse_complement_indices
 from tfbs.records import RecordLayout
 
+#: Records per block: the unit of reading and of the block-level shuffle.
+BLOCK_RECORDS = 64
+#: Blocks whose records are shuffled together (the record-level shuffle).
+MIX_BLOCKS = 16
 
-def decode_batch(records: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
-    """Decode a batch of fixed-length records into model features.
+
+def decode_batch(rows: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
+    """Decode a batch of records into model features.
 
     Parameters
     ----------
-    records
-        A batch of raw records.
+    rows
+        ``uint8`` (batch, record_bytes) records.
     layout
         The record layout.
     flip
@@ -34,7 +46,7 @@ def decode_batch(records: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | Non
     """
     # The reshape gives the record length a static size, which the model's
     # centre crop and Flatten need.
-    raw = tf.reshape(tf.io.decode_raw(records, tf.uint8), [-1, layout.record_bytes])
+    raw = tf.reshape(rows, [-1, layout.record_bytes])
     dna = dna_indices(raw[:, : layout.window])
     if flip is not None:
         dna = tf.where(flip[:, None], reverse_complement_indices(dna), dna)
@@ -47,49 +59,84 @@ def decode_batch(records: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | Non
     }
 
 
-def _augmented(batch_index: tf.Tensor, records: tf.Tensor, layout: RecordLayout, seed: int) -> dict[str, tf.Tensor]:
+def _augmented(batch_index: tf.Tensor, rows: tf.Tensor, layout: RecordLayout, seed: int) -> dict[str, tf.Tensor]:
     """Decode, reverse-complementing a random half of the batch, reproducibly by batch index."""
     flip = (
-        tf.random.stateless_uniform(tf.shape(records), seed=tf.stack([tf.constant(seed, tf.int64), batch_index])) < 0.5
+        tf.random.stateless_uniform(tf.shape(rows)[:1], seed=tf.stack([tf.constant(seed, tf.int64), batch_index])) < 0.5
     )
-    return decode_batch(records, layout, flip)
+    return decode_batch(rows, layout, flip)
 
 
-def _records(
-    paths: "list[str] | tf.Tensor", layout: RecordLayout, seed: int, shard: tuple, training: bool, by_file: bool
+def _file_blocks(path: tf.Tensor, layout: RecordLayout, block_records: int) -> tf.data.Dataset:
+    """One record file, read whole, as ``uint8`` blocks of ``block_records`` rows (the last one shorter)."""
+    rows = tf.reshape(tf.io.decode_raw(tf.io.read_file(path), tf.uint8), [-1, layout.record_bytes])
+    return tf.data.Dataset.from_tensors(rows).rebatch(block_records)
+
+
+def _blocks(
+    paths: "list[str] | tf.Tensor",
+    layout: RecordLayout,
+    seed: int,
+    shard: tuple,
+    training: bool,
+    by_file: bool,
+    block_records: int,
 ) -> tf.data.Dataset:
-    """Records of ``paths``: this pipeline's share, file order shuffled when training."""
+    """Blocks of ``paths``: this pipeline's share, file order shuffled when training."""
     n_pipelines, pipeline_id = shard
     names = tf.data.Dataset.from_tensor_slices(paths)
     if by_file and n_pipelines > 1:
         names = names.shard(n_pipelines, pipeline_id)
     if training:
         names = names.shuffle(1 << 16, seed=seed)
-    records = names.interleave(
-        lambda path: tf.data.FixedLengthRecordDataset(path, layout.record_bytes, buffer_size=1 << 20),
+    blocks = names.interleave(
+        lambda path: _file_blocks(path, layout, block_records),
         cycle_length=4 if training else 1,
         num_parallel_calls=tf.data.AUTOTUNE,
         deterministic=True,
     )
     if not by_file and n_pipelines > 1:
-        records = records.shard(n_pipelines, pipeline_id)
-    return records
+        blocks = blocks.shard(n_pipelines, pipeline_id)
+    return blocks
 
 
-def _redrawn_negatives(negatives: list[list[str]], layout: RecordLayout, seed: int, shard: tuple) -> tf.data.Dataset:
-    """Negatives forever, epoch ``e`` from draw ``e % n_draws``."""
+def _shuffled_rows(
+    blocks: tf.data.Dataset, batch_size: int, seed: int, shuffle_buffer: int, block_records: int
+) -> tf.data.Dataset:
+    """Batches of ``batch_size`` rows from an endless stream of blocks: blocks shuffled, then rows within a few blocks."""
+    # Never more rows than the shuffle may hold: a buffer of one keeps the stream in order.
+    window = max(1, min(MIX_BLOCKS * block_records, shuffle_buffer))
+    mixed = (
+        blocks.shuffle(max(1, shuffle_buffer // block_records), seed=seed)
+        .rebatch(window)
+        .enumerate()
+        .map(
+            lambda i, rows: tf.random.experimental.stateless_shuffle(
+                rows, seed=tf.stack([tf.constant(seed, tf.int64), i])
+            ),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+    )
+    return mixed.rebatch(batch_size, drop_remainder=True)
+
+
+def _redrawn_negatives(
+    negatives: list[list[str]], layout: RecordLayout, seed: int, shard: tuple, block_records: int
+) -> tf.data.Dataset:
+    """Negative blocks forever, epoch ``e`` from draw ``e % n_draws``."""
     by_draw = tf.ragged.constant([[f.removeprefix("file://") for f in files] for files in negatives])
     by_file = min(len(files) for files in negatives) >= shard[0]
     n_draws = len(negatives)
 
-    def epoch_records(epoch: tf.Tensor) -> tf.data.Dataset:
+    def epoch_blocks(epoch: tf.Tensor) -> tf.data.Dataset:
         # A stateless shuffle takes the epoch as a tensor seed; shuffle() would not.
         files = tf.random.experimental.stateless_shuffle(
             by_draw[epoch % n_draws], seed=tf.stack([tf.constant(seed, tf.int64), epoch])
         )
-        return _records(files, layout, seed, shard, True, by_file)
+        return _blocks(files, layout, seed, shard, True, by_file, block_records)
 
-    return tf.data.Dataset.range(1 << 62).flat_map(epoch_records)
+    return tf.data.Dataset.range(1 << 62).flat_map(epoch_blocks)
 
 
 def positives_per_batch(positive_fraction: float, batch_size: int) -> int:
@@ -115,6 +162,7 @@ def make_dataset(
     negatives: list[list[str]] | None = None,
     positive_fraction: float = 0.5,
     skip_batches: int = 0,
+    block_records: int = BLOCK_RECORDS,
 ) -> tf.data.Dataset:
     """Stream record files as batches of decoded features.
 
@@ -131,7 +179,7 @@ def make_dataset(
         Seeds file order, class mixing, shuffling and augmentation: the same
         seed gives the same batches in the same order.
     shuffle_buffer
-        Records held for shuffling.
+        Records held for the block-level shuffle.
     input_context
         Given by a mirrored strategy; selects this pipeline's share of the
         files (or of the records, when there are fewer files than pipelines).
@@ -152,6 +200,8 @@ def make_dataset(
         Batches this pipeline already trained on (a resumed run): skipped
         before decoding, so the stream continues where it stopped, with the
         same augmentation.
+    block_records
+        Records per block (:data:`BLOCK_RECORDS`).
     """
     if shard is None:
         shard = (
@@ -159,24 +209,28 @@ def make_dataset(
             input_context.input_pipeline_id if input_context else 0,
         )
     paths = [f.removeprefix("file://") for f in files]
-    records = _records(paths, layout, seed, shard, training, by_file=len(paths) >= shard[0])
+    blocks = _blocks(paths, layout, seed, shard, training, len(paths) >= shard[0], block_records)
     if not training:
-        batches = records.batch(batch_size)
+        batches = blocks.rebatch(batch_size)
     elif negatives:
         # Classes are mixed per batch, not per record: every batch holds the
         # same number of positives, and batch-level ops keep the pipeline fast.
         n_positive = positives_per_batch(positive_fraction, batch_size)
-        positives = records.repeat().shuffle(shuffle_buffer, seed=seed).batch(n_positive)
-        drawn = _redrawn_negatives(negatives, layout, seed, shard).shuffle(shuffle_buffer, seed=seed + 1)
-        batches = tf.data.Dataset.zip(positives, drawn.batch(batch_size - n_positive)).map(
-            lambda pos, neg: tf.concat([pos, neg], axis=0)
+        positives = _shuffled_rows(blocks.repeat(), n_positive, seed, shuffle_buffer, block_records)
+        drawn = _shuffled_rows(
+            _redrawn_negatives(negatives, layout, seed, shard, block_records),
+            batch_size - n_positive,
+            seed + 1,
+            shuffle_buffer,
+            block_records,
         )
+        batches = tf.data.Dataset.zip(positives, drawn).map(lambda pos, neg: tf.concat([pos, neg], axis=0))
     else:
-        batches = records.repeat().shuffle(shuffle_buffer, seed=seed).batch(batch_size, drop_remainder=True)
+        batches = _shuffled_rows(blocks.repeat(), batch_size, seed, shuffle_buffer, block_records)
     parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": True}
     if training:
         batches = batches.skip(skip_batches).enumerate(start=skip_batches)
-        batches = batches.map(lambda i, records: _augmented(i, records, layout, seed), **parallel)
+        batches = batches.map(lambda i, rows: _augmented(i, rows, layout, seed), **parallel)
     else:
-        batches = batches.map(lambda records: decode_batch(records, layout), **parallel)
+        batches = batches.map(lambda rows: decode_batch(rows, layout), **parallel)
     return batches.prefetch(tf.data.AUTOTUNE)
