@@ -209,14 +209,53 @@ def _hdfs_client(netloc: str, pid: int) -> pafs.FileSystem:
         raise ImportError("hdfs:// needs the hdfs extra: pip install 'tfbs-spark[hdfs]'") from None
     host, _, port = netloc.partition(":")
     if not host:
-        return pafs.PyFileSystem(pafs.FSSpecHandler(HdfsFileSystem()))
+        return pafs.PyFileSystem(_HdfsHandler(HdfsFileSystem()))
     number = int(port or HDFS_DEFAULT_PORT)
     # The client retries an unreachable name node without end: fail in seconds, naming it.
     try:
         socket.create_connection((host, number), timeout=10).close()
     except OSError as err:
         raise OSError(f"hdfs://{netloc}: cannot reach the HDFS name node at {host}:{number} ({err})") from None
-    return pafs.PyFileSystem(pafs.FSSpecHandler(HdfsFileSystem(host=host, port=number)))
+    return pafs.PyFileSystem(_HdfsHandler(HdfsFileSystem(host=host, port=number)))
+
+
+class _BytesWriter(io.RawIOBase):
+    """A writable file that hands ``writer`` every write as ``bytes``.
+
+    hdfs-native's writer takes ``bytes`` at disk speed but is slow with any
+    other buffer, which is what pyarrow passes: measured on the mini cluster,
+    7 MB/s through pyarrow's stream, 170-270 MB/s with each write copied
+    into ``bytes`` first (``hdfs dfs -put`` of the same file: 37 MB/s).
+    """
+
+    def __init__(self, writer: Any) -> None:
+        super().__init__()
+        self._writer = writer
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self._writer.write(chunk)
+        return len(chunk)
+
+    def close(self) -> None:
+        if not self.closed:
+            try:
+                self._writer.close()
+            finally:
+                super().close()
+
+
+class _HdfsHandler(pafs.FSSpecHandler):
+    """pyarrow's handler of hdfs-native's fsspec file system, its output streams through :class:`_BytesWriter`."""
+
+    def open_output_stream(self, path: str, metadata: Any) -> pa.NativeFile:
+        return pa.PythonFile(_BytesWriter(self.fs.open(path, mode="wb")), mode="w")
+
+    def open_append_stream(self, path: str, metadata: Any) -> pa.NativeFile:
+        return pa.PythonFile(_BytesWriter(self.fs.open(path, mode="ab")), mode="w")
 
 
 def _is_object_store(fs: pafs.FileSystem) -> bool:
