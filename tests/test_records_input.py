@@ -94,3 +94,26 @@ def test_negatives_are_redrawn_per_epoch_at_the_given_share(tmp_path):
     # Epoch 0 draws from the first negative set, epoch 1 from the second, ...
     first_switch = np.argmax(negatives == 2)
     assert set(negatives[:first_switch]) == {1} and first_switch == 20
+
+
+def test_blocks_of_any_size_read_every_record_once_in_order(tmp_path):
+    files = _write(tmp_path, n_files=3, rows_per_file=10)
+
+    def ordered(block_records):
+        batches = make_dataset(files, LAYOUT, batch_size=7, seed=1, training=False, block_records=block_records)
+        return [(int(t), float(d)) for b in batches for t, d in zip(b["tf_index"].numpy(), b["dnase"].numpy())]
+
+    whole_files = ordered(64)
+    assert len(whole_files) == 30 and [t for t, _ in whole_files] == [0] * 10 + [1] * 10 + [2] * 10
+    # A block shorter than a file, and one that leaves a short last block.
+    assert ordered(1) == whole_files and ordered(4) == whole_files
+
+
+def test_training_blocks_mix_records_across_blocks_and_files(tmp_path):
+    files = _write(tmp_path, n_files=3, rows_per_file=40)
+    dataset = make_dataset(files, LAYOUT, batch_size=8, seed=3, shuffle_buffer=64, block_records=4)
+    batches = [b["tf_index"].numpy() for b in dataset.take(60)]
+    seen = np.concatenate(batches)
+    # Every file read at its share, and batches that mix files (records of one block stay in order otherwise).
+    np.testing.assert_allclose(np.bincount(seen, minlength=3) / len(seen), [1 / 3] * 3, atol=0.08)
+    assert np.mean([len(set(batch.tolist())) > 1 for batch in batches]) > 0.8
