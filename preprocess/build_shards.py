@@ -51,7 +51,7 @@ from preprocess.shard_writer import (
 from tfbs import manifest as manifest_io
 from tfbs import storage
 from tfbs.config import DataConfig, PipelineConfig, PreprocessConfig
-from tfbs.dream import TEST, TRAIN, VALID, read_bed_intervals, split_of
+from tfbs.dream import TEST, TRAIN, VALID, read_bed_intervals, read_dnase_peaks, split_of
 from tfbs.errors import BadInputError
 from tfbs.genome import load_chromosome, read_fai, window_status
 from tfbs.proteins import read_protein_fasta
@@ -105,14 +105,15 @@ def _spark_error_reason(err: Exception) -> str | None:
 
 
 def _side_intervals(data: DataConfig, cells: list[str]) -> dict[str, dict]:
-    """``{chrom: {source: (starts, ends)}}`` of the blacklist and DNase peaks (when there are any)."""
+    """``{chrom: {source: intervals}}`` of the blacklist and the DNase peaks with their summits (when there are any)."""
     sources = {dnase_source(cell): data.dnase_peaks_uri(cell) for cell in cells} if data.has_dnase else {}
-    if data.blacklist:
-        sources[BLACKLIST] = data.blacklist
     by_chrom: dict[str, dict] = defaultdict(dict)
     for source, uri in sources.items():
-        for chrom, intervals in read_bed_intervals(uri).items():
+        for chrom, intervals in read_dnase_peaks(uri).items():
             by_chrom[chrom][source] = intervals
+    if data.blacklist:
+        for chrom, intervals in read_bed_intervals(data.blacklist).items():
+            by_chrom[chrom][BLACKLIST] = intervals
     return dict(by_chrom)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from tfbs import storage
 from tfbs.bed import read_bed
 from tfbs.config import DataConfig
-from tfbs.dream import parse_label_header
+from tfbs.dream import parse_label_header, read_dnase_peaks
 from tfbs.errors import BadInputError
 from tfbs.genome import check_fasta_index
 from tfbs.proteins import read_protein_fasta
@@ -73,5 +73,5 @@ def check_preprocess_inputs(data: DataConfig) -> dict[str, list[str]]:
             require(data.dnase_peaks_uri(cell), f"DNase peaks of {cell}")
         cells_by_tf[tf] = cells
     for cell in sorted({cell for cells in cells_by_tf.values() for cell in cells}) if data.has_dnase else []:
-        read_bed(data.dnase_peaks_uri(cell), sizes)
+        read_dnase_peaks(data.dnase_peaks_uri(cell), sizes)  # summits included: each must lie in its peak
     return cells_by_tf

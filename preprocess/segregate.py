@@ -1,7 +1,7 @@
 """A/B/U segregation and sampling of one chromosome's bins for one TF.
 
 The label rows of a chromosome arrive as pieces; they are sorted, annotated
-by bedtools (blacklist, DNase overlap per cell), and every (bin, cell) gets
+by bedtools (blacklist, DNase peak and summit per cell), and every (bin, cell) gets
 an outcome from :data:`tfbs.manifest.OUTCOMES`:
 
 - test chromosomes keep every bin (A included: evaluation removes it the
@@ -19,7 +19,7 @@ import numpy as np
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece
 from preprocess.sampling import uniform_draw
 from tfbs import manifest as outcomes
-from tfbs.annotate import Intervals, overlap_flags
+from tfbs.annotate import Intervals, peak_proximity
 from tfbs.dream import TEST
 from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
 
@@ -41,7 +41,7 @@ class ChromBins:
     starts: np.ndarray  # int64, sorted
     codes: np.ndarray  # uint8 (n, n_cells)
     blacklisted: np.ndarray  # bool (n,)
-    open: np.ndarray  # bool (n, n_cells): overlaps the cell's DNase peaks
+    open: np.ndarray  # float32 (n, n_cells): proximity to the cell's DNase summits, 0 outside its peaks
 
 
 def annotate_bins(
@@ -54,10 +54,10 @@ def annotate_bins(
     starts, codes = starts[order], codes[order]
     # Each distinct bin goes to bedtools once, even if a file repeats it.
     unique, inverse = np.unique(starts, return_inverse=True)
-    flags = overlap_flags(chrom, unique, intervals)
-    missing = np.zeros(len(unique), dtype=bool)
-    blacklisted = flags.get(BLACKLIST, missing)[inverse]
-    is_open = np.stack([flags.get(dnase_source(cell), missing)[inverse] for cell in cells], axis=1)
+    proximity = peak_proximity(chrom, unique, intervals)
+    missing = np.zeros(len(unique), dtype=np.float32)
+    blacklisted = proximity.get(BLACKLIST, missing)[inverse] > 0
+    is_open = np.stack([proximity.get(dnase_source(cell), missing)[inverse] for cell in cells], axis=1)
     return ChromBins(tf, chrom, split, starts, codes, blacklisted, is_open.reshape(len(starts), len(cells)))
 
 
@@ -74,8 +74,8 @@ def class_counts(bins: ChromBins) -> np.ndarray:
     return np.stack(
         [
             ((bins.codes == CODE_B) & usable).sum(axis=0),
-            (unbound & bins.open).sum(axis=0),
-            (unbound & ~bins.open).sum(axis=0),
+            (unbound & (bins.open > 0)).sum(axis=0),
+            (unbound & (bins.open == 0)).sum(axis=0),
         ],
         axis=1,
     ).astype(np.int64)
@@ -127,7 +127,7 @@ def decide(
         for c, cell in enumerate(cells):
             unbound = bins.codes[:, c] == CODE_U
             p_open, p_closed = probabilities[cell]
-            threshold = np.where(bins.open[unbound, c], p_open, p_closed)
+            threshold = np.where(bins.open[unbound, c] > 0, p_open, p_closed)
             for d in range(n_draws):
                 pick = uniform_draw(seed, d, bins.tf, cell, bins.chrom, bins.starts[unbound]) < threshold
                 drawn[unbound, c, d] = pick

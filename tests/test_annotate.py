@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfbs.annotate import overlap_flags
+from tfbs.annotate import SUMMIT_REACH_BP, dnase_proximity, overlap_flags, peak_proximity
 from tfbs.bedtools import BedtoolsError
-from tfbs.dream import BIN_SIZE, BIN_STEP
+from tfbs.dream import BIN_SIZE, BIN_STEP, read_dnase_peaks
 
 
 def _intervals(*pairs: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
@@ -124,3 +124,46 @@ def test_scratch_directory_is_left_clean(tmp_path):
     flags = overlap_flags("chr2", np.array([0, 200]), {"blacklist": _intervals((250, 260))}, scratch=str(tmp_path))
     assert flags["blacklist"].tolist() == [False, True]
     assert list(tmp_path.iterdir()) == []
+
+
+def test_proximity_falls_from_the_summit_and_is_zero_outside_the_peaks():
+    # One peak [1000, 1600) with its summit at 1100; bins every 100 bp.
+    bins = np.arange(600, 2000, 100)
+    proximity = peak_proximity("chr2", bins, {"dnase:K562": (np.array([1000]), np.array([1600]), np.array([1100]))})
+    centre_distance = np.abs(bins + BIN_SIZE // 2 - 1100)
+    inside = (bins + BIN_SIZE > 1000) & (bins < 1600)
+    expected = np.where(inside, 1 - np.minimum(centre_distance, SUMMIT_REACH_BP) / (2 * SUMMIT_REACH_BP), 0)
+    np.testing.assert_allclose(proximity["dnase:K562"], expected, rtol=1e-6)
+    assert proximity["dnase:K562"][bins == 1000][0] == 1.0  # the bin centred on the summit
+    assert proximity["dnase:K562"].min() == 0 and np.all(proximity["dnase:K562"][inside] >= 0.5)
+
+
+def test_a_bin_in_two_peaks_takes_the_nearer_summit_and_midpoints_stand_in():
+    bins = np.array([1000])  # centre 1100
+    two = {"dnase:K562": (np.array([900, 1050]), np.array([1300, 1500]), np.array([1000, 1150]))}
+    assert peak_proximity("chr2", bins, two)["dnase:K562"].tolist() == [pytest.approx(1 - 50 / 1000)]
+    no_summits = {"dnase:K562": (np.array([1000]), np.array([1400]))}  # midpoint 1200
+    assert peak_proximity("chr2", bins, no_summits)["dnase:K562"].tolist() == [pytest.approx(0.9)]
+    # Bins in any order and repeated, per cell.
+    peaks = {"K562": {"chr2": two["dnase:K562"]}, "HepG2": {}}
+    got = dnase_proximity("chr2", np.array([1000, 0, 1000]), peaks)
+    assert got["K562"].tolist() == [pytest.approx(0.95), 0.0, pytest.approx(0.95)]
+    assert got["HepG2"].tolist() == [0.0, 0.0, 0.0]
+
+
+def test_dnase_peaks_are_read_with_their_summits(tmp_path):
+    lines = [
+        "chr2\t100\t300\t.\t500\t.\t9\t4\t3\t40\n",  # summit at 140
+        "chr2\t500\t800\t.\t500\t.\t9\t4\t3\t-1\n",  # none called: the midpoint, 650
+        "chr5\t0\t10\t.\t500\t.\t9\t4\t3\t0\n",
+    ]
+    path = tmp_path / "d.narrowPeak"
+    path.write_text("".join(lines))
+    peaks = read_dnase_peaks(str(path))
+    assert {chrom: [c.tolist() for c in columns] for chrom, columns in peaks.items()} == {
+        "chr2": [[100, 500], [300, 800], [140, 650]],
+        "chr5": [[0], [10], [0]],
+    }
+    bed3 = tmp_path / "d.bed"
+    bed3.write_text("chr2\t100\t300\n")
+    assert [c.tolist() for c in read_dnase_peaks(str(bed3))["chr2"]] == [[100], [300], [200]]

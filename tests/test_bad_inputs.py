@@ -24,7 +24,7 @@ from preprocess.label_reader import LabelPiece, ReadReport, read_label_file
 from tf_models.predict import _parse_regions
 from tfbs.bed import read_bed
 from tfbs.config import load_config
-from tfbs.dream import read_chrom_sizes
+from tfbs.dream import read_chrom_sizes, read_dnase_peaks
 from tfbs.errors import BadInputError, ConfigError, MissingInputError
 from tfbs.genome import check_fasta_index
 from tfbs.labels import check_peak_files
@@ -130,6 +130,15 @@ CASES: list[Case] = [
             ("beyond-end", _peak("chr2", 4900, 5100), "end 5100 is beyond the end of chr2 (5000 bp)"),
         ]
     ],
+    # DNase peaks are read with their summits, which must lie inside the peak
+    (
+        "dnase-summit-outside",
+        lambda t: _write(t / "d.narrowPeak.gz", _peak("chr1", 10, 200) + _peak("chr1", 300, 350)),
+        lambda uri: read_dnase_peaks(uri, SIZES),
+        "",
+        2,
+        "summit offset 80 is outside the peak (50 bp)",
+    ),
     # ChIP-seq peaks for `tfbs labels`: lines on chromosomes without bins are
     # ignored (hg19.autoX has no chrY), but not all of them
     (

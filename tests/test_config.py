@@ -35,6 +35,8 @@ def test_override_changes_value_and_digest():
         ("preprocess.valid_chroms=[chr1]", "share ['chr1']"),
         ("train.num_ps=0", "parameter_server needs num_ps >= 1"),
         ("generate.chromosomes={chr2: 1000}", "generate.chromosomes"),
+        ('train.node_cpus={"gpu:0": "0"}', "'gpu:0' is not chief, ps or worker"),
+        ('train.node_cpus={"worker:1": "1-0"}', "'1-0' is not a CPU list"),
     ],
 )
 def test_bad_keys_are_named(override, message):

@@ -93,6 +93,23 @@ def _node_info(job_name: str):
     )
 
 
+def test_a_node_is_pinned_to_the_cpus_named_for_it():
+    from tf_models.tfos import pin_to_cpus
+
+    before = os.sched_getaffinity(0)
+    worker = _node_info("worker")
+    try:
+        assert pin_to_cpus(worker, {"ps": "0"}) is None and os.sched_getaffinity(0) == before
+        first = min(before)
+        # worker:0 wins over worker; the process may then run on that CPU only.
+        assert pin_to_cpus(worker, {"worker": "0-4095", "worker:0": str(first)}) == {first}
+        assert os.sched_getaffinity(0) == {first}
+    finally:
+        os.sched_setaffinity(0, before)
+    with pytest.raises(RuntimeError, match="worker:0: train.node_cpus '4095' names no CPU of this host"):
+        pin_to_cpus(worker, {"worker": "4095"})
+
+
 def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
     import tf_models.tfos as tfos
@@ -371,3 +388,26 @@ def test_submit_yarn_ships_the_discovery_script_with_any_other_files(tmp_path, g
     argv = done.stdout.splitlines()
     assert argv.count("--files") == 1 and argv[argv.index("--files") + 1] == shipped
     assert argv[-3:] == ["jobs/train.py", "--config", "c.yaml"]
+
+
+def test_tensorflow_comes_from_one_extra_cpu_or_gpu_at_the_same_version():
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    # Both install the `tensorflow` module: in the base dependencies, one would overwrite the other.
+    assert not [d for d in project["dependencies"] if d.startswith("tensorflow") and "onspark" not in d]
+    extras = project["optional-dependencies"]
+    (cpu,), (gpu,) = extras["cpu"], extras["gpu"]
+    assert cpu.startswith("tensorflow-cpu==") and gpu.startswith("tensorflow[and-cuda]==")
+    assert cpu.split("==")[1] == gpu.split("==")[1]
+
+
+def test_a_missing_tensorflow_names_the_extra_to_install(monkeypatch, capsys, tmp_path):
+    from jobs.common import run_stage
+
+    def stage(config, args):
+        import tensorflow  # noqa: F401
+
+    monkeypatch.setitem(sys.modules, "tensorflow", None)  # as if not installed
+    assert run_stage("a stage", stage, ["--config", str(DEMO), "--set", f"run_dir={tmp_path}"]) == 2
+    assert "error: tensorflow: not installed; pip install 'tfbs-spark[cpu]'" in capsys.readouterr().err

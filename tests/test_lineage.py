@@ -120,6 +120,20 @@ def test_version_names_are_deterministic(small_shards, tmp_path):
     assert len({lineage.version, Lineage.of(longer, manifest).version, Lineage.of(wider, manifest).version}) == 3
     assert Lineage.of(longer, manifest).version.startswith(digest[:10])
 
+    # The known motifs the first filters start as are part of what it learns from; unseeded, they are not.
+    motifs = {**config.evaluate.motifs, "CTCF": "CTCF_f1"}
+    chosen = [f"evaluate.motif_db={config.evaluate.motif_db}", f"evaluate.motifs={json.dumps(motifs)}"]
+    other_motif = _config(tmp_path, shared.shards_uri, shared.data.root, *chosen)
+    assert Lineage.of(other_motif, manifest).version != lineage.version
+    assert "train.seed_motifs_from.motifs.CTCF='CTCF_f2' (now 'CTCF_f1')" in lineage.difference(
+        Lineage.of(other_motif, manifest)
+    )
+    unseeded = ["train.model.motif_cnn.seed_motifs=false"]
+    assert (
+        Lineage.of(_config(tmp_path, shared.shards_uri, shared.data.root, *unseeded), manifest).version
+        == Lineage.of(_config(tmp_path, shared.shards_uri, shared.data.root, *unseeded, *chosen), manifest).version
+    )
+
     named = _config(tmp_path, shared.shards_uri, shared.data.root, "train.version=v1")
     assert Lineage.of(named, manifest).version == "v1"
     assert Lineage.of(named, manifest).training_config_digest == lineage.training_config_digest

@@ -143,6 +143,41 @@ def test_tf_index_gathers_the_right_protein(name):
     np.testing.assert_array_equal(after[~is_tf1], before[~is_tf1])
 
 
+def test_match_dropout_drops_best_matches_in_training_only():
+    no_dense_dropout = ("train.model.dropout=0",)
+    model, config = _build("motif_cnn", *no_dense_dropout, "train.model.motif_cnn.match_dropout=0.5")
+    inputs = _inputs(config)
+    served = model(inputs, training=False).numpy()
+    np.testing.assert_array_equal(model(inputs, training=False).numpy(), served)
+    assert max(np.abs(model(inputs, training=True).numpy() - served).max() for _ in range(3)) > 1e-4
+    plain, config = _build("motif_cnn", *no_dense_dropout, "train.model.motif_cnn.match_dropout=0")
+    np.testing.assert_allclose(plain(inputs, training=True).numpy(), plain(inputs, training=False).numpy(), atol=1e-6)
+
+
+def test_known_motifs_seed_the_first_filters_and_the_rest_stay_random():
+    from tf_models.distributed import known_motif_seeds
+    from tf_models.motif_cnn import seed_filters
+    from tfbs.motifs import encode_dna
+
+    config = load_config(DEMO_CONFIG, TINY)
+    seeds = known_motif_seeds(config, ["FOXA2", "CTCF", "UNKNOWN"])
+    assert seeds is not None and seeds[0].shape == (9, 4, 2)  # CTCF_f2 and FOXA2_f1, cut to the 9 bp filter
+    for off in ("train.model.motif_cnn.seed_motifs=false", "train.model.architecture=factornet"):
+        assert known_motif_seeds(load_config(DEMO_CONFIG, [*TINY, off]), ["CTCF"]) is None
+    model, _ = _build("motif_cnn")
+    before = model.motifs.kernel.numpy().copy()
+    seed_filters(model, seeds)
+    after = model.motifs.kernel.numpy()
+    np.testing.assert_array_equal(after[..., :2], seeds[0])
+    np.testing.assert_array_equal(after[..., 2:], before[..., 2:])
+    # The seeded filter's best match is the motif's consensus: exactly 1 after the bias, and nothing else comes close.
+    consensus = "".join("ACGT"[i] for i in seeds[0][:, :, 1].argmax(axis=1))
+    dna = "T" * 40 + consensus + "T" * 40
+    maps = model.motifs(tf.one_hot(encode_dna(dna)[None].astype("int32"), 4)).numpy()[0, :, 1]
+    assert maps.max() == pytest.approx(1.0, abs=1e-5) and int(maps.argmax()) == 40
+    assert np.sort(maps)[-2] < 0.5
+
+
 @pytest.mark.parametrize("name", ["motif_cnn", "easyflow", "factornet"])
 @pytest.mark.parametrize("switch, key", [("use_dnase", "dnase"), ("use_cell_type", "cell_index")])
 def test_switches_decide_whether_the_input_is_read(name, switch, key):

@@ -194,7 +194,7 @@ def _piece(starts, codes) -> LabelPiece:
     return LabelPiece("chr2", np.asarray(starts, np.int64), np.asarray(codes, np.uint8))
 
 
-def test_annotate_bins_sorts_pieces_and_maps_flags_per_cell():
+def test_annotate_bins_sorts_pieces_and_maps_dnase_proximity_per_cell():
     pieces = [
         _piece([1000, 1050], [[B, U], [U, A]]),
         _piece([0, 50, 600], [[U, U], [A, B], [U, U]]),
@@ -210,7 +210,9 @@ def test_annotate_bins_sorts_pieces_and_maps_flags_per_cell():
     assert bins.starts.tolist() == [0, 50, 600, 1000, 1050]
     assert bins.codes.tolist() == [[U, U], [A, B], [U, U], [B, U], [U, A]]
     assert bins.blacklisted.tolist() == [True, False, False, False, False]
-    assert bins.open.tolist() == [[True, False], [True, False], [True, False], [False, False], [False, True]]
+    assert (bins.open > 0).tolist() == [[True, False], [True, False], [True, False], [False, False], [False, True]]
+    # Proximity of each bin's centre to the peak's midpoint (these peaks have no summit): 1 - d / 1000.
+    np.testing.assert_allclose(bins.open[bins.open > 0], [1 - 65 / 1000, 1 - 115 / 1000, 1 - 10 / 1000, 1 - 120 / 1000])
 
 
 def test_annotate_bins_keeps_a_repeated_bin_twice_with_the_same_flags():
@@ -223,7 +225,7 @@ def test_annotate_bins_keeps_a_repeated_bin_twice_with_the_same_flags():
     assert bins.starts.tolist() == [200, 200, 400]
     assert bins.codes[:, 0].tolist() == [U, A, B]  # stable: file order among equal starts
     assert bins.blacklisted.tolist() == [True, True, False]
-    assert bins.open[:, 0].tolist() == [False, False, True]
+    assert bins.open[:, 0].tolist() == [0.0, 0.0, pytest.approx(1 - 95 / 1000)]  # centre 500, midpoint 595
 
 
 def test_annotate_bins_without_any_intervals_reads_everything_closed_and_clean():

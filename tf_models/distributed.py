@@ -22,11 +22,14 @@ gets its ``lineage.json`` first. Training resumes only within its version.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import threading
 import time
 from pathlib import Path
+
+import numpy as np
 
 from tfbs import lineage as versions
 from tfbs import storage
@@ -116,11 +119,38 @@ def _export(config: PipelineConfig, lineage: Lineage, run, manifest: Manifest, r
     return target
 
 
-def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...]):
+def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...], motif_seeds=None):
     """The manifest's training run, its remote record files copied where this node reads them."""
     from tf_models.train_loop import TrainingRun
 
-    return TrainingRun.from_manifest(manifest).readable_by_tensorflow(config.train.record_cache_dir, download)
+    run = TrainingRun.from_manifest(manifest).readable_by_tensorflow(config.train.record_cache_dir, download)
+    return dataclasses.replace(run, motif_seeds=motif_seeds)
+
+
+def known_motif_seeds(config: PipelineConfig, tfs: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
+    """The first filters of a ``motif_cnn`` as the known motifs of ``tfs`` (:func:`tf_models.motif_cnn.motif_seeds`).
+
+    Read once, on the driver, from ``evaluate.motif_db``: one filter per
+    distinct motif of ``evaluate.motifs`` among ``tfs``. None when the
+    architecture is another, ``motif_cnn.seed_motifs`` is off or no motif is
+    configured.
+    """
+    from tf_models.baselines import motif_log_odds
+    from tf_models.motif_cnn import motif_seeds
+
+    model = config.train.model
+    motifs = {tf: config.evaluate.motifs[tf] for tf in tfs if tf in config.evaluate.motifs}
+    if (
+        model.architecture != "motif_cnn"
+        or not model.motif_cnn.seed_motifs
+        or not motifs
+        or not config.evaluate.motif_db
+    ):
+        return None
+    matrices = motif_log_odds(config.evaluate.motif_db, motifs)
+    distinct = {motifs[tf]: matrices[tf] for tf in sorted(motifs)}
+    log.info("motif filters start as %s", ", ".join(distinct))
+    return motif_seeds(list(distinct.values()), model.motif_cnn.kernel)
 
 
 def _train_and_export(
@@ -140,16 +170,19 @@ def node_main(args: dict, info) -> None:
     ----------
     args
         ``{"config": PipelineConfig, "manifest": Manifest, "lineage": Lineage, "num_gpus": int,
-        "run_id": str}``.
+        "motif_seeds": known_motif_seeds(...), "run_id": str}``.
     info
         :class:`tf_models.tfos.NodeInfo` of this node.
     """
     from tf_models.gpus import apply_visible_devices
+    from tf_models.tfos import pin_to_cpus
 
     config: PipelineConfig = args["config"]
     # First, before any TF server or strategy initialises devices: this
-    # process sees only the GPUs Spark gave its task (a ps none).
+    # process sees only the GPUs Spark gave its task (a ps none), and only
+    # the CPUs train.node_cpus names for it.
     apply_visible_devices(info.job_name, config.train.gpus_per_worker)
+    pin_to_cpus(info, config.train.node_cpus)
 
     import tensorflow as tf
 
@@ -165,7 +198,7 @@ def node_main(args: dict, info) -> None:
 
     if config.train.strategy == "multi_worker_mirrored":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        run = _readable_run(config, manifest, ("train", "valid"))
+        run = _readable_run(config, manifest, ("train", "valid"), args.get("motif_seeds"))
         _train_and_export(config, lineage, manifest, run, strategy, is_chief=info.is_chief)
         return
     if info.job_name in ("ps", "worker"):
@@ -183,7 +216,7 @@ def node_main(args: dict, info) -> None:
     try:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         strategy = tf.distribute.ParameterServerStrategy(resolver)
-        run = _readable_run(config, manifest, ("valid",))
+        run = _readable_run(config, manifest, ("valid",), args.get("motif_seeds"))
         _train_and_export(config, lineage, manifest, run, strategy, is_chief=True)
         status = "ok"
     finally:
@@ -336,10 +369,11 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
         return up_to_date_summary(config, lineage)
     model_uri = versions.model_uri(config.run_dir, lineage.version)
     log.info("training model version %s in %s", lineage.version, model_uri)
+    seeds = known_motif_seeds(config, manifest.tfs)
     if cfg.strategy == "local":
         import tensorflow as tf
 
-        run = _readable_run(config, manifest, ("train", "valid"))
+        run = _readable_run(config, manifest, ("train", "valid"), seeds)
         _train_and_export(config, lineage, manifest, run, tf.distribute.get_strategy(), is_chief=True)
     else:
         from tf_models.tfos import ClusterFailed, run_cluster
@@ -362,7 +396,13 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
                 node_main,
                 # num_gpus: TFoS then takes GPUs only from Spark's task
                 # resources, never from its own nvidia-smi probe (tf_models.gpus).
-                {"config": config, "manifest": manifest, "lineage": lineage, "num_gpus": cfg.gpus_per_worker},
+                {
+                    "config": config,
+                    "manifest": manifest,
+                    "lineage": lineage,
+                    "num_gpus": cfg.gpus_per_worker,
+                    "motif_seeds": seeds,
+                },
                 num_ps=num_ps,
                 num_workers=cfg.num_workers,
                 shutdown_timeout=cfg.timeout_s,

@@ -36,9 +36,9 @@ from pyspark.sql import SparkSession
 
 from tf_models.model_dir import local_export
 from tfbs import storage
-from tfbs.annotate import overlap_flags
+from tfbs.annotate import dnase_proximity
 from tfbs.config import PipelineConfig
-from tfbs.dream import BIN_SIZE, BIN_STEP, read_bed_intervals
+from tfbs.dream import BIN_SIZE, BIN_STEP, read_dnase_peaks
 from tfbs.errors import BadInputError, bad_input_in
 from tfbs.genome import gather_windows, load_chromosome, read_fai
 from tfbs.lineage import EXPORT_METADATA
@@ -125,14 +125,6 @@ def _chromosome(fasta_uri: str, chrom: str) -> np.ndarray:
     return load_chromosome(fasta_uri, read_fai(fasta_uri)[chrom])
 
 
-def _dnase_flags(chrom: str, starts: np.ndarray, cells: set[str], dnase: dict) -> dict[str, np.ndarray]:
-    """Per cell, whether each bin overlaps one of its DNase peaks (one bedtools run for all cells)."""
-    unique, inverse = np.unique(starts, return_inverse=True)
-    empty = (np.empty(0, np.int64), np.empty(0, np.int64))
-    flags = overlap_flags(chrom, unique, {cell: dnase.get(cell, {}).get(chrom, empty) for cell in cells})
-    return {cell: flags[cell][inverse].astype(np.float32) for cell in cells}
-
-
 def _probabilities(
     scoring: _Scoring, targets: list[int], chrom: str, starts: np.ndarray, is_open: dict[str, np.ndarray]
 ) -> dict[int, np.ndarray]:
@@ -172,7 +164,13 @@ def _score_part(part: int, regions: list[Region], scoring: _Scoring, dnase: dict
     for chrom, grouped in groupby(regions, key=lambda region: region[0]):
         run = list(grouped)
         starts = np.fromiter((start for _, start, _ in run), np.int64, len(run))
-        scores = _probabilities(scoring, missing, chrom, starts, _dnase_flags(chrom, starts, cells, dnase))
+        scores = _probabilities(
+            scoring,
+            missing,
+            chrom,
+            starts,
+            dnase_proximity(chrom, starts, {cell: dnase.get(cell, {}) for cell in cells}),
+        )
         prefixes = [f"{c}\t{s}\t{e}\t" for c, s, e in run]
         for i, probabilities in scores.items():
             texts[i].append("".join(f"{prefix}{p:.6f}\n" for prefix, p in zip(prefixes, probabilities.tolist())))
@@ -273,7 +271,7 @@ def predict_targets(
     )
     # A model trained without DNase ignores the input: no peaks are needed.
     cells = sorted({t.cell for t in targets}) if metadata.get("uses_dnase", True) else []
-    dnase = sc.broadcast({cell: read_bed_intervals(config.data.dnase_peaks_uri(cell)) for cell in cells})
+    dnase = sc.broadcast({cell: read_dnase_peaks(config.data.dnase_peaks_uri(cell)) for cell in cells})
 
     if regions_uri is None:
         runs = _genome_parts(fasta_uri, rows_per_part)

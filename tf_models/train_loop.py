@@ -32,6 +32,7 @@ from tf_models.encoding import protein_one_hot
 from tf_models.input_pipeline import make_dataset, positives_per_batch
 from tf_models.model import TFBSModel, build_model
 from tf_models.model_dir import ModelDirectory, model_directory
+from tf_models.motif_cnn import seed_filters
 from tf_models.optimizer import LockedAdam
 from tfbs import storage
 from tfbs.config import ModelConfig, TrainConfig
@@ -97,6 +98,8 @@ class TrainingRun:
     has_dnase: bool = True
     #: SHA-256 of each record file, by URI, from the manifest: what a node's copy must hold.
     checksums: dict[str, str] = field(default_factory=dict)
+    #: Known motifs the first filters start as (tf_models.distributed.known_motif_seeds), or None.
+    motif_seeds: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod
     def from_manifest(cls, manifest: Manifest) -> TrainingRun:
@@ -375,6 +378,8 @@ def _train_in(
 
     with strategy.scope():
         model = build_model(run.model_config(cfg), run.n_cells, run.layout.window, mixed_precision=cfg.mixed_precision)
+        if run.motif_seeds is not None:
+            seed_filters(model, run.motif_seeds)
         learning_rate = keras.optimizers.schedules.ExponentialDecay(
             cfg.learning_rate, cfg.decay_steps, cfg.decay_rate, staircase=True
         )

@@ -25,8 +25,11 @@ from tfbs.errors import BadInputError
 
 log = logging.getLogger("tfbs.bed")
 
-#: ``{chrom: (starts, ends)}``, int64 arrays in file order.
-Intervals = dict[str, tuple[np.ndarray, np.ndarray]]
+#: ``{chrom: (starts, ends)}`` (or ``(starts, ends, summits)``), int64 arrays in file order.
+Intervals = dict[str, tuple[np.ndarray, ...]]
+
+#: narrowPeak's summit column (0-based): the summit's offset from the start, -1 when not called.
+_SUMMIT_FIELD = 9
 
 #: Lines a BED file may hold besides intervals (UCSC's header lines).
 _HEADER_PREFIXES = ("#", "track", "browser")
@@ -42,6 +45,7 @@ def read_bed(
     chrom_sizes: Mapping[str, int] | None = None,
     unknown_chroms: Literal["error", "skip"] = "error",
     past_end: Literal["error", "allow"] = "error",
+    summits: bool = False,
 ) -> Intervals:
     """Read the intervals of a BED or narrowPeak file (``.gz`` or plain), checked.
 
@@ -66,19 +70,24 @@ def read_bed(
         peak called on another assembly). ``allow``: such a line is kept,
         for exclusion lists only (a blacklist over-reaching a chromosome
         excludes nothing that is not there).
+    summits
+        Also read narrowPeak's summit (10th column, an offset from the
+        start; -1, or a file of fewer columns, means none was called and
+        the peak's midpoint stands in), as a position on the chromosome.
 
     Returns
     -------
     dict
-        ``{chrom: (starts, ends)}``, int64 arrays in file order.
+        ``{chrom: (starts, ends)}``, or ``(starts, ends, summits)`` with
+        ``summits``: int64 arrays in file order.
 
     Raises
     ------
     BadInputError
         Naming file, line and reason: a wrong column count, a coordinate that
         is not a non-negative integer, start not before end, an unknown
-        chromosome, an end beyond the chromosome's length, or a stream that
-        cannot be decompressed.
+        chromosome, an end beyond the chromosome's length, a summit outside
+        its peak, or a stream that cannot be decompressed.
     """
     try:
         with storage.open_input(uri) as stream:
@@ -88,9 +97,9 @@ def read_bed(
             raise
         raise BadInputError(uri, 1, f"cannot be read ({err})") from None
     try:
-        names, chrom_ids, starts, ends, skipped = _fast_parse(data, chrom_sizes, unknown_chroms, past_end)
+        names, chrom_ids, columns, skipped = _fast_parse(data, chrom_sizes, unknown_chroms, past_end, summits)
     except _NotClean:
-        names, chrom_ids, starts, ends, skipped = _slow_parse(data, uri, chrom_sizes, unknown_chroms, past_end)
+        names, chrom_ids, columns, skipped = _slow_parse(data, uri, chrom_sizes, unknown_chroms, past_end, summits)
     if skipped:
         log.info(
             "%s: %d line(s) on chromosomes not in the genome ignored (%s)",
@@ -98,27 +107,29 @@ def read_bed(
             sum(skipped.values()),
             ", ".join(f"{chrom} {n}" for chrom, n in sorted(skipped.items())),
         )
-    return _by_chrom(names, chrom_ids, starts, ends)
+    return _by_chrom(names, chrom_ids, columns)
 
 
 def _fast_parse(
-    data: bytes, chrom_sizes: Mapping[str, int] | None, unknown_chroms: str, past_end: str
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    data: bytes, chrom_sizes: Mapping[str, int] | None, unknown_chroms: str, past_end: str, summits: bool
+) -> tuple[list[str], np.ndarray, list[np.ndarray], dict[str, int]]:
     """Parse and check the whole file with Arrow; raise :class:`_NotClean` on any doubt.
 
-    Returns names, chromosome indices, starts, ends, and lines skipped by chromosome.
+    Returns names, chromosome indices, the columns (starts, ends[, summits]),
+    and lines skipped by chromosome.
     """
     skipped: dict[str, int] = {}
     if not data.strip():
-        return [], np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64), skipped
+        return [], np.empty(0, np.int64), [np.empty(0, np.int64)] * (3 if summits else 2), skipped
+    wanted = ["f0", "f1", "f2", *([f"f{_SUMMIT_FIELD}"] if summits else [])]
     try:
         table = pacsv.read_csv(
             io.BytesIO(data),
             read_options=pacsv.ReadOptions(autogenerate_column_names=True, block_size=1 << 24),
             parse_options=pacsv.ParseOptions(delimiter="\t", quote_char=False, ignore_empty_lines=True),
             convert_options=pacsv.ConvertOptions(
-                include_columns=["f0", "f1", "f2"],
-                column_types={"f0": pa.dictionary(pa.int32(), pa.string()), "f1": pa.int64(), "f2": pa.int64()},
+                include_columns=wanted,
+                column_types={name: pa.int64() for name in wanted[1:]} | {"f0": pa.dictionary(pa.int32(), pa.string())},
                 strings_can_be_null=False,
             ),
         )
@@ -128,6 +139,12 @@ def _fast_parse(
     names = chroms.dictionary.to_pylist()
     chrom_ids = chroms.indices.to_numpy().astype(np.int64)
     starts, ends = table.column("f1").to_numpy(), table.column("f2").to_numpy()
+    columns = [starts, ends]
+    if summits:
+        offsets = table.column(f"f{_SUMMIT_FIELD}").to_numpy()
+        if np.any((offsets < -1) | (offsets >= ends - starts)):
+            raise _NotClean
+        columns.append(np.where(offsets < 0, (starts + ends) // 2, starts + offsets))
     # A header line that happens to parse (its second and third fields
     # numbers) is left to the line-by-line parse, which skips it.
     if np.any(starts < 0) or np.any(ends <= starts) or any(name.startswith(_HEADER_PREFIXES) for name in names):
@@ -143,19 +160,20 @@ def _fast_parse(
                 raise _NotClean
             counts = np.bincount(chrom_ids[~known], minlength=len(names))
             skipped = {names[i]: int(counts[i]) for i in np.flatnonzero(counts)}
-            chrom_ids, starts, ends = chrom_ids[known], starts[known], ends[known]
-    return names, chrom_ids, starts, ends, skipped
+            chrom_ids, columns = chrom_ids[known], [column[known] for column in columns]
+    return names, chrom_ids, columns, skipped
 
 
 def _slow_parse(
-    data: bytes, uri: str, chrom_sizes: Mapping[str, int] | None, unknown_chroms: str, past_end: str
-) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray, dict[str, int]]:
+    data: bytes, uri: str, chrom_sizes: Mapping[str, int] | None, unknown_chroms: str, past_end: str, summits: bool
+) -> tuple[list[str], np.ndarray, list[np.ndarray], dict[str, int]]:
     """Parse line by line, raising on the first bad line."""
     index: dict[str, int] = {}
-    chrom_ids, starts, ends = [], [], []
+    chrom_ids, starts, ends, summit_at = [], [], [], []
     first_unknown: tuple[int, str] | None = None
     skipped: dict[str, int] = {}
-    for number, chrom, start, end in _checked_lines(data, uri, chrom_sizes if past_end == "error" else None):
+    sizes = chrom_sizes if past_end == "error" else None
+    for number, chrom, start, end, summit in _checked_lines(data, uri, sizes, summits):
         if chrom_sizes is not None and chrom not in chrom_sizes:
             if unknown_chroms == "error":
                 raise BadInputError(uri, number, f"chromosome {chrom!r} is not in the genome")
@@ -165,6 +183,7 @@ def _slow_parse(
         chrom_ids.append(index.setdefault(chrom, len(index)))
         starts.append(start)
         ends.append(end)
+        summit_at.append(summit)
     if first_unknown is not None and not chrom_ids:
         number, chrom = first_unknown
         raise BadInputError(
@@ -172,19 +191,17 @@ def _slow_parse(
             number,
             f"chromosome {chrom!r} is not in the genome, nor is any other chromosome of this file (named another way?)",
         )
-    return (
-        list(index),
-        np.asarray(chrom_ids, dtype=np.int64),
-        np.asarray(starts, dtype=np.int64),
-        np.asarray(ends, dtype=np.int64),
-        skipped,
-    )
+    columns = [np.asarray(values, dtype=np.int64) for values in (starts, ends, *([summit_at] if summits else []))]
+    return list(index), np.asarray(chrom_ids, dtype=np.int64), columns, skipped
 
 
-def _checked_lines(data: bytes, uri: str, chrom_sizes: Mapping[str, int] | None) -> Iterator[tuple[int, str, int, int]]:
-    """``(line, chrom, start, end)`` of every interval line, checked but for the chromosome's presence.
+def _checked_lines(
+    data: bytes, uri: str, chrom_sizes: Mapping[str, int] | None, summits: bool = False
+) -> Iterator[tuple[int, str, int, int, int]]:
+    """``(line, chrom, start, end, summit)`` of every interval line, checked but for the chromosome's presence.
 
-    Ends are checked against ``chrom_sizes`` when given.
+    Ends are checked against ``chrom_sizes`` when given; the summit is a
+    position on the chromosome (the midpoint when not read or not called).
     """
     n_columns, first_line = 0, 0
     for number, raw in enumerate(data.decode("utf-8", errors="replace").split("\n"), start=1):
@@ -210,7 +227,17 @@ def _checked_lines(data: bytes, uri: str, chrom_sizes: Mapping[str, int] | None)
         size = None if chrom_sizes is None else chrom_sizes.get(chrom)
         if size is not None and end > size:
             raise BadInputError(uri, number, f"end {end} is beyond the end of {chrom} ({size} bp)")
-        yield number, chrom, start, end
+        yield number, chrom, start, end, _summit(fields, start, end, uri, number) if summits else (start + end) // 2
+
+
+def _summit(fields: list[str], start: int, end: int, uri: str, line: int) -> int:
+    """The summit of a narrowPeak line as a position (its midpoint when none was called)."""
+    if len(fields) <= _SUMMIT_FIELD or fields[_SUMMIT_FIELD] == "-1":
+        return (start + end) // 2
+    offset = _coordinate(fields[_SUMMIT_FIELD], "summit offset", uri, line)
+    if offset >= end - start:
+        raise BadInputError(uri, line, f"summit offset {offset} is outside the peak ({end - start} bp)")
+    return start + offset
 
 
 def _coordinate(text: str, what: str, uri: str, line: int) -> int:
@@ -223,12 +250,12 @@ def _coordinate(text: str, what: str, uri: str, line: int) -> int:
     return value
 
 
-def _by_chrom(names: list[str], chrom_ids: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> Intervals:
+def _by_chrom(names: list[str], chrom_ids: np.ndarray, columns: list[np.ndarray]) -> Intervals:
     """Group the rows by chromosome, keeping file order within each."""
     order = np.argsort(chrom_ids, kind="stable")
     bounds = np.searchsorted(chrom_ids[order], np.arange(len(names) + 1))
     return {
-        name: (starts[order[low:high]], ends[order[low:high]])
+        name: tuple(column[order[low:high]] for column in columns)
         for name, low, high in zip(names, bounds[:-1], bounds[1:])
         if high > low
     }

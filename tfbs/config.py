@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,6 +38,23 @@ from tfbs.storage import to_uri
 #: repository sits at the same place on every node; on YARN ship the script
 #: with ``--files`` and use ``./get_gpus_resources.sh`` (conf/yarn_gpu.yaml).
 DEFAULT_GPU_DISCOVERY_SCRIPT = str(Path(__file__).resolve().parents[1] / "scripts" / "get_gpus_resources.sh")
+
+
+def cpu_set(cpus: str) -> set[int]:
+    """The CPUs of a Linux CPU list (``taskset -c``'s form).
+
+    Examples
+    --------
+    >>> sorted(cpu_set("0-2,5"))
+    [0, 1, 2, 5]
+    """
+    found: set[int] = set()
+    for part in cpus.split(","):
+        low, dash, high = part.strip().partition("-")
+        if not low.isdigit() or (dash and not high.isdigit()) or int(high or low) < int(low):
+            raise ValueError(f"{cpus!r} is not a CPU list such as '0' or '0-2,5'")
+        found.update(range(int(low), int(high or low) + 1))
+    return found
 
 
 class _Section(BaseModel):
@@ -251,6 +269,15 @@ class MotifCNNConfig(_Section):
         description="learn a weight per N bp of the whole window for the motif matches, starting at 1 inside "
         "dna_center_bp and near 0 outside (None: count matches only inside dna_center_bp, unweighted)",
     )
+    match_dropout: float = Field(
+        0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
+    )
+    seed_motifs: bool = Field(
+        True,
+        description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db), "
+        "so close paralogues' motifs are told apart from the start; training moves them like the others, and the "
+        "motifs are part of the model's version (false, or no motifs configured: every filter starts random)",
+    )
 
 
 class EasyFlowConfig(_Section):
@@ -287,7 +314,10 @@ class ModelConfig(_Section):
     )
     dense_units: int = Field(64, gt=0)
     dropout: float = Field(0.25, ge=0, lt=1)
-    use_dnase: bool = Field(True, description="the DNase overlap as an input (switched off when the data has none)")
+    use_dnase: bool = Field(
+        True,
+        description="feed the DNase input, each bin's proximity to its open region's summit (off when the data has none)",
+    )
     use_cell_type: bool = True
     motif_cnn: MotifCNNConfig = Field(default_factory=MotifCNNConfig)
     easyflow: EasyFlowConfig = Field(default_factory=EasyFlowConfig)
@@ -342,6 +372,11 @@ class TrainConfig(_Section):
     gpu_discovery_script: str = Field(
         DEFAULT_GPU_DISCOVERY_SCRIPT, min_length=1, description="run by each executor to list its GPUs (Spark)"
     )
+    node_cpus: dict[str, str] = Field(
+        default_factory=dict,
+        description="pin TensorFlow nodes to CPUs: {'worker:0': '0', 'worker:1': '1', 'chief': '0-1'} (a job, or "
+        "job:index, to a Linux CPU list); for scaling measurements on few cores, or to keep nodes apart on one host",
+    )
     # Allowed without GPUs: float16 runs (slowly) on CPU, which is how it is
     # tested, and strategy local may train on the driver's own GPU. The
     # training process logs a warning when it sees no GPU.
@@ -368,6 +403,15 @@ class TrainConfig(_Section):
         if self.checkpoint_every_steps and self.checkpoint_every_steps % self.steps_per_execution:
             raise ValueError("checkpoint_every_steps must be a multiple of steps_per_execution")
         return self
+
+    @field_validator("node_cpus")
+    @classmethod
+    def _cpu_lists(cls, node_cpus: dict[str, str]) -> dict[str, str]:
+        for node, cpus in node_cpus.items():
+            if not re.fullmatch(r"(chief|ps|worker)(:\d+)?", node):
+                raise ValueError(f"node_cpus: {node!r} is not chief, ps or worker, with an optional :index")
+            cpu_set(cpus)
+        return node_cpus
 
     @field_validator("version")
     @classmethod

@@ -146,8 +146,8 @@ def read_chrom_sizes(uri: str) -> dict[str, int]:
 
 def read_bed_intervals(
     uri: str, chrom_sizes: dict[str, int] | None = None, unknown_chroms: Literal["error", "skip"] = "error"
-) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """Read the first three columns of a BED/narrowPeak file, by chromosome.
+) -> dict[str, tuple[np.ndarray, ...]]:
+    """Read the first three columns of a BED/narrowPeak file, by chromosome: ``{chrom: (starts, ends)}``.
 
     Every line is checked (see :func:`tfbs.bed.read_bed`, which this is).
 
@@ -157,3 +157,18 @@ def read_bed_intervals(
         Naming file, line and reason.
     """
     return read_bed(uri, chrom_sizes, unknown_chroms)
+
+
+def read_dnase_peaks(uri: str, chrom_sizes: dict[str, int] | None = None) -> dict[str, tuple[np.ndarray, ...]]:
+    """Read a DNase narrowPeak file as ``{chrom: (starts, ends, summits)}``, every line checked.
+
+    Summits are positions on the chromosome (a peak's midpoint when the file
+    has no summit column or the summit is -1); they place each bin in its
+    open region (:func:`tfbs.annotate.peak_proximity`).
+
+    Raises
+    ------
+    BadInputError
+        Naming file, line and reason.
+    """
+    return read_bed(uri, chrom_sizes, summits=True)

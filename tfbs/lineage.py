@@ -62,6 +62,7 @@ OPERATIONAL_TRAIN_KEYS = frozenset(
         "timeout_s",
         "gpus_per_worker",
         "gpu_discovery_script",
+        "node_cpus",
     }
 )
 
@@ -157,8 +158,22 @@ def manifest_digest(manifest: str | bytes | Mapping[str, Any] | _Dumpable) -> st
 
 
 def training_config(config: PipelineConfig) -> dict[str, Any]:
-    """The ``train`` section (model included) without its operational keys (:data:`OPERATIONAL_TRAIN_KEYS`)."""
-    return config.train.model_dump(mode="json", exclude=set(OPERATIONAL_TRAIN_KEYS))
+    """The ``train`` section (model included) without its operational keys (:data:`OPERATIONAL_TRAIN_KEYS`).
+
+    When the model's first filters start as known motifs
+    (``train.model.motif_cnn.seed_motifs``), the motifs named in
+    ``evaluate.motifs`` and the bytes of ``evaluate.motif_db`` are part of
+    the recipe too, under ``seed_motifs_from``: another motif file trains
+    another model.
+    """
+    tree = config.train.model_dump(mode="json", exclude=set(OPERATIONAL_TRAIN_KEYS))
+    model, evaluate = config.train.model, config.evaluate
+    if model.architecture == "motif_cnn" and model.motif_cnn.seed_motifs and evaluate.motifs and evaluate.motif_db:
+        tree["seed_motifs_from"] = {
+            "motifs": dict(sorted(evaluate.motifs.items())),
+            "motif_db_sha256": storage.sha256_of(evaluate.motif_db)[0],
+        }
+    return tree
 
 
 def training_config_digest(config: PipelineConfig) -> str:

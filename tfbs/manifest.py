@@ -35,7 +35,8 @@ from tfbs import storage
 from tfbs.errors import BadInputError
 
 #: 4: the fingerprint holds a content digest of every input; every file entry its SHA-256.
-SCHEMA_VERSION = 4
+#: 5: a row's ``dnase`` is its proximity to the cell's DNase summit (tfbs.annotate.peak_proximity), not a flag.
+SCHEMA_VERSION = 5
 MANIFEST_NAME = "manifest.json"
 
 #: Outcomes decided per (bin, cell) inside the tasks, by code.

@@ -66,9 +66,9 @@ def top_predictions(spark: SparkSession, predictions_uri: str, top_n: int) -> li
 
 
 def _windows_and_dnase(config: PipelineConfig, rows: list[tuple], window: int, uses_dnase: bool) -> tuple[list, list]:
-    """The genome window and DNase overlap of each row, cut on the driver (a few hundred rows)."""
-    from tfbs.annotate import overlap_flags
-    from tfbs.dream import read_bed_intervals
+    """The genome window and DNase input of each row, cut on the driver (a few hundred rows)."""
+    from tfbs.annotate import dnase_proximity
+    from tfbs.dream import read_dnase_peaks
     from tfbs.genome import gather_windows, load_chromosome, read_fai
 
     fasta, fai = config.data.genome_fasta, read_fai(config.data.genome_fasta)
@@ -77,7 +77,7 @@ def _windows_and_dnase(config: PipelineConfig, rows: list[tuple], window: int, u
     by_chrom: dict[str, list[int]] = defaultdict(list)
     for index, row in enumerate(rows):
         by_chrom[row[2]].append(index)
-    peaks = {cell: read_bed_intervals(config.data.dnase_peaks_uri(cell)) for cell in {r[1] for r in rows}}
+    peaks = {cell: read_dnase_peaks(config.data.dnase_peaks_uri(cell)) for cell in {r[1] for r in rows}}
     for chrom, indices in by_chrom.items():
         starts = np.array([rows[i][3] for i in indices], dtype=np.int64)
         for i, bases in zip(indices, gather_windows(load_chromosome(fasta, fai[chrom]), starts, window)):
@@ -86,10 +86,8 @@ def _windows_and_dnase(config: PipelineConfig, rows: list[tuple], window: int, u
             continue
         for cell in {rows[i][1] for i in indices}:
             picked = [i for i in indices if rows[i][1] == cell]
-            unique, inverse = np.unique([rows[i][3] for i in picked], return_inverse=True)
-            empty = (np.empty(0, np.int64), np.empty(0, np.int64))
-            flags = overlap_flags(chrom, unique, {"dnase": peaks[cell].get(chrom, empty)})["dnase"]
-            dnase[picked] = flags[inverse]
+            starts = np.array([rows[i][3] for i in picked], dtype=np.int64)
+            dnase[picked] = dnase_proximity(chrom, starts, {cell: peaks[cell]})[cell]
     return windows, dnase.tolist()
 
 
