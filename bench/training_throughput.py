@@ -1,4 +1,4 @@
-"""Benchmark: steady-state training throughput, single process against TFoS.
+"""Benchmark: steady-state training throughput, single process against TFoS, and scaling on pinned cores.
 
 Same shards, same model (the config's), same batch size and steps, each run
 a fresh ``tfbs train`` CLI subprocess with its own run directory:
@@ -7,6 +7,19 @@ a fresh ``tfbs train`` CLI subprocess with its own run directory:
 - ``ps_2_workers``: TensorFlowOnSpark, ParameterServerStrategy, 1 ps + 2
   workers + the chief on ``local-cluster[4,1,1024]`` (the default);
 - ``ps_1_worker``: the same with one worker, ``local-cluster[3,1,1024]``.
+
+Unpinned, every process may use every core, and one process already uses
+both: a second worker then has no core of its own and cannot show scaling.
+The pinned configurations give each computing process a core
+(``train.node_cpus``; the ps and the chief, which only apply updates and
+schedule, share both):
+
+- ``local_1core``: one process on core 0 (``sched_setaffinity`` before it starts);
+- ``ps_1_worker_pinned``: worker:0 on core 0;
+- ``ps_2_workers_pinned``: worker:0 on core 0, worker:1 on core 1;
+- ``allreduce_2_pinned``: all-reduce, the chief on core 0 and worker:0 on
+  core 1 (two replicas; all-reduce has no one-replica run, so its 2-vs-1 is
+  against ``local_1core``, the same loop on one core).
 
 Steady state excludes start-up (JVMs, TensorFlow servers, tracing, input
 pipeline warm-up): the chief's ``history.json`` has one entry per checkpoint
@@ -17,11 +30,14 @@ their examples over their summed time. Configurations run interleaved
 (round 1: a, b, c; round 2: ...), medians over the rounds.
 
     .venv/bin/python bench/training_throughput.py --config conf/demo.yaml \
-        --set shards_dir=build/demo/run/shards --repeats 3
+        --set shards_dir=build/demo/run/shards --repeats 3 [--pinned]
 
-Prints ps_2_workers/local (issue 4's target: >= 0.9, PS at most 10% slower
-than one process on the same cores) and ps_2_workers/ps_1_worker (target
->= 1.7). JSON printed and written to ``build/bench/training_throughput.json``.
+Prints, unpinned, ps_2_workers/local (ps at most 10% slower than one
+process on the same cores) and ps_2_workers/ps_1_worker; with ``--pinned``,
+2 workers against 1 on pinned cores (issue 16's target: >= 1.7) for ps and
+for all-reduce, and ps with 2 pinned workers against one process per core
+(2 x ``local_1core``; target >= 0.9). JSON printed and written to
+``build/bench/training_throughput.json``.
 """
 
 from __future__ import annotations
@@ -60,6 +76,28 @@ CONFIGURATIONS: dict[str, list[str]] = {
     ],
 }
 
+#: The pinned configurations (``--pinned``): each computing process on a core of its own.
+PINNED: dict[str, list[str]] = {
+    "local_1core": ["train.strategy=local"],
+    "ps_1_worker_pinned": [
+        *CONFIGURATIONS["ps_1_worker"],
+        'train.node_cpus={"worker:0": "0", "chief": "0-1", "ps": "0-1"}',
+    ],
+    "ps_2_workers_pinned": [
+        *CONFIGURATIONS["ps_2_workers"],
+        'train.node_cpus={"worker:0": "0", "worker:1": "1", "chief": "0-1", "ps": "0-1"}',
+    ],
+    "allreduce_2_pinned": [
+        "train.strategy=multi_worker_mirrored",
+        "train.num_workers=1",
+        "train.master=local-cluster[2,1,1024]",
+        'train.node_cpus={"chief": "0", "worker:0": "1"}',
+    ],
+}
+
+#: Configurations whose whole process tree runs on these CPUs (TFoS runs pin their nodes instead).
+PROCESS_CPUS: dict[str, set[int]] = {"local_1core": {0}}
+
 
 def steady_rate(history: list[dict], batch_size: int, skip: int = 1) -> float:
     """Examples/s over the history windows after the first ``skip``.
@@ -84,7 +122,7 @@ def train_once(name: str, args: argparse.Namespace, run_dir: Path) -> dict:
     if run_dir.exists():
         shutil.rmtree(run_dir)
     command = [str(TFBS), "train", "--config", args.config, *[f"--set={o}" for o in args.overrides]]
-    command += [f"--set={o}" for o in COMMON + CONFIGURATIONS[name]]
+    command += [f"--set={o}" for o in COMMON + {**CONFIGURATIONS, **PINNED}[name]]
     command += [
         f"--set=run_dir={run_dir}",
         f"--set=train.steps={args.steps}",
@@ -94,7 +132,15 @@ def train_once(name: str, args: argparse.Namespace, run_dir: Path) -> dict:
     run_dir.mkdir(parents=True)
     started = time.monotonic()
     with open(run_dir / "train.log", "w") as log:
-        subprocess.run(command, check=True, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        cpus = PROCESS_CPUS.get(name)
+        subprocess.run(
+            command,
+            check=True,
+            cwd=ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
+        )
     wall = time.monotonic() - started
     (model_dir,) = [path.parent for path in (run_dir / "models").glob("*/lineage.json")]  # its one version
     history = json.loads((model_dir / "history.json").read_text())
@@ -114,7 +160,8 @@ def main() -> None:
     parser.add_argument("--steps-per-execution", type=int, default=20)
     parser.add_argument("--window-steps", type=int, default=200, help="checkpoint (history) window")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--only", action="append", choices=sorted(CONFIGURATIONS), help="default: all")
+    parser.add_argument("--pinned", action="store_true", help="the pinned configurations instead")
+    parser.add_argument("--only", action="append", choices=sorted({**CONFIGURATIONS, **PINNED}), help="default: all")
     parser.add_argument("--work-dir", default="build/bench/training_runs", help="run directories (replaced)")
     parser.add_argument("--keep-runs", action="store_true")
     parser.add_argument("--out", default="build/bench/training_throughput.json")
@@ -125,7 +172,7 @@ def main() -> None:
 
     config = load_config(args.config, args.overrides)
     args.batch_size = config.train.batch_size
-    names = args.only or list(CONFIGURATIONS)
+    names = args.only or list(PINNED if args.pinned else CONFIGURATIONS)
     work = Path(args.work_dir).resolve()
 
     runs: dict[str, list[dict]] = {name: [] for name in names}
@@ -148,6 +195,15 @@ def main() -> None:
         summary["ratio_ps_2_workers_to_local"] = medians["ps_2_workers"] / medians["local"]
     if {"ps_2_workers", "ps_1_worker"} <= medians.keys():
         summary["ratio_ps_2_workers_to_ps_1_worker"] = medians["ps_2_workers"] / medians["ps_1_worker"]
+    if {"ps_2_workers_pinned", "ps_1_worker_pinned"} <= medians.keys():
+        summary["ratio_pinned_ps_2_to_1_worker"] = medians["ps_2_workers_pinned"] / medians["ps_1_worker_pinned"]
+    if {"allreduce_2_pinned", "local_1core"} <= medians.keys():
+        summary["ratio_pinned_allreduce_2_to_1_replica"] = medians["allreduce_2_pinned"] / medians["local_1core"]
+    if {"ps_2_workers_pinned", "local_1core"} <= medians.keys():
+        # Two cores each running the loop alone: what data parallelism could reach without any exchange.
+        summary["ratio_pinned_ps_2_workers_to_process_per_core"] = medians["ps_2_workers_pinned"] / (
+            2 * medians["local_1core"]
+        )
     summary["median_wall_seconds"] = {
         name: statistics.median(r["wall_seconds"] for r in results) for name, results in runs.items()
     }
@@ -161,7 +217,7 @@ def main() -> None:
             "repeats": args.repeats,
             "cores": os.cpu_count(),
             "shards": config.shards_uri,
-            "overrides": {name: COMMON + CONFIGURATIONS[name] for name in names},
+            "overrides": {name: COMMON + {**CONFIGURATIONS, **PINNED}[name] for name in names},
             "runs": runs,
         }
     )

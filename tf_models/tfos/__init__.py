@@ -15,7 +15,7 @@ on the executors::
 Modules:
 
 :mod:`~tf_models.tfos.node`
-    What ``node_main`` uses on a node: :class:`NodeInfo`,
+    What ``node_main`` uses on a node: :class:`NodeInfo`, :func:`pin_to_cpus`,
     :func:`start_server`, :func:`wait_for_chief`, :func:`mark_chief_done`.
 :mod:`~tf_models.tfos.task`
     The Spark task of a node: TFoS's entry function and the forked, watched
@@ -118,6 +118,7 @@ from tf_models.tfos.node import (
     NodeInfo,
     NodeMain,
     mark_chief_done,
+    pin_to_cpus,
     start_server,
     wait_for_chief,
 )
@@ -131,6 +132,7 @@ __all__ = [
     "NodeInfo",
     "NodeMain",
     "mark_chief_done",
+    "pin_to_cpus",
     "run_cluster",
     "start_server",
     "wait_for_chief",

@@ -10,13 +10,17 @@ process of :func:`tf_models.tfos.task.run_isolated`.
 from __future__ import annotations
 
 import json
+import logging
+import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # typing only: TensorFlow loads lazily
     import tensorflow as tf
+
+log = logging.getLogger("tfbs.tfos")
 
 #: Job names as they appear in the TF cluster spec and ``TF_CONFIG``.
 CHIEF, PS, WORKER = "chief", "ps", "worker"
@@ -94,6 +98,32 @@ class NodeInfo:
             f"executor={self.spark_executor_id} tfos_index={self.executor_id} "
             f"host={self.hostname} pid={self.pid} addr={self.address}"
         )
+
+
+def pin_to_cpus(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None:
+    """Restrict this node's process to the CPUs ``train.node_cpus`` names for it.
+
+    ``job:index`` wins over ``job``. Call it before TensorFlow creates its
+    thread pools: TensorFlow sizes them from the CPUs the process may use,
+    so a node pinned to one core runs one compute thread instead of
+    competing with its neighbours for every core.
+
+    Returns
+    -------
+    set of int or None
+        The CPUs, or None when the node is not pinned.
+    """
+    from tfbs.config import cpu_set
+
+    cpus = node_cpus.get(f"{info.job_name}:{info.task_index}", node_cpus.get(info.job_name))
+    if cpus is None:
+        return None
+    chosen = cpu_set(cpus) & os.sched_getaffinity(0)
+    if not chosen:
+        raise RuntimeError(f"{info.job_name}:{info.task_index}: train.node_cpus {cpus!r} names no CPU of this host")
+    os.sched_setaffinity(0, chosen)
+    log.info("%s:%d pinned to CPUs %s", info.job_name, info.task_index, ",".join(map(str, sorted(chosen))))
+    return chosen
 
 
 def start_server(info: NodeInfo) -> tf.distribute.Server:
