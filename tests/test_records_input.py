@@ -29,6 +29,17 @@ def test_one_hot_and_reverse_complement():
     rc = reverse_complement(dna_one_hot(tf.constant([list(b"AACG")], tf.uint8)))
     expected = dna_one_hot(tf.constant([list(b"CGTT")], tf.uint8))
     np.testing.assert_array_equal(rc.numpy(), expected.numpy())
+    # Flipped rows come out reverse-complemented (lower case and N included), the others as they are.
+    rows = tf.constant([list(b"AAcgN"), list(b"AAcgN")], tf.uint8)
+    flipped = dna_one_hot(rows, flip=tf.constant([True, False])).numpy()
+    np.testing.assert_array_equal(flipped[0], dna_one_hot(tf.constant([list(b"NCGTT")], tf.uint8)).numpy()[0])
+    np.testing.assert_array_equal(flipped[1], dna_one_hot(rows).numpy()[1])
+    # Two bases per lookup: the same one-hot, every byte pair (and N, lower case, other bytes) included.
+    every_pair = tf.constant(np.random.default_rng(0).choice(np.frombuffer(b"ACGTNacgtX", np.uint8), (16, 12)))
+    flip = tf.constant(np.arange(16) % 2 == 0)
+    np.testing.assert_array_equal(
+        dna_one_hot(every_pair, flip, bases_per_lookup=2).numpy(), dna_one_hot(every_pair, flip).numpy()
+    )
 
 
 def test_ordered_pass_decodes_every_field(tmp_path):

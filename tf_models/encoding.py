@@ -23,29 +23,48 @@ def _byte_lookup(alphabet: str, other: int, lower: bool = True) -> tf.Tensor:
     return tf.constant(table)
 
 
-def dna_indices(sequence_bytes: tf.Tensor) -> tf.Tensor:
-    """Map DNA bytes to ``uint8`` channel indices: A, C, G, T -> 0..3, else 4."""
-    table = tf.cast(_byte_lookup("ACGT", other=DNA_CHANNELS), tf.uint8)
-    return tf.gather(table, tf.cast(sequence_bytes, tf.int32))
+def _dna_table() -> np.ndarray:
+    """``(512, 4)`` float32: row ``b`` the one-hot of byte ``b`` (A, C, G, T in either case; any other byte,
+    N included, all zeros), row ``256 + b`` the one-hot of its complement."""
+    table = np.zeros((512, DNA_CHANNELS), dtype=np.float32)
+    for index, letter in enumerate("ACGT"):
+        for byte in (ord(letter), ord(letter.lower())):
+            table[byte, index] = 1.0
+            table[256 + byte, DNA_CHANNELS - 1 - index] = 1.0
+    return table
 
 
-def reverse_complement_indices(indices: tf.Tensor) -> tf.Tensor:
-    """Reverse-complement channel indices (batch, length); N stays N.
+def _dna_pair_table() -> np.ndarray:
+    """``(131072, 8)`` float32: the one-hots of every pair of bytes read as a little-endian ``uint16``
+    (first byte low), then of every pair's complements (4 MB)."""
+    single = _dna_table()
+    first, second = np.arange(1 << 16) % 256, np.arange(1 << 16) // 256
+    return np.concatenate(
+        [
+            np.concatenate([single[first], single[second]], axis=1),
+            np.concatenate([single[256 + first], single[256 + second]], axis=1),
+        ]
+    )
 
-    A byte per base instead of four floats: augmenting before the one-hot
-    moves a quarter of the data.
-    """
-    complement = tf.where(indices < DNA_CHANNELS, DNA_CHANNELS - 1 - indices, indices)
-    return tf.reverse(complement, axis=[1])
 
+def dna_one_hot(sequence_bytes: tf.Tensor, flip: tf.Tensor | None = None, bases_per_lookup: int = 1) -> tf.Tensor:
+    """One-hot encode DNA bytes, reverse-complementing the rows ``flip`` says.
 
-def dna_one_hot(sequence_bytes: tf.Tensor) -> tf.Tensor:
-    """One-hot encode DNA bytes.
+    Gathers from a table of every byte (or pair of bytes) and its
+    complement: the bytes are read once, where a lookup to channel indices,
+    a complement and ``tf.one_hot`` made three passes. Two bases per lookup
+    (the training input pipeline's choice) halves the lookups, about 1.3x
+    the rate, for a 4 MB table instead of 8 KB.
 
     Parameters
     ----------
     sequence_bytes
         ``uint8`` tensor (batch, length) of ASCII bases.
+    flip
+        Optional bool per row: reverse the row and read each base as its
+        complement.
+    bases_per_lookup
+        1, or 2 (``length`` even).
 
     Returns
     -------
@@ -53,8 +72,18 @@ def dna_one_hot(sequence_bytes: tf.Tensor) -> tf.Tensor:
         ``float32`` (batch, length, 4) in A, C, G, T order; N and any other
         byte give an all-zero row.
     """
-    # Index 4 is out of range for depth 4, which tf.one_hot maps to zeros.
-    return tf.one_hot(dna_indices(sequence_bytes), DNA_CHANNELS, dtype=tf.float32)
+    if flip is not None:
+        sequence_bytes = tf.where(flip[:, None], tf.reverse(sequence_bytes, axis=[1]), sequence_bytes)
+    # The length stays static when it is known: the models crop and flatten by it.
+    length = sequence_bytes.shape[1] or tf.shape(sequence_bytes)[1]
+    if bases_per_lookup == 1:
+        codes, table = tf.cast(sequence_bytes, tf.int32), _dna_table()
+    else:
+        pairs = tf.bitcast(tf.reshape(sequence_bytes, [-1, length // 2, 2]), tf.uint16)
+        codes, table = tf.cast(pairs, tf.int32), _dna_pair_table()
+    if flip is not None:
+        codes += tf.cast(flip, tf.int32)[:, None] * (table.shape[0] // 2)
+    return tf.reshape(tf.gather(tf.constant(table), codes), [-1, length, DNA_CHANNELS])
 
 
 def reverse_complement(one_hot: tf.Tensor) -> tf.Tensor:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from tf_models.encoding import DNA_CHANNELS, dna_indices, reverse_complement_indices
+from tf_models.encoding import dna_one_hot
 from tfbs.records import RecordLayout
 
 #: Records per block: the unit of reading and of the block-level shuffle.
@@ -47,11 +47,8 @@ def decode_batch(rows: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | None =
     # The reshape gives the record length a static size, which the model's
     # centre crop and Flatten need.
     raw = tf.reshape(rows, [-1, layout.record_bytes])
-    dna = dna_indices(raw[:, : layout.window])
-    if flip is not None:
-        dna = tf.where(flip[:, None], reverse_complement_indices(dna), dna)
     return {
-        "dna": tf.one_hot(dna, DNA_CHANNELS, dtype=tf.float32),
+        "dna": dna_one_hot(raw[:, : layout.window], flip, bases_per_lookup=2 if layout.window % 2 == 0 else 1),
         "label": tf.cast(raw[:, layout.label_offset], tf.float32),
         "tf_index": tf.cast(raw[:, layout.tf_offset], tf.int32),
         "cell_index": tf.cast(raw[:, layout.cell_offset], tf.int32),
@@ -70,7 +67,11 @@ def _augmented(batch_index: tf.Tensor, rows: tf.Tensor, layout: RecordLayout, se
 def _file_blocks(path: tf.Tensor, layout: RecordLayout, block_records: int) -> tf.data.Dataset:
     """One record file, read whole, as ``uint8`` blocks of ``block_records`` rows (the last one shorter)."""
     rows = tf.reshape(tf.io.decode_raw(tf.io.read_file(path), tf.uint8), [-1, layout.record_bytes])
-    return tf.data.Dataset.from_tensors(rows).rebatch(block_records)
+    # Each block copied out of the file's buffer: rebatching views into a
+    # shared buffer makes TensorFlow log an error line per block ("Tensor
+    # RefCount not reliable if buf_ points to a SubBuffer"); the copy costs
+    # one memcpy of the records.
+    return tf.data.Dataset.from_tensors(rows).rebatch(block_records).map(lambda block: tf.raw_ops.DeepCopy(x=block))
 
 
 def _blocks(
