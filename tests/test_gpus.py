@@ -104,8 +104,12 @@ def test_a_node_is_pinned_to_the_cpus_named_for_it():
         # worker:0 wins over worker; the process may then run on that CPU only.
         assert pin_to_cpus(worker, {"worker": "0-4095", "worker:0": str(first)}) == {first}
         assert os.sched_getaffinity(0) == {first}
+        # Every thread of the process, not just this one.
+        threads = [int(tid) for tid in os.listdir("/proc/self/task")]
+        assert len(threads) > 1 and all(os.sched_getaffinity(tid) == {first} for tid in threads[:8])
     finally:
-        os.sched_setaffinity(0, before)
+        for tid in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(tid), before)
     with pytest.raises(RuntimeError, match="worker:0: train.node_cpus '4095' names no CPU of this host"):
         pin_to_cpus(worker, {"worker": "4095"})
 

@@ -30,6 +30,12 @@ def _read_bed(uri: str) -> list[tuple[str, int, int]]:
         return [(f[0], int(f[1]), int(f[2])) for f in (line.split("\t") for line in handle)]
 
 
+def _read_summits(uri: str) -> list[tuple[str, int, int, int]]:
+    """A narrowPeak file's ``(chrom, start, end, summit)``, the summit (column 10) as a chromosome position."""
+    with gzip.open(local_path(uri), "rt") as handle:
+        return [(f[0], int(f[1]), int(f[2]), int(f[1]) + int(f[9])) for f in (line.split("\t") for line in handle)]
+
+
 @pytest.fixture(scope="module")
 def shard_table(small_shards):
     """Every split's Parquet rows in one table, with a ``split`` column."""
@@ -83,18 +89,26 @@ def test_test_split_keeps_every_non_blacklisted_bin(small_shards):
         assert outcomes.kept["test"]["A"] > 0
 
 
-def test_dnase_flag_matches_peak_overlap(small_shards, shard_table):
+def test_dnase_is_the_nearest_overlapping_summits_proximity(small_shards, shard_table):
+    """0 outside every peak; inside, 1 - min(d, 500) / 1000 for the nearest summit d bases from the bin's centre."""
     config, _ = small_shards
     rows = shard_table.select(["chrom", "start", "cell", "dnase"]).to_pylist()
-    peaks = {cell: _read_bed(config.data.dnase_peaks_uri(cell)) for cell in {r["cell"] for r in rows}}
+    peaks = {cell: _read_summits(config.data.dnase_peaks_uri(cell)) for cell in {r["cell"] for r in rows}}
     rng = np.random.default_rng(0)
+    inside = 0
     for index in rng.choice(len(rows), 300, replace=False):
         row = rows[index]
-        overlaps = any(
-            c == row["chrom"] and s < row["start"] + 200 and e > row["start"] for c, s, e in peaks[row["cell"]]
-        )
-        assert row["dnase"] == float(overlaps), row
-    assert 0 < np.mean([r["dnase"] for r in rows]) < 1
+        centre = row["start"] + 100
+        distances = [
+            abs(summit - centre)
+            for c, s, e, summit in peaks[row["cell"]]
+            if c == row["chrom"] and s < row["start"] + 200 and e > row["start"]
+        ]
+        expected = 1 - min(min(distances), 500) / 1000 if distances else 0.0
+        inside += bool(distances)
+        assert row["dnase"] == pytest.approx(expected, abs=1e-6), row
+    assert 0 < inside < 300
+    assert 0 < np.mean([r["dnase"] > 0 for r in rows]) < 1
 
 
 def test_no_kept_bin_touches_the_blacklist(small_shards, shard_table):

@@ -65,7 +65,7 @@ def test_parameter_server_training_on_local_cluster(tfos_training):
     _check_training(
         run_dir, run.output, "parameter_server", {("chief", "0"), ("ps", "0"), ("worker", "0"), ("worker", "1")}
     )
-    # train.node_cpus pinned each worker to its core before TensorFlow started (the node's own log line).
+    # train.node_cpus pinned each worker to its core once its TF server was up (the node's own log line).
     executor_logs = "".join(path.read_text(errors="replace") for path in run_dir.rglob("stderr"))
     assert "worker:0 pinned to CPUs 0" in executor_logs and "worker:1 pinned to CPUs 1" in executor_logs
 

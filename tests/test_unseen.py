@@ -159,16 +159,22 @@ def test_unseen_end_to_end_writes_the_table(small_shards, tmp_path):
     np.testing.assert_allclose(model(inputs).numpy(), served["logit"].numpy(), rtol=1e-4, atol=1e-5)
 
 
-def test_family_note_names_transfer_through_a_seen_protein():
-    results = [
-        {"tf": "FOXA1", "nearest": "FOXA2", "identity": 0.28, "auprc": {"HepG2": {"own": 0.2, "nearest": 0.6}}},
-        {"tf": "CTCF", "nearest": "FOXA2", "identity": 0.02, "auprc": {"HepG2": {"own": 0.04, "nearest": 0.03}}},
-    ]
-    alone, note = family_note(results, family_identity=0.2, margin=0.02)
+def test_family_note_says_whether_the_unseen_protein_itself_carries_the_signal():
+    def scored(own: float, shuffled: float, nearest: float) -> list[dict]:
+        values = {"own": own, "shuffled": shuffled, "nearest": nearest}
+        return [
+            {"tf": "FOXA1", "nearest": "FOXA2", "identity": 0.28, "auprc": {"HepG2": values}},
+            {"tf": "CTCF", "nearest": "FOXA2", "identity": 0.02, "auprc": {"HepG2": {"own": 0.04, "nearest": 0.03}}},
+        ]
+
+    alone, identifier = family_note(scored(0.2, 0.21, 0.6), family_identity=0.2, margin=0.02)
     assert "without a family member (CTCF): own protein 0.040" in alone
-    assert "FOXA1 (via FOXA2)" in note and "CTCF" not in note
-    assert "0.600" in note and "0.200" in note and "TF identifier" in note
-    assert "no family" in family_note(results[1:], family_identity=0.2, margin=0.02)[-1]
+    assert "FOXA1 (via FOXA2)" in identifier and "CTCF" not in identifier
+    assert "own protein gives 0.200, a shuffled one 0.210, the member's protein 0.600" in identifier
+    assert "TF identifier" in identifier and "reads the protein" not in identifier
+    _, reads = family_note(scored(0.55, 0.12, 0.6), family_identity=0.2, margin=0.02)
+    assert "reads the protein" in reads and "still does better" in reads and "TF identifier" not in reads
+    assert "no family" in family_note(scored(0.2, 0.2, 0.6)[1:], family_identity=0.2, margin=0.02)[-1]
 
 
 def test_domains_are_cut_from_the_fasta_headers(tmp_path):

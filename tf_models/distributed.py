@@ -179,10 +179,8 @@ def node_main(args: dict, info) -> None:
 
     config: PipelineConfig = args["config"]
     # First, before any TF server or strategy initialises devices: this
-    # process sees only the GPUs Spark gave its task (a ps none), and only
-    # the CPUs train.node_cpus names for it.
+    # process sees only the GPUs Spark gave its task (a ps none).
     apply_visible_devices(info.job_name, config.train.gpus_per_worker)
-    pin_to_cpus(info, config.train.node_cpus)
 
     import tensorflow as tf
 
@@ -198,6 +196,7 @@ def node_main(args: dict, info) -> None:
 
     if config.train.strategy == "multi_worker_mirrored":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
+        pin_to_cpus(info, config.train.node_cpus)
         run = _readable_run(config, manifest, ("train", "valid"), args.get("motif_seeds"))
         _train_and_export(config, lineage, manifest, run, strategy, is_chief=info.is_chief)
         return
@@ -208,6 +207,7 @@ def node_main(args: dict, info) -> None:
         # The ps waits like a worker instead of server.join(), which never
         # returns and would keep the process alive until the application ends.
         start_server(info)
+        pin_to_cpus(info, config.train.node_cpus)
         status = wait_for_chief(marker, timeout_seconds=timeout, run_id=args["run_id"])
         if status != "ok":
             raise RuntimeError(f"{info.job_name}:{info.task_index} released by a failed chief: {status}")
@@ -216,6 +216,7 @@ def node_main(args: dict, info) -> None:
     try:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         strategy = tf.distribute.ParameterServerStrategy(resolver)
+        pin_to_cpus(info, config.train.node_cpus)
         run = _readable_run(config, manifest, ("valid",), args.get("motif_seeds"))
         _train_and_export(config, lineage, manifest, run, strategy, is_chief=True)
         status = "ok"

@@ -9,6 +9,7 @@ process of :func:`tf_models.tfos.task.run_isolated`.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -101,12 +102,14 @@ class NodeInfo:
 
 
 def pin_to_cpus(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None:
-    """Restrict this node's process to the CPUs ``train.node_cpus`` names for it.
+    """Restrict every thread of this node's process to the CPUs ``train.node_cpus`` names for it.
 
-    ``job:index`` wins over ``job``. Call it before TensorFlow creates its
-    thread pools: TensorFlow sizes them from the CPUs the process may use,
-    so a node pinned to one core runs one compute thread instead of
-    competing with its neighbours for every core.
+    ``job:index`` wins over ``job``. Call it once TensorFlow's server or
+    strategy is up: TensorFlow sizes its thread pools from the CPUs a
+    process may use when it starts, and a worker started on one CPU hung
+    (closures scheduled, none run). Started on all, then pinned, it keeps
+    its pools and runs them on its own CPUs; threads made later (tf.data's)
+    inherit the pinning.
 
     Returns
     -------
@@ -121,7 +124,10 @@ def pin_to_cpus(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None
     chosen = cpu_set(cpus) & os.sched_getaffinity(0)
     if not chosen:
         raise RuntimeError(f"{info.job_name}:{info.task_index}: train.node_cpus {cpus!r} names no CPU of this host")
-    os.sched_setaffinity(0, chosen)
+    # sched_setaffinity moves one thread: every thread the process has, one by one.
+    for thread in os.listdir("/proc/self/task"):
+        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
+            os.sched_setaffinity(int(thread), chosen)
     log.info("%s:%d pinned to CPUs %s", info.job_name, info.task_index, ",".join(map(str, sorted(chosen))))
     return chosen
 

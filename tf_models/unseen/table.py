@@ -111,27 +111,30 @@ def family_note(results: list[dict], family_identity: float, margin: float) -> l
             f"{own:.3f}" + (f" against their motif scan's {float(np.mean(scan)):.3f}" if scan else "") + ": "
             "with no related protein among the TFs trained on, nothing transfers."
         )
-    pairs = [
-        (values["own"], values["nearest"])
+    family = [
+        (values["own"], values["shuffled"], values["nearest"])
         for result in results
         if result["identity"] >= family_identity
         for values in result["auprc"].values()
     ]
-    if not pairs:
+    if not family:
         return [
             f"No held-out TF has another TF's protein at identity >= {family_identity}: no family to transfer from."
         ]
-    own, nearest = (float(np.mean(column)) for column in zip(*pairs))
+    own, shuffled, nearest = (float(np.mean(column)) for column in zip(*family))
     tfs = sorted({f"{r['tf']} (via {r['nearest']})" for r in results if r["identity"] >= family_identity})
     note = (
-        f"Held-out TFs with a family member ({', '.join(tfs)}): the member's protein gives {nearest:.3f}, "
-        f"their own protein {own:.3f}."
+        f"Held-out TFs with a family member ({', '.join(tfs)}): their own protein gives {own:.3f}, "
+        f"a shuffled one {shuffled:.3f}, the member's protein {nearest:.3f}."
     )
-    if nearest - own > margin:
+    if own - shuffled > margin:
+        note += " The protein the model never saw carries its family's signal: the branch reads the protein."
+        if nearest - own > margin:
+            note += " A protein it was trained with still does better."
+    elif nearest - own > margin:
         note += (
             " The model transfers through a protein it was trained with, not through the shared DNA-binding "
-            "domain: the TF's own protein, a few residues from the member's domain, scores like a shuffled one. "
-            "The protein branch acts as a TF identifier."
+            "domain: the TF's own protein scores like a shuffled one. The protein branch acts as a TF identifier."
         )
     return [*notes, note]
 
