@@ -18,13 +18,16 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """Train once per held-out TF on the others' shards; write ``unseen.json`` beside the LATEST report.
 
     Run after ``tfbs demo`` (or train and evaluate): it reads the shards'
-    manifest and the LATEST version's report.
+    manifest and the LATEST version's report, and writes that report's page
+    again with the table in it.
     """
+    from jobs import report
     from tf_models.unseen.run import run_unseen
     from tfbs.manifest import read_manifest
 
     result = run_unseen(config, read_manifest(config.shards_uri))
     print(f"unseen: {result['uri']}")
+    report.run(config)
     return result
 
 
