@@ -2,14 +2,16 @@
 
 Three Spark stages:
 
-1. one task per label file streams it (``.gz`` cannot be split) and cuts
-   it into per-chromosome column blocks, checking every line;
-2. the blocks are partitioned by (TF, chromosome); each task sorts its bins
-   and lets bedtools mark blacklisted and DNase-open bins, then counts the
-   classes the U:B draw needs;
-3. with the draw probabilities from those counts, each task decides every
-   (bin, cell), cuts windows from the genome and writes its Parquet shard
-   and training record files.
+1. one task per label file streams it (``.gz`` cannot be split), checking
+   every line, and annotates each chromosome as soon as its rows end, in
+   background threads beside the read (sorted bins, bedtools' blacklist and
+   DNase summit proximity); each chromosome is stored in the staging
+   directory and only its class counts go back to the driver;
+2. with the draw probabilities from those counts, one task per (TF,
+   chromosome), largest first, decides every (bin, cell), cuts windows from
+   the genome, writes its Parquet shard and deals its training records to
+   the record files;
+3. a few tasks per core gather and write the record files.
 
 Everything goes to a staging directory that is swapped in whole after the
 manifest, which accounts for every input row, has been checked and written.
@@ -27,20 +29,21 @@ from collections.abc import Iterable, Iterator
 from operator import itemgetter
 from typing import Any, Literal
 
-from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
 from preprocess.fingerprint import changed_inputs, input_fingerprint
 from preprocess.inputs import check_preprocess_inputs
-from preprocess.label_reader import LabelPiece, ReadReport, read_label_file
+from preprocess.label_reader import ReadReport, read_label_file
 from preprocess.sampling import draw_probabilities
 from preprocess.segregate import (
     BLACKLIST,
     ChromBins,
-    annotate_bins,
+    annotate_while_reading,
     class_counts,
     decide,
     dnase_source,
+    read_bins,
+    write_bins,
 )
 from preprocess.shard_writer import (
     ChromResult,
@@ -59,37 +62,58 @@ from tfbs.records import RecordLayout
 
 log = logging.getLogger("tfbs.preprocess")
 
+#: Chromosomes a label file's reading task annotates at once, beside the read.
+_ANNOTATION_THREADS = 2
+#: Record-writing tasks per core Spark offers: enough to balance the cores.
+_RECORD_TASKS_PER_CORE = 4
+#: Record bytes one writing task holds at most (it gathers all its files' chunks before writing).
+_RECORD_TASK_BYTES = 256 << 20
 
-def _read_labels(
-    job: tuple[str, str, list[str]], chroms: list[str], bad_rows: Literal["fail", "set_aside"], block_bytes: int
-) -> Iterator:
-    """Stage 1: ``((tf, chrom), piece)`` pairs, then ``((tf, None), report)``."""
+
+def _read_and_annotate(
+    job: tuple[str, str, list[str]],
+    chroms: list[str],
+    splits: dict[str, str],
+    intervals: dict,
+    bad_rows: Literal["fail", "set_aside"],
+    block_bytes: int,
+    annotated_uri: str,
+) -> Iterator[tuple]:
+    """Stage 1: annotate every chromosome of one label file into ``annotated_uri``.
+
+    Yields ``(tf, chrom, split, n_bins, class counts)`` per chromosome, then
+    ``(tf, report)``.
+    """
     tf, uri, cells = job
-    for item in read_label_file(uri, cells, chroms, bad_rows, block_bytes):
-        if isinstance(item, ReadReport):
-            yield (tf, None), item
-        else:
-            yield (tf, item.chrom), item
+
+    def store(bins: ChromBins) -> tuple:
+        # Files for the next stage's tasks rather than Spark's shuffle:
+        # PySpark's partitionBy holds a task's output until the task ends,
+        # so the whole file's bins were pickled and written after the read,
+        # on one core (7 s of 75 at full size).
+        write_bins(bins, _annotated_file(annotated_uri, tf, bins.chrom))
+        return tf, bins.chrom, bins.split, len(bins.starts), class_counts(bins)
+
+    items = read_label_file(uri, cells, chroms, bad_rows, block_bytes)
+    for item in annotate_while_reading(tf, items, cells, splits, intervals, _ANNOTATION_THREADS, store):
+        yield (tf, item) if isinstance(item, ReadReport) else item
 
 
-def _annotate_partition(items: Iterable, cells_by_tf: dict, intervals: dict, splits: dict) -> Iterator:
-    """Stage 2: gather one (TF, chromosome)'s pieces and annotate them."""
-    pieces: dict[tuple, list[LabelPiece]] = defaultdict(list)
-    for key, item in items:
-        if isinstance(item, ReadReport):
-            yield key, item
-        else:
-            pieces[key].append(item)
-    for (tf, chrom), chrom_pieces in pieces.items():
-        yield (
-            (tf, chrom),
-            annotate_bins(tf, chrom, splits[chrom], chrom_pieces, cells_by_tf[tf], intervals.get(chrom, {})),
-        )
+def _annotated_file(annotated_uri: str, tf: str, chrom: str) -> str:
+    return f"{annotated_uri}/{tf}/{chrom}.npz"
 
 
-def _write_partition(items: Iterable, cells_by_tf: dict, probabilities: dict, genome: dict, config: dict) -> Iterator:
-    """Stage 3: decide, cut windows and write each (TF, chromosome)."""
-    for (tf, chrom), bins in items:
+def _write_partition(
+    keys: Iterable[tuple[str, str]],
+    annotated_uri: str,
+    cells_by_tf: dict,
+    probabilities: dict,
+    genome: dict,
+    config: dict,
+) -> Iterator:
+    """Stage 2: decide, cut windows and write each (TF, chromosome)."""
+    for tf, chrom in keys:
+        bins = read_bins(_annotated_file(annotated_uri, tf, chrom))
         cells = cells_by_tf[tf]
         chromosome = load_chromosome(genome["uri"], genome["fai"][chrom])
         status = window_status(chromosome, bins.starts, config["window"], config["max_n_fraction"], config["pad"])
@@ -148,8 +172,19 @@ def _record_file_counts(
     return {key: max(1, math.ceil(rows / rows_per_file)) for key, rows in sorted(expected.items())}
 
 
+def _record_writer_tasks(n_files: int, file_bytes: int, sc: Any) -> int:
+    """How many tasks write the record files (each file goes whole to one).
+
+    One task per file cost more in task start-ups than in writing (794
+    files at full size: 28 s against 11 s for a hundred); a few tasks per
+    core, but never so few that one holds more than ``_RECORD_TASK_BYTES``.
+    """
+    by_memory = math.ceil(n_files / max(1, _RECORD_TASK_BYTES // file_bytes))
+    return max(1, min(n_files, max(_RECORD_TASKS_PER_CORE * sc.defaultParallelism, by_memory)))
+
+
 def _route_outputs(result: ChromResult) -> Iterator[tuple]:
-    """Stage 3 to 4: the task's record chunks to their files, its counts to the driver."""
+    """Stage 2 to 3: the task's record chunks to their files, its counts to the driver."""
     for file_key, number, chunk in result.record_chunks:
         yield (file_key, number), (result.tf, result.chrom, chunk)
     result.record_chunks = []
@@ -157,7 +192,7 @@ def _route_outputs(result: ChromResult) -> Iterator[tuple]:
 
 
 def _write_records_partition(items: Iterable, out_uri: str, seed: int) -> Iterator[tuple]:
-    """Stage 4: write each record file from the chunks every task dealt to it."""
+    """Stage 3: write each record file from the chunks every task dealt to it."""
     chunks: dict[tuple, list] = defaultdict(list)
     for key, value in items:
         if key is None:
@@ -306,28 +341,39 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
 
     staging_uri = f"{final_uri}._staging-{uuid.uuid4().hex[:8]}"
     genome = {"uri": data.genome_fasta, "fai": fai}
-    keys = [(tf, chrom) for tf in tfs for chrom in chroms]
-    key_index = {key: i for i, key in enumerate(keys)}
+    # Annotated chromosomes wait here between the two jobs; removed before the commit.
+    annotated_uri = f"{staging_uri}/annotated"
     bad_rows, block_bytes = pp.bad_rows, pp.read_block_mb << 20
     jobs = [(tf, label_uris[tf], cells_by_tf[tf]) for tf in tfs]
     try:
-        annotated = (
+        summary = (
             sc.parallelize(jobs, len(jobs))
-            .flatMap(lambda job: _read_labels(job, chroms, bad_rows, block_bytes))
-            .partitionBy(len(keys) + 1, lambda key: key_index.get(key, len(keys)))
-            .mapPartitions(lambda items: _annotate_partition(items, cells_by_tf, intervals.value, splits))
-            .persist(StorageLevel.MEMORY_AND_DISK)
+            .flatMap(
+                lambda job: _read_and_annotate(
+                    job, chroms, splits, intervals.value, bad_rows, block_bytes, annotated_uri
+                )
+            )
+            .collect()
         )
-        summary = annotated.map(
-            lambda kv: (kv[0], kv[1]) if isinstance(kv[1], ReadReport) else (kv[0], kv[1].split, class_counts(kv[1]))
-        ).collect()
-        reports = {item[0][0]: item[1] for item in summary if isinstance(item[1], ReadReport)}
-        stats = [item for item in summary if not isinstance(item[1], ReadReport)]
+        reports = {tf: item for tf, item in (row for row in summary if len(row) == 2)}
+        # Largest chromosomes first, so the stage does not end waiting on one.
+        chromosomes = sorted((row for row in summary if len(row) == 5), key=lambda row: -row[3])
+        stats = [((tf, chrom), split, counts) for tf, chrom, split, _, counts in chromosomes]
         for tf in tfs:
             log.info("%s: %d label lines, %d set aside as bad", tf, reports[tf].n_rows, len(reports[tf].rejected))
         probabilities = _probabilities(stats, cells_by_tf, pp)
         n_files = _record_file_counts(stats, cells_by_tf, probabilities, pp.negative_draws, pp.rows_per_record_file)
-        context = ShardContext(staging_uri, tfs, all_cells, pp.window, pp.seed, pp.rows_per_row_group, layout, n_files)
+        context = ShardContext(
+            staging_uri,
+            tfs,
+            all_cells,
+            pp.window,
+            pp.seed,
+            pp.rows_per_row_group,
+            pp.test_rows_per_row_group,
+            layout,
+            n_files,
+        )
         task_config = {
             "window": pp.window,
             "max_n_fraction": pp.max_n_fraction,
@@ -336,19 +382,21 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
             "seed": pp.seed,
             "context": context,
         }
-        # Every record file gets its own partition; the tasks' counts go to the last.
-        file_index = {
-            (key, n): i for i, (key, n) in enumerate((k, n) for k, count in n_files.items() for n in range(count))
-        }
+        file_keys = [(key, n) for key, count in n_files.items() for n in range(count)]
+        n_writers = _record_writer_tasks(len(file_keys), pp.rows_per_record_file * layout.record_bytes, sc)
+        file_index = {file_key: i % n_writers for i, file_key in enumerate(file_keys)}
+        written = [key for key, _, _ in stats]
         outputs = (
-            annotated.filter(lambda kv: isinstance(kv[1], ChromBins))
-            .mapPartitions(lambda items: _write_partition(items, cells_by_tf, probabilities, genome, task_config))
+            sc.parallelize(written, max(1, len(written)))
+            .mapPartitions(
+                lambda keys: _write_partition(keys, annotated_uri, cells_by_tf, probabilities, genome, task_config)
+            )
             .flatMap(_route_outputs)
-            .partitionBy(len(file_index) + 1, lambda key: len(file_index) if key is None else file_index[key])
+            .partitionBy(n_writers + 1, lambda key: n_writers if key is None else file_index[key])
             .mapPartitions(lambda items: _write_records_partition(items, staging_uri, pp.seed))
             .collect()
         )
-        annotated.unpersist()
+        storage.delete_dir(annotated_uri)
         results = [value for kind, value in outputs if kind == "result"]
         record_files = [value for kind, value in outputs if kind == "records"]
         input_rows = {tf: reports[tf].n_rows for tf in tfs}

@@ -18,8 +18,10 @@ row out of place could drop most of a file.
 from __future__ import annotations
 
 import io
+import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -123,11 +125,66 @@ class _BlockHasBadRows(Exception):
     """The fast parse found something wrong; the block is re-read slowly."""
 
 
-_READ_BYTES = 1 << 16
+#: Decompressed bytes handed over at a time: a broken stream is located to within this many bytes of lines.
+_READ_BYTES = 1 << 20
+#: Compressed bytes read at a time from a ``.gz`` file.
+_COMPRESSED_READ_BYTES = 1 << 17
 
 
-def _line_blocks(uri: str, block_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(first_line_number, text)`` blocks of whole lines.
+def _decompressed_chunks(uri: str, chunk_bytes: int) -> Iterator[bytes]:
+    """The file's bytes in chunks of at most ``chunk_bytes``, decompressed if gzipped (every member).
+
+    zlib itself for ``.gz``, not a file object: on a truncated or corrupt
+    stream it has handed over everything before the break, so the error
+    names the first line actually lost (Arrow's codec and Python's gzip
+    lose the whole read).
+
+    Raises
+    ------
+    EOFError
+        If a gzip member ends before its end marker (a truncated file).
+    zlib.error
+        If the compressed data is corrupt.
+    """
+    gzipped = uri.endswith(".gz")
+    with storage.open_input(uri, compression=None if gzipped else "detect") as raw:
+        if not gzipped:
+            while chunk := raw.read(chunk_bytes):
+                yield chunk
+            return
+        decompressor, started = zlib.decompressobj(wbits=31), False
+        while compressed := raw.read(_COMPRESSED_READ_BYTES):
+            while compressed:
+                started = True
+                yield decompressor.decompress(compressed, chunk_bytes)
+                if decompressor.eof:  # the next member, if any, follows
+                    compressed = decompressor.unused_data
+                    decompressor, started = zlib.decompressobj(wbits=31), False
+                else:
+                    compressed = decompressor.unconsumed_tail
+        if started:
+            yield decompressor.flush()
+            if not decompressor.eof:
+                raise EOFError("compressed stream ended before its end-of-stream marker")
+
+
+def _read_block(chunks: Iterator[bytes], block_bytes: int) -> tuple[bytes, Exception | None, bool]:
+    """Read about ``block_bytes``: ``(data, the error that stopped the read or None, stream ended)``."""
+    parts, size = [], 0
+    try:
+        while size < block_bytes:
+            chunk = next(chunks, None)
+            if chunk is None:
+                return b"".join(parts), None, True
+            parts.append(chunk)
+            size += len(chunk)
+    except (OSError, EOFError, zlib.error) as err:  # truncated or corrupt
+        return b"".join(parts), err, True
+    return b"".join(parts), None, False
+
+
+def _line_blocks(uri: str, block_bytes: int) -> Iterator[tuple[int, int, bytes]]:
+    """Yield ``(first_line_number, n_lines, text)`` blocks of whole lines.
 
     Raises
     ------
@@ -135,37 +192,29 @@ def _line_blocks(uri: str, block_bytes: int) -> Iterator[tuple[int, bytes]]:
         If the stream cannot be decompressed (truncated or corrupt gzip),
         after the blocks read so far, naming the first line not read.
     """
-    next_line, carry = 1, b""
-    with storage.open_input(uri) as stream, ThreadPoolExecutor(1) as reader:
-        # Small reads, one ahead in a thread: decompression overlaps parsing,
-        # and a broken stream is located to within a few hundred lines.
-        # Reads no larger than a block: a small block_bytes (as in tests)
-        # gives many blocks even for a small file.
-        read_bytes = min(_READ_BYTES, block_bytes)
-        pending = reader.submit(stream.read, read_bytes)
-        failure, chunks, size, done = None, [carry], 0, False
-        while not done:
-            try:
-                chunk = pending.result()
-            except OSError as err:
-                failure, chunk = err, b""
-            if chunk:
-                pending = reader.submit(stream.read, read_bytes)
-                chunks.append(chunk)
-                size += len(chunk)
-                if size < block_bytes:
-                    continue
-            done = not chunk
-            text = b"".join(chunks)
+    next_line, carry, ended = 1, b"", False
+    # Reads no larger than a block: a small block_bytes (as in tests) gives
+    # many blocks even for a small file.
+    chunks = _decompressed_chunks(uri, min(_READ_BYTES, block_bytes))
+    with closing(chunks), ThreadPoolExecutor(1) as reader:
+        # The next block is read and decompressed in a thread while this one
+        # is parsed (zlib and Arrow release the GIL).
+        pending = reader.submit(_read_block, chunks, block_bytes)
+        while not ended:
+            data, failure, ended = pending.result()
+            if not ended:
+                pending = reader.submit(_read_block, chunks, block_bytes)
+            text = carry + data
             cut = text.rfind(b"\n") + 1
             if cut:
-                yield next_line, text[:cut]
-                next_line += text.count(b"\n", 0, cut)
-            carry, chunks, size = text[cut:], [text[cut:]], 0
+                n_lines = text.count(b"\n", 0, cut)
+                yield next_line, n_lines, text[:cut]
+                next_line += n_lines
+            carry = text[cut:]
     if failure is not None:
         raise BadInputError(uri, next_line, f"cannot be read from this line on ({failure})")
     if carry:
-        yield next_line, carry + b"\n"  # a last line without its newline
+        yield next_line, 1, carry + b"\n"  # a last line without its newline
 
 
 def _fast_parse(block: bytes, n_cells: int, keep: list[int], chrom_index: dict[str, int]):
@@ -289,24 +338,24 @@ def read_label_file(
     report = ReadReport(uri)
     order = _Order(uri, chroms)
     n_cells, keep = 0, []
-    for first_line, block in _line_blocks(uri, block_bytes):
+    for first_line, n_lines, block in _line_blocks(uri, block_bytes):
         if first_line == 1:
             header, _, block = block.partition(b"\n")
             cells = parse_label_header(header.decode("utf-8", errors="replace"), uri)
             n_cells, keep = len(cells), [cells.index(cell) for cell in keep_cells]
-            first_line = 2
+            first_line, n_lines = 2, n_lines - 1
             if not block:
                 continue
         try:
             chrom_ids, starts, codes = _fast_parse(block, n_cells, keep, chrom_index)
-            if not order.take_block(chrom_ids, starts, first_line + block.count(b"\n") - 1):
+            if not order.take_block(chrom_ids, starts, first_line + n_lines - 1):
                 raise _BlockHasBadRows
         except _BlockHasBadRows:
             chrom_ids, starts, codes, rejected = _slow_parse(
                 block, first_line, n_cells, keep, chrom_index, order, fail=bad_rows == "fail"
             )
             report.rejected.extend(rejected)
-        report.n_rows += block.count(b"\n")
+        report.n_rows += n_lines
         yield from _pieces(chrom_ids, starts, codes, chroms)
     if n_cells == 0:
         raise BadInputError(uri, 1, "file is empty")
@@ -316,12 +365,17 @@ def read_label_file(
 
 
 def _pieces(chrom_ids: np.ndarray, starts: np.ndarray, codes: np.ndarray, chroms: list[str]) -> Iterator[LabelPiece]:
-    """Split a block's rows by chromosome (usually one: files are sorted)."""
+    """Split a block's rows by chromosome (usually one: files are sorted), in file order.
+
+    File order lets a reader take a chromosome as complete when the next
+    one's rows begin.
+    """
     if len(chrom_ids) == 0:
         return
     if chrom_ids[0] == chrom_ids[-1] and np.all(chrom_ids == chrom_ids[0]):
         yield LabelPiece(chroms[chrom_ids[0]], starts, codes)
         return
-    for chrom_id in np.unique(chrom_ids):
+    unique, first = np.unique(chrom_ids, return_index=True)
+    for chrom_id in unique[np.argsort(first)]:
         mask = chrom_ids == chrom_id
         yield LabelPiece(chroms[chrom_id], starts[mask], codes[mask])

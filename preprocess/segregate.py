@@ -12,18 +12,26 @@ an outcome from :data:`tfbs.manifest.OUTCOMES`:
 
 from __future__ import annotations
 
+import io
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
-from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece
+from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece, ReadReport
 from preprocess.sampling import uniform_draw
 from tfbs import manifest as outcomes
+from tfbs import storage
 from tfbs.annotate import Intervals, peak_proximity
 from tfbs.dream import TEST
 from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
 
 BLACKLIST = "blacklist"
+
+_T = TypeVar("_T")
 
 
 def dnase_source(cell: str) -> str:
@@ -44,21 +52,125 @@ class ChromBins:
     open: np.ndarray  # float32 (n, n_cells): proximity to the cell's DNase summits, 0 outside its peaks
 
 
+def write_bins(bins: ChromBins, uri: str) -> None:
+    """Store annotated bins at ``uri`` (``.npz``, atomic) for another task to read.
+
+    Most bins lie in no peak, so the proximities are stored as their
+    non-zero entries and the flags as bits: a third of the arrays' bytes.
+    """
+    flat = bins.open.ravel()
+    nonzero = np.flatnonzero(flat)
+    buffer = io.BytesIO()
+    np.savez(
+        buffer,
+        names=np.array([bins.tf, bins.chrom, bins.split]),
+        starts=bins.starts,
+        codes=bins.codes,
+        blacklisted=np.packbits(bins.blacklisted),
+        open_index=nonzero,
+        open_values=flat[nonzero],
+    )
+    storage.write_bytes(uri, buffer.getbuffer())
+
+
+def read_bins(uri: str) -> ChromBins:
+    """Annotated bins stored by :func:`write_bins`."""
+    with storage.open_input(uri, compression=None) as stream:
+        arrays = np.load(io.BytesIO(stream.read()), allow_pickle=False)
+        tf, chrom, split = (str(name) for name in arrays["names"])
+        codes = arrays["codes"]
+        proximity = np.zeros(codes.shape, dtype=np.float32)
+        proximity.ravel()[arrays["open_index"]] = arrays["open_values"]
+        blacklisted = np.unpackbits(arrays["blacklisted"], count=len(codes)).astype(bool)
+        return ChromBins(tf, chrom, split, arrays["starts"], codes, blacklisted, proximity)
+
+
 def annotate_bins(
     tf: str, chrom: str, split: str, pieces: list[LabelPiece], cells: list[str], intervals: Intervals
 ) -> ChromBins:
     """Sort a chromosome's pieces and annotate them with bedtools."""
     starts = np.concatenate([p.starts for p in pieces])
     codes = np.concatenate([p.codes for p in pieces])
-    order = np.argsort(starts, kind="stable")
-    starts, codes = starts[order], codes[order]
-    # Each distinct bin goes to bedtools once, even if a file repeats it.
-    unique, inverse = np.unique(starts, return_inverse=True)
+    if np.all(starts[1:] > starts[:-1]):
+        # A sorted file without repeats (the usual case): no sort, no mapping.
+        unique, inverse = starts, slice(None)
+    else:
+        order = np.argsort(starts, kind="stable")
+        starts, codes = starts[order], codes[order]
+        # Each distinct bin goes to bedtools once, even if a file repeats it.
+        unique, inverse = np.unique(starts, return_inverse=True)
     proximity = peak_proximity(chrom, unique, intervals)
     missing = np.zeros(len(unique), dtype=np.float32)
     blacklisted = proximity.get(BLACKLIST, missing)[inverse] > 0
-    is_open = np.stack([proximity.get(dnase_source(cell), missing)[inverse] for cell in cells], axis=1)
-    return ChromBins(tf, chrom, split, starts, codes, blacklisted, is_open.reshape(len(starts), len(cells)))
+    is_open = np.empty((len(starts), len(cells)), dtype=np.float32)
+    for c, cell in enumerate(cells):
+        is_open[:, c] = proximity.get(dnase_source(cell), missing)[inverse]
+    return ChromBins(tf, chrom, split, starts, codes, blacklisted, is_open)
+
+
+def annotate_while_reading(
+    tf: str,
+    items: Iterable[LabelPiece | ReadReport],
+    cells: list[str],
+    splits: dict[str, str],
+    intervals: dict[str, Intervals],
+    threads: int,
+    then: Callable[[ChromBins], _T],
+) -> Iterator[_T | ReadReport]:
+    """Annotate each chromosome of a label file as soon as its rows end, while the next ones are read.
+
+    A ``.gz`` label file is read by one task; annotating in ``threads``
+    background threads (bedtools runs as a child process, the rest is mostly
+    numpy and Arrow, which release the GIL) puts the second core to work
+    during the read instead of after it.
+
+    Parameters
+    ----------
+    tf
+        The file's TF.
+    items
+        :func:`preprocess.label_reader.read_label_file`'s pieces, each
+        chromosome's together, then its report.
+    cells, splits, intervals
+        As for :func:`annotate_bins`; ``splits`` and ``intervals`` by chromosome.
+    threads
+        Chromosomes annotated at once; as many more wait, read, before the
+        reader pauses, so memory stays bounded by a few chromosomes.
+    then
+        Applied to each chromosome's bins in its thread (to store them, say).
+
+    Yields
+    ------
+    object or ReadReport
+        ``then(bins)`` of every chromosome (in the order they finish), then
+        the report.
+    """
+
+    def annotate(chrom: str, pieces: list[LabelPiece]) -> _T:
+        return then(annotate_bins(tf, chrom, splits[chrom], pieces, cells, intervals.get(chrom, {})))
+
+    in_flight: deque[Future] = deque()
+    with ThreadPoolExecutor(threads, thread_name_prefix=f"annotate-{tf}") as pool:
+
+        def submit(chrom: str, pieces: list[LabelPiece]) -> None:
+            in_flight.append(pool.submit(annotate, chrom, pieces))
+
+        chrom, pieces = None, []
+        for item in items:
+            if isinstance(item, ReadReport):
+                if pieces:
+                    submit(chrom, pieces)
+                while in_flight:
+                    yield in_flight.popleft().result()
+                yield item
+                return
+            if item.chrom != chrom and pieces:
+                submit(chrom, pieces)
+                pieces = []
+            chrom = item.chrom
+            pieces.append(item)
+            while in_flight and (in_flight[0].done() or len(in_flight) > 2 * threads):
+                yield in_flight.popleft().result()
 
 
 def class_counts(bins: ChromBins) -> np.ndarray:

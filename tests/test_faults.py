@@ -251,7 +251,7 @@ def _no_shards_visible(shards_uri: str) -> None:
 def _no_shards_visible_unless_committed(shards_uri: str, undisturbed: Manifest) -> None:
     """No shards; or, when the signal landed after the commit, the whole shards of an undisturbed run.
 
-    On a quiet machine the small data's stage 3 may end, and the shards be
+    On a quiet machine the small data's write stage may end, and the shards be
     committed, between the progress line the signal waits for and its
     delivery. Those shards must be whole and the same; they are removed so
     the next signal interrupts a build again.
@@ -307,14 +307,14 @@ def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_
     shards_uri = f"{storage.to_uri(run_dir)}/shards"
     overrides = [f"data.root={storage.local_path(config.data.root)}", f"run_dir={run_dir}"]
     interrupted = Stage("preprocess", overrides)
-    # Stage 3 decides the rows and writes the Parquet shards (preprocess/build_shards.py).
+    # Spark's stage 1 decides the rows and writes the Parquet shards (preprocess/build_shards.py).
     for sig in (signal.SIGINT, signal.SIGKILL):
-        interrupted.signalled(sig, _spark_stage(3), "shards being written (Spark stage 3)")
+        interrupted.signalled(sig, _spark_stage(1), "shards being written (Spark stage 1)")
         _no_shards_visible_unless_committed(shards_uri, undisturbed)
         _assert_whole_outputs(storage.to_uri(run_dir))
     leftovers = sorted(path.name for path in run_dir.iterdir() if path.name != "spark-home")
 
-    # The rerun: two executor JVMs, retries allowed, one executor killed while stage 3 runs.
+    # The rerun: two executor JVMs, retries allowed, one executor killed while stage 1 runs.
     retrying = Stage(
         "preprocess",
         [
@@ -324,7 +324,7 @@ def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_
         ],
         spark_home=tmp_path,
     )
-    code, output, seconds = retrying.faulted(_spark_stage(3), "Spark stage 3", _kill_an_executor)
+    code, output, seconds = retrying.faulted(_spark_stage(1), "Spark stage 1", _kill_an_executor)
     assert code == 0, output[-4000:]
     assert re.search(r"Lost executor \d+ .*exited with code 137", output), output[-4000:]
     retried = re.findall(r"Lost task (\S+) in stage (\S+)", output)

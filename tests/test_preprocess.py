@@ -177,11 +177,18 @@ def test_every_workers_share_of_the_records_has_the_same_mix_of_tfs_and_cells(sm
             assert np.abs(share_pos - share_neg).max() < 0.08, (worker, column, share_pos, share_neg)
 
 
-def test_parquet_row_groups_are_small(small_shards):
+def test_parquet_row_groups_are_small_for_training_and_large_for_test(small_shards):
     config, manifest = small_shards
-    largest = max(manifest.parquet["test"], key=lambda f: f.rows)
-    metadata = pq.ParquetFile(local_path(largest.path)).metadata
-    assert metadata.num_row_groups == -(-largest.rows // config.preprocess.rows_per_row_group) > 1
+    for split, rows_per_group in (
+        ("train", config.preprocess.rows_per_row_group),
+        ("test", config.preprocess.test_rows_per_row_group),
+    ):
+        largest = max(manifest.parquet[split], key=lambda f: f.rows)
+        parquet = pq.ParquetFile(local_path(largest.path))
+        assert parquet.metadata.num_row_groups == -(-largest.rows // rows_per_group), split
+        # Dictionary-encoded when written, plain strings when read.
+        assert parquet.schema_arrow.field("cell").type == pa.string()
+    assert -(-largest.rows // config.preprocess.rows_per_row_group) > 1
 
 
 def test_missing_input_is_named_before_spark(small_dataset, tmp_path):

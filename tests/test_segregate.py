@@ -7,12 +7,23 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece
+from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece, ReadReport
 from preprocess.sampling import uniform_draw
-from preprocess.segregate import BLACKLIST, ChromBins, annotate_bins, class_counts, decide, dnase_source
+from preprocess.segregate import (
+    BLACKLIST,
+    ChromBins,
+    annotate_bins,
+    annotate_while_reading,
+    class_counts,
+    decide,
+    dnase_source,
+    read_bins,
+    write_bins,
+)
 from tfbs.dream import BIN_STEP, TEST, TRAIN, VALID
 from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N, window_status
 from tfbs.manifest import OUTCOMES
+from tfbs.storage import to_uri
 
 U, B, A = CODE_U, CODE_B, CODE_A
 KEPT, BLACKLISTED, AMBIGUOUS, NOT_DRAWN, OUT_OF_BOUNDS, TOO_MANY_N = (
@@ -226,6 +237,35 @@ def test_annotate_bins_keeps_a_repeated_bin_twice_with_the_same_flags():
     assert bins.codes[:, 0].tolist() == [U, A, B]  # stable: file order among equal starts
     assert bins.blacklisted.tolist() == [True, True, False]
     assert bins.open[:, 0].tolist() == [0.0, 0.0, pytest.approx(1 - 95 / 1000)]  # centre 500, midpoint 595
+
+
+def test_annotate_while_reading_annotates_each_chromosome_once_then_reports(tmp_path):
+    intervals = {"chr2": {dnase_source("K562"): (np.array([40]), np.array([60]))}}
+    pieces = [
+        _piece([0, 50], [[B], [U]]),
+        _piece([100], [[U]]),  # the same chromosome, continued in the next block
+        LabelPiece("chr10", np.array([0, 50], np.int64), np.array([[U], [A]], np.uint8)),
+    ]
+    report = ReadReport("labels.tsv.gz", n_rows=5)
+    splits = {"chr2": TRAIN, "chr10": VALID}
+    stored = {}
+
+    def store(bins):
+        uri = to_uri(tmp_path / f"{bins.chrom}.npz")
+        write_bins(bins, uri)
+        stored[bins.chrom] = bins
+        return uri
+
+    out = list(annotate_while_reading("CTCF", iter([*pieces, report]), ["K562"], splits, intervals, 2, store))
+    assert out[-1] is report and sorted(out[:-1]) == sorted(to_uri(tmp_path / f"{c}.npz") for c in ("chr2", "chr10"))
+    chr2 = read_bins(to_uri(tmp_path / "chr2.npz"))
+    assert (chr2.split, chr2.starts.tolist(), chr2.codes[:, 0].tolist()) == (TRAIN, [0, 50, 100], [B, U, U])
+    # Stored and read back as annotated: proximity values, flags, dtypes.
+    for name in ("starts", "codes", "blacklisted", "open"):
+        expected, got = getattr(stored["chr2"], name), getattr(chr2, name)
+        assert got.dtype == expected.dtype and np.array_equal(got, expected), name
+    assert chr2.open[:, 0].tolist() == [pytest.approx(1 - 50 / 1000), pytest.approx(1 - 100 / 1000), 0.0]
+    assert read_bins(to_uri(tmp_path / "chr10.npz")).split == VALID
 
 
 def test_annotate_bins_without_any_intervals_reads_everything_closed_and_clean():

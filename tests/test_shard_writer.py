@@ -54,7 +54,7 @@ def _case(split: str, n_draws: int = 2) -> tuple[ChromBins, Decision, np.ndarray
 
 
 def _context(tmp_path) -> ShardContext:
-    return ShardContext(to_uri(tmp_path / "shards"), TFS, ALL_CELLS, WINDOW, 3, 16, LAYOUT, RECORD_FILES)
+    return ShardContext(to_uri(tmp_path / "shards"), TFS, ALL_CELLS, WINDOW, 3, 16, 64, LAYOUT, RECORD_FILES)
 
 
 def _expected_train_rows(bins: ChromBins, decision: Decision) -> list[tuple[int, str, int, str]]:
@@ -201,7 +201,7 @@ def test_record_chunks_mirror_the_parquet_rows_per_draw(tmp_path):
 def test_a_cell_index_beyond_one_byte_is_not_wrapped_silently(tmp_path):
     bins, decision, chromosome = _case(TRAIN)
     many_cells = [f"cell{i:03d}" for i in range(300)] + CELLS  # HepG2 is cell 300, K562 cell 301
-    context = ShardContext(to_uri(tmp_path), TFS, many_cells, WINDOW, 3, 16, LAYOUT, RECORD_FILES)
+    context = ShardContext(to_uri(tmp_path), TFS, many_cells, WINDOW, 3, 16, 64, LAYOUT, RECORD_FILES)
     # Parquet says 300 and 301; the records cannot: the task should refuse rather than write 44 and 45.
     with pytest.raises((ValueError, OverflowError)):
         write_chromosome(bins, CELLS, decision, chromosome, context)

@@ -225,7 +225,12 @@ class PreprocessConfig(_Section):
     pad_windows: bool = Field(False, description="pad windows that leave the chromosome with N instead of dropping")
     max_n_fraction: float = Field(0.1, ge=0, le=1, description="drop windows with a larger share of N")
     rows_per_record_file: int = Field(4096, gt=0, description="rows per training record file")
-    rows_per_row_group: int = Field(1024, gt=0, description="Parquet row group size; small, so workers get many")
+    rows_per_row_group: int = Field(
+        1024, gt=0, description="Parquet row group size of train/valid shards; small, so workers get many"
+    )
+    test_rows_per_row_group: int = Field(
+        1 << 17, gt=0, description="Parquet row group size of test shards, read whole by evaluation"
+    )
     read_block_mb: int = Field(16, gt=0, description="decompressed MiB of a label file parsed at a time")
     bad_rows: Literal["fail", "set_aside"] = "fail"
 
