@@ -90,7 +90,7 @@ def _read_and_annotate(
         # Files for the next stage's tasks rather than Spark's shuffle:
         # PySpark's partitionBy holds a task's output until the task ends,
         # so the whole file's bins were pickled and written after the read,
-        # on one core (7 s of 75 at full size).
+        # on one core (about 3 s at full size), and kept in memory twice.
         write_bins(bins, _annotated_file(annotated_uri, tf, bins.chrom))
         return tf, bins.chrom, bins.split, len(bins.starts), class_counts(bins)
 
@@ -175,8 +175,8 @@ def _record_file_counts(
 def _record_writer_tasks(n_files: int, file_bytes: int, sc: Any) -> int:
     """How many tasks write the record files (each file goes whole to one).
 
-    One task per file cost more in task start-ups than in writing (794
-    files at full size: 28 s against 11 s for a hundred); a few tasks per
+    One task per file cost more in task start-ups than in writing (793
+    files at full size: 28 s, against 7 s in 14 tasks); a few tasks per
     core, but never so few that one holds more than ``_RECORD_TASK_BYTES``.
     """
     by_memory = math.ceil(n_files / max(1, _RECORD_TASK_BYTES // file_bytes))
