@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import io
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from dataclasses import dataclass, field
@@ -131,7 +131,7 @@ _READ_BYTES = 1 << 20
 _COMPRESSED_READ_BYTES = 1 << 17
 
 
-def _decompressed_chunks(uri: str, chunk_bytes: int) -> Iterator[bytes]:
+def _decompressed_chunks(uri: str, chunk_bytes: int) -> Generator[bytes, None, None]:
     """The file's bytes in chunks of at most ``chunk_bytes``, decompressed if gzipped (every member).
 
     zlib itself for ``.gz``, not a file object: on a truncated or corrupt
@@ -170,7 +170,8 @@ def _decompressed_chunks(uri: str, chunk_bytes: int) -> Iterator[bytes]:
 
 def _read_block(chunks: Iterator[bytes], block_bytes: int) -> tuple[bytes, Exception | None, bool]:
     """Read about ``block_bytes``: ``(data, the error that stopped the read or None, stream ended)``."""
-    parts, size = [], 0
+    parts: list[bytes] = []
+    size = 0
     try:
         while size < block_bytes:
             chunk = next(chunks, None)

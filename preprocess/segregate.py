@@ -70,7 +70,7 @@ def write_bins(bins: ChromBins, uri: str) -> None:
         open_index=nonzero,
         open_values=flat[nonzero],
     )
-    storage.write_bytes(uri, buffer.getbuffer())
+    storage.write_bytes(uri, buffer.getvalue())
 
 
 def read_bins(uri: str) -> ChromBins:
@@ -91,6 +91,7 @@ def annotate_bins(
     """Sort a chromosome's pieces and annotate them with bedtools."""
     starts = np.concatenate([p.starts for p in pieces])
     codes = np.concatenate([p.codes for p in pieces])
+    inverse: np.ndarray | slice
     if np.all(starts[1:] > starts[:-1]):
         # A sorted file without repeats (the usual case): no sort, no mapping.
         unique, inverse = starts, slice(None)
@@ -149,25 +150,24 @@ def annotate_while_reading(
     def annotate(chrom: str, pieces: list[LabelPiece]) -> _T:
         return then(annotate_bins(tf, chrom, splits[chrom], pieces, cells, intervals.get(chrom, {})))
 
-    in_flight: deque[Future] = deque()
+    in_flight: deque[Future[_T]] = deque()
     with ThreadPoolExecutor(threads, thread_name_prefix=f"annotate-{tf}") as pool:
 
-        def submit(chrom: str, pieces: list[LabelPiece]) -> None:
-            in_flight.append(pool.submit(annotate, chrom, pieces))
+        def submit(pieces: list[LabelPiece]) -> None:
+            in_flight.append(pool.submit(annotate, pieces[0].chrom, pieces))
 
-        chrom, pieces = None, []
+        pieces: list[LabelPiece] = []  # of the chromosome being read
         for item in items:
             if isinstance(item, ReadReport):
                 if pieces:
-                    submit(chrom, pieces)
+                    submit(pieces)
                 while in_flight:
                     yield in_flight.popleft().result()
                 yield item
                 return
-            if item.chrom != chrom and pieces:
-                submit(chrom, pieces)
+            if pieces and item.chrom != pieces[0].chrom:
+                submit(pieces)
                 pieces = []
-            chrom = item.chrom
             pieces.append(item)
             while in_flight and (in_flight[0].done() or len(in_flight) > 2 * threads):
                 yield in_flight.popleft().result()
