@@ -355,9 +355,9 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
             )
             .collect()
         )
-        reports = {tf: item for tf, item in (row for row in summary if len(row) == 2)}
+        reports = {row[0]: row[1] for row in summary if isinstance(row[1], ReadReport)}
         # Largest chromosomes first, so the stage does not end waiting on one.
-        chromosomes = sorted((row for row in summary if len(row) == 5), key=lambda row: -row[3])
+        chromosomes = sorted((row for row in summary if not isinstance(row[1], ReadReport)), key=lambda row: -row[3])
         stats = [((tf, chrom), split, counts) for tf, chrom, split, _, counts in chromosomes]
         for tf in tfs:
             log.info("%s: %d label lines, %d set aside as bad", tf, reports[tf].n_rows, len(reports[tf].rejected))
