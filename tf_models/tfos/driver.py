@@ -111,10 +111,10 @@ def _await_nodes(
 ) -> None:
     """Block until ``num_done`` node tasks (all but the ps) have succeeded.
 
-    ps tasks run until TFoS's shutdown stops them, so "done" means that the
-    node stage has ``num_done`` successful tasks. Counting running tasks was
-    wrong: while Spark retried a failed node, the stage briefly ran fewer
-    tasks, TFoS's shutdown started, met the failure and stopped the
+    ps tasks run until :func:`_stop_cluster` stops them, so "done" means
+    that the node stage has ``num_done`` successful tasks. Counting running
+    tasks was wrong: while Spark retried a failed node, the stage briefly ran
+    fewer tasks, TFoS's shutdown started, met the failure and stopped the
     SparkContext.
 
     A node that fails or dies fails its Spark task at once (the watching
@@ -132,7 +132,8 @@ def _await_nodes(
     """
     tracker = sc.statusTracker()
     if stage_id is None:
-        logger.warning("tfbs cluster: node stage not found; relying on TFoS's shutdown")
+        # The shutdown job's tasks then wait for the executors the nodes hold.
+        logger.warning("tfbs cluster: node stage not found; the shutdown waits for the nodes' executors")
         return
     logged: set[str] = set()
     while True:
@@ -151,7 +152,7 @@ def _await_nodes(
             time.sleep(2)
             error = _tfos_error() or "node stage failed"
             raise _fail(sc, cluster, failure_message(error, nodes, node_dir, run_id))
-        time.sleep(1)
+        time.sleep(0.5)
 
 
 def run_cluster(
@@ -167,7 +168,7 @@ def run_cluster(
 ) -> list[dict[str, Any]]:
     """Run ``node_main`` on a TF cluster of one chief, ``num_ps`` ps and ``num_workers`` workers.
 
-    Blocks until every node has finished. TFoS stops the ps nodes after the
+    Blocks until every node has finished. The ps nodes are stopped after the
     chief and workers have returned.
 
     Parameters
@@ -305,12 +306,42 @@ def run_cluster(
         run_id=args["run_id"],
         node_dir=node_dir,
     )
-    try:
-        # Only ps tasks are left now. TFoS stops the worker-side managers and
-        # tells the ps tasks to end. Its fixed polling (5 s sleeps, three
-        # confirmations) adds ~20 s. timeout=-1 means no SIGALRM.
-        cluster.shutdown(timeout=-1)
-    except SystemExit as exc:  # TFoS: sc.stop(); sys.exit(1)
-        raise ClusterFailed(f"a TF node failed during shutdown: {_tfos_error()}") from exc
+    _stop_cluster(sc, cluster)
     logger.info("tfbs cluster: finished in %.1f s", time.monotonic() - t0)
     return nodes
+
+
+def _stop_cluster(sc: SparkContext, cluster: Any, poll_seconds: float = 0.2) -> None:
+    """Stop the nodes' managers and the ps tasks once only ps tasks are left.
+
+    What TFoS's ``TFCluster.shutdown`` does in ``InputMode.TENSORFLOW``,
+    without its fixed waits: it sleeps 5 s between three confirmations that
+    only ps tasks run, and 5 s between looks for the end of the jobs, about
+    20 s of every training run. :func:`_await_nodes` has already seen every
+    other node's task succeed.
+
+    Raises
+    ------
+    ClusterFailed
+        If a node reported an error while its manager was stopped.
+    """
+    from tensorflowonspark import TFManager, TFSparkNode
+
+    ps_nodes = [node for node in cluster.cluster_info if node["job_name"] in ("ps", "evaluator")]
+    n_others = len(cluster.cluster_info) - len(ps_nodes)
+    # One task per chief/worker node on the executors the ps tasks leave free, as TFoS does.
+    try:
+        sc.parallelize(range(n_others), n_others).foreachPartition(
+            TFSparkNode.shutdown(cluster.cluster_info, 0, cluster.queues)
+        )
+    except Exception as exc:  # a late error a node put in its queue
+        raise _fail(sc, cluster, f"a TF node failed during shutdown: {exc}") from None
+    # ps tasks are busy serving: the driver tells each through its manager's control queue.
+    for node in ps_nodes:
+        control = TFManager.connect(node["addr"], node["authkey"]).get_queue("control")
+        control.put(None)
+        control.join()
+    tracker = sc.statusTracker()
+    while tracker.getActiveJobsIds():
+        time.sleep(poll_seconds)
+    cluster.server.stop()
