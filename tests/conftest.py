@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -50,14 +51,50 @@ _SPARK_FIXTURES = {"spark", "small_shards", "motif_shards"}
 _CLUSTER_FIXTURES = {"hadoop", "hdfs_dataset", "yarn_archives", "dag_on_yarn"}
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark tests by the fixtures they use (modules mark what runs in subprocesses)."""
+def _uses_archive(item: pytest.Item) -> bool:
+    return "dist_archive" in getattr(item, "fixturenames", ())
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark tests by the fixtures they use (modules mark what runs in subprocesses); the archive's last.
+
+    The tests of ``make dist``'s archive (YARN, the DAG on YARN, the archive
+    itself) run after the others, so that its build, started in the
+    background once the session is collected (:func:`pytest_collection_finish`),
+    is done by then instead of holding up the run for a minute or more.
+    """
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
         if used & (_SPARK_FIXTURES | _CLUSTER_FIXTURES):
             item.add_marker(pytest.mark.spark)
         if used & _CLUSTER_FIXTURES:
             item.add_marker(pytest.mark.cluster)
+    items.sort(key=_uses_archive)  # stable: the order stays otherwise
+
+
+#: Where the session keeps the background build of the archive, if it started one.
+_ARCHIVE_BUILD = pytest.StashKey[tuple[subprocess.Popen, Path]]()
+
+
+def _build_dist_command() -> tuple[list[str], dict[str, str]]:
+    """``scripts/build_dist.sh`` from the interpreter under this ``.venv``, with its environment.
+
+    (``make dist`` would first reinstall ``.venv`` when pyproject.toml is newer.)
+    """
+    env = {**os.environ, "PYTHON": getattr(sys, "_base_executable", sys.executable)}
+    env.pop("PYTHONPATH", None)
+    return ["bash", "scripts/build_dist.sh"], env
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start building ``make dist``'s archive when a collected test needs it (minutes when the sources changed)."""
+    if session.config.option.collectonly or not any(_uses_archive(item) for item in session.items):
+        return
+    command, env = _build_dist_command()
+    log = Path(tempfile.mkstemp(prefix="tfbs-dist-build-", suffix=".log")[1])
+    with log.open("w") as out:
+        process = subprocess.Popen(command, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT)
+    session.config.stash[_ARCHIVE_BUILD] = (process, log)
 
 
 #: A motif data set big enough to compare training strategies: two TFs, the
@@ -177,20 +214,21 @@ def hadoop(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def dist_archive() -> Path:
+def dist_archive(request: pytest.FixtureRequest) -> Path:
     """``make dist``'s output directory: the packed environment and Spark's jars.
 
-    Built by ``scripts/build_dist.sh`` from the interpreter under this
-    ``.venv`` (``make dist`` would first reinstall ``.venv`` when
-    pyproject.toml is newer); minutes when the sources changed, else it is up
-    to date at once.
+    Built by ``scripts/build_dist.sh`` in the background since collection
+    (:func:`pytest_collection_finish`), or here; minutes when the sources
+    changed, else it is up to date at once.
     """
-    env = {**os.environ, "PYTHON": getattr(sys, "_base_executable", sys.executable)}
-    env.pop("PYTHONPATH", None)
-    built = subprocess.run(
-        ["bash", "scripts/build_dist.sh"], cwd=REPO, env=env, capture_output=True, text=True, timeout=1800
-    )
-    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    if _ARCHIVE_BUILD in request.config.stash:
+        process, log = request.config.stash[_ARCHIVE_BUILD]
+        code, output = process.wait(timeout=1800), log.read_text()
+    else:
+        command, env = _build_dist_command()
+        built = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=1800)
+        code, output = built.returncode, built.stdout + built.stderr
+    assert code == 0, output[-6000:]
     return REPO / "build" / "dist"
 
 

@@ -114,6 +114,22 @@ def test_a_node_is_pinned_to_the_cpus_named_for_it():
         pin_to_cpus(worker, {"worker": "4095"})
 
 
+def test_a_pinned_nodes_thread_pools_are_sized_for_its_cpus(monkeypatch):
+    """One compute thread per CPU the node is pinned to, at least two to run ops; unpinned, TensorFlow's defaults."""
+    from tf_models.tfos import size_thread_pools
+
+    for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    worker = _node_info("worker")
+    size_thread_pools(worker, {"ps": "0"})
+    assert "TF_NUM_INTRAOP_THREADS" not in os.environ and "TF_NUM_INTEROP_THREADS" not in os.environ
+    cpus = sorted(os.sched_getaffinity(0))
+    size_thread_pools(worker, {"worker:0": str(cpus[0])})
+    assert (os.environ["TF_NUM_INTRAOP_THREADS"], os.environ["TF_NUM_INTEROP_THREADS"]) == ("1", "2")
+    size_thread_pools(worker, {"worker": ",".join(map(str, cpus))})
+    assert os.environ["TF_NUM_INTRAOP_THREADS"] == str(len(cpus))
+
+
 def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
     import tf_models.tfos as tfos
@@ -198,7 +214,8 @@ def test_spark_conf_empty_without_cluster_gpus(overrides):
 
 def test_gpu_defaults_and_shipped_script():
     train = load_config(DEMO).train
-    assert (train.gpus_per_worker, train.mixed_precision, train.spark_conf) == (0, False, {})
+    assert (train.gpus_per_worker, train.mixed_precision) == (0, False)
+    assert not [key for key in train.spark_conf if ".resource.gpu." in key]
     assert train.gpu_discovery_script == str(SCRIPT)
     assert SCRIPT.stat().st_mode & stat.S_IXUSR, "Spark runs the script directly: it must be executable"
 

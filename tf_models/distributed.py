@@ -175,12 +175,13 @@ def node_main(args: dict, info) -> None:
         :class:`tf_models.tfos.NodeInfo` of this node.
     """
     from tf_models.gpus import apply_visible_devices
-    from tf_models.tfos import pin_to_cpus
+    from tf_models.tfos import pin_to_cpus, size_thread_pools
 
     config: PipelineConfig = args["config"]
     # First, before any TF server or strategy initialises devices: this
     # process sees only the GPUs Spark gave its task (a ps none).
     apply_visible_devices(info.job_name, config.train.gpus_per_worker)
+    size_thread_pools(info, config.train.node_cpus)
 
     import tensorflow as tf
 

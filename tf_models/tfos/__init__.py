@@ -119,6 +119,7 @@ from tf_models.tfos.node import (
     NodeMain,
     mark_chief_done,
     pin_to_cpus,
+    size_thread_pools,
     start_server,
     wait_for_chief,
 )
@@ -134,6 +135,7 @@ __all__ = [
     "mark_chief_done",
     "pin_to_cpus",
     "run_cluster",
+    "size_thread_pools",
     "start_server",
     "wait_for_chief",
 ]

@@ -101,20 +101,13 @@ class NodeInfo:
         )
 
 
-def pin_to_cpus(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None:
-    """Restrict every thread of this node's process to the CPUs ``train.node_cpus`` names for it.
+def node_cpu_set(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None:
+    """The CPUs ``train.node_cpus`` names for this node (``job:index`` wins over ``job``), or None.
 
-    ``job:index`` wins over ``job``. Call it once TensorFlow's server or
-    strategy is up: TensorFlow sizes its thread pools from the CPUs a
-    process may use when it starts, and a worker started on one CPU hung
-    (closures scheduled, none run). Started on all, then pinned, it keeps
-    its pools and runs them on its own CPUs; threads made later (tf.data's)
-    inherit the pinning.
-
-    Returns
-    -------
-    set of int or None
-        The CPUs, or None when the node is not pinned.
+    Raises
+    ------
+    RuntimeError
+        If the list names no CPU this process may use.
     """
     from tfbs.config import cpu_set
 
@@ -124,6 +117,44 @@ def pin_to_cpus(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None
     chosen = cpu_set(cpus) & os.sched_getaffinity(0)
     if not chosen:
         raise RuntimeError(f"{info.job_name}:{info.task_index}: train.node_cpus {cpus!r} names no CPU of this host")
+    return chosen
+
+
+def size_thread_pools(info: NodeInfo, node_cpus: Mapping[str, str]) -> None:
+    """Size TensorFlow's thread pools for the CPUs this node will be pinned to.
+
+    Call it before TensorFlow's runtime starts (TensorFlow may be imported):
+    its pools are sized once, from ``TF_NUM_INTRAOP_THREADS`` and
+    ``TF_NUM_INTEROP_THREADS`` or else from the CPUs the process may use.
+    A worker started on two CPUs and pinned to one kept two compute threads
+    there, which took turns on its core; one per CPU it is pinned to. The
+    pool that runs ops stays at two at least: a worker with one hung (its
+    one thread blocked on a remote value while the op that makes it waited).
+    """
+    chosen = node_cpu_set(info, node_cpus)
+    if chosen is not None:
+        os.environ["TF_NUM_INTRAOP_THREADS"] = str(len(chosen))
+        os.environ["TF_NUM_INTEROP_THREADS"] = str(max(2, len(chosen)))
+
+
+def pin_to_cpus(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None:
+    """Restrict every thread of this node's process to the CPUs ``train.node_cpus`` names for it.
+
+    ``job:index`` wins over ``job``. Call it once TensorFlow's server or
+    strategy is up, after :func:`size_thread_pools`: TensorFlow creates its
+    pools' threads when its runtime starts, and a worker started on one CPU
+    hung (closures scheduled, none run). Started on all, then pinned, every
+    thread runs on the node's CPUs; threads made later (tf.data's) inherit
+    the pinning.
+
+    Returns
+    -------
+    set of int or None
+        The CPUs, or None when the node is not pinned.
+    """
+    chosen = node_cpu_set(info, node_cpus)
+    if chosen is None:
+        return None
     # sched_setaffinity moves one thread: every thread the process has, one by one.
     for thread in os.listdir("/proc/self/task"):
         with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
@@ -192,7 +223,7 @@ def mark_chief_done(done_marker_uri: str, run_id: str, status: str = "ok") -> No
 
 def wait_for_chief(
     done_marker_uri: str,
-    poll_seconds: float = 2.0,
+    poll_seconds: float = 0.5,
     timeout_seconds: float = 3600.0,
     run_id: str | None = None,
 ) -> str:
