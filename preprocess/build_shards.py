@@ -10,8 +10,10 @@ Three Spark stages:
 2. with the draw probabilities from those counts, one task per (TF,
    chromosome), largest first, decides every (bin, cell), cuts windows from
    the genome, writes its Parquet shard and deals its training records to
-   the record files;
-3. a few tasks per core gather and write the record files.
+   the record files, storing them in one chunk file in the staging
+   directory;
+3. a few tasks per core gather and write the record files, each reading
+   one byte range of every chunk file.
 
 Everything goes to a staging directory that is swapped in whole after the
 manifest, which accounts for every input row, has been checked and written.
@@ -26,9 +28,11 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from functools import partial
 from operator import itemgetter
 from typing import Any, Literal
 
+import numpy as np
 from pyspark.sql import SparkSession
 
 from preprocess.fingerprint import changed_inputs, input_fingerprint
@@ -47,9 +51,11 @@ from preprocess.segregate import (
 )
 from preprocess.shard_writer import (
     ChromResult,
+    DealtChunk,
     ShardContext,
+    gather_dealt_records,
+    store_dealt_records,
     write_chromosome,
-    write_dealt_records,
 )
 from tfbs import manifest as manifest_io
 from tfbs import storage
@@ -77,9 +83,9 @@ def _read_and_annotate(
     intervals: dict,
     bad_rows: Literal["fail", "set_aside"],
     block_bytes: int,
-    annotated_uri: str,
+    staging_uri: str,
 ) -> Iterator[tuple]:
-    """Stage 1: annotate every chromosome of one label file into ``annotated_uri``.
+    """Stage 1: annotate every chromosome of one label file into the staging directory.
 
     Yields ``(tf, chrom, split, n_bins, class counts)`` per chromosome, then
     ``(tf, report)``.
@@ -91,7 +97,7 @@ def _read_and_annotate(
         # PySpark's partitionBy holds a task's output until the task ends,
         # so the whole file's bins were pickled and written after the read,
         # on one core (about 3 s at full size), and kept in memory twice.
-        write_bins(bins, _annotated_file(annotated_uri, tf, bins.chrom))
+        write_bins(bins, _annotated_file(staging_uri, tf, bins.chrom))
         return tf, bins.chrom, bins.split, len(bins.starts), class_counts(bins)
 
     items = read_label_file(uri, cells, chroms, bad_rows, block_bytes)
@@ -99,27 +105,41 @@ def _read_and_annotate(
         yield (tf, item) if isinstance(item, ReadReport) else item
 
 
-def _annotated_file(annotated_uri: str, tf: str, chrom: str) -> str:
-    return f"{annotated_uri}/{tf}/{chrom}.npz"
+#: Folders of the staging directory that hold what passes between the stages; removed before the commit.
+_ANNOTATED, _DEALT = "annotated", "dealt"
+
+
+def _annotated_file(staging_uri: str, tf: str, chrom: str) -> str:
+    return f"{staging_uri}/{_ANNOTATED}/{tf}/{chrom}.npz"
+
+
+def _window_status_at(chromosome: np.ndarray, starts: np.ndarray, config: dict, rows: np.ndarray) -> np.ndarray:
+    """The window status of the bins at ``rows`` (:func:`tfbs.genome.window_status`)."""
+    return window_status(chromosome, starts[rows], config["window"], config["max_n_fraction"], config["pad"])
 
 
 def _write_partition(
     keys: Iterable[tuple[str, str]],
-    annotated_uri: str,
+    staging_uri: str,
     cells_by_tf: dict,
     probabilities: dict,
     genome: dict,
     config: dict,
 ) -> Iterator:
-    """Stage 2: decide, cut windows and write each (TF, chromosome)."""
+    """Stage 2: decide, cut windows and write each (TF, chromosome), its dealt records to a chunk file."""
     for tf, chrom in keys:
-        bins = read_bins(_annotated_file(annotated_uri, tf, chrom))
+        bins = read_bins(_annotated_file(staging_uri, tf, chrom))
         cells = cells_by_tf[tf]
         chromosome = load_chromosome(genome["uri"], genome["fai"][chrom])
-        status = window_status(chromosome, bins.starts, config["window"], config["max_n_fraction"], config["pad"])
+        status_of = partial(_window_status_at, chromosome, bins.starts, config)
         chosen = {cell: probabilities.get((tf, cell, bins.split), (0.0, 0.0)) for cell in cells}
-        decision = decide(bins, cells, chosen, config["draws"], config["seed"], status)
-        yield write_chromosome(bins, cells, decision, chromosome, config["context"])
+        decision = decide(bins, cells, chosen, config["draws"], config["seed"], status_of)
+        result = write_chromosome(bins, cells, decision, chromosome, config["context"])
+        if result.record_chunks:
+            chunk_file = f"{staging_uri}/{_DEALT}/{tf}/{chrom}.rec"
+            result.dealt = store_dealt_records(result, chunk_file, config["writer_of"])
+            result.record_chunks = []
+        yield result
 
 
 def _spark_error_reason(err: Exception) -> str | None:
@@ -181,26 +201,6 @@ def _record_writer_tasks(n_files: int, file_bytes: int, sc: Any) -> int:
     """
     by_memory = math.ceil(n_files / max(1, _RECORD_TASK_BYTES // file_bytes))
     return max(1, min(n_files, max(_RECORD_TASKS_PER_CORE * sc.defaultParallelism, by_memory)))
-
-
-def _route_outputs(result: ChromResult) -> Iterator[tuple]:
-    """Stage 2 to 3: the task's record chunks to their files, its counts to the driver."""
-    for file_key, number, chunk in result.record_chunks:
-        yield (file_key, number), (result.tf, result.chrom, chunk)
-    result.record_chunks = []
-    yield None, result
-
-
-def _write_records_partition(items: Iterable, out_uri: str, seed: int) -> Iterator[tuple]:
-    """Stage 3: write each record file from the chunks every task dealt to it."""
-    chunks: dict[tuple, list] = defaultdict(list)
-    for key, value in items:
-        if key is None:
-            yield "result", value
-        else:
-            chunks[key].append(value)
-    for (file_key, number), parts in sorted(chunks.items()):
-        yield "records", (file_key, write_dealt_records(file_key, number, parts, out_uri, seed))
 
 
 def _assemble_manifest(
@@ -341,17 +341,13 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
 
     staging_uri = f"{final_uri}._staging-{uuid.uuid4().hex[:8]}"
     genome = {"uri": data.genome_fasta, "fai": fai}
-    # Annotated chromosomes wait here between the two jobs; removed before the commit.
-    annotated_uri = f"{staging_uri}/annotated"
     bad_rows, block_bytes = pp.bad_rows, pp.read_block_mb << 20
     jobs = [(tf, label_uris[tf], cells_by_tf[tf]) for tf in tfs]
     try:
         summary = (
             sc.parallelize(jobs, len(jobs))
             .flatMap(
-                lambda job: _read_and_annotate(
-                    job, chroms, splits, intervals.value, bad_rows, block_bytes, annotated_uri
-                )
+                lambda job: _read_and_annotate(job, chroms, splits, intervals.value, bad_rows, block_bytes, staging_uri)
             )
             .collect()
         )
@@ -374,6 +370,9 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
             layout,
             n_files,
         )
+        file_keys = [(key, n) for key, count in n_files.items() for n in range(count)]
+        n_writers = _record_writer_tasks(len(file_keys), pp.rows_per_record_file * layout.record_bytes, sc)
+        writer_of = {file_key: i % n_writers for i, file_key in enumerate(file_keys)}
         task_config = {
             "window": pp.window,
             "max_n_fraction": pp.max_n_fraction,
@@ -381,24 +380,28 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
             "draws": pp.negative_draws,
             "seed": pp.seed,
             "context": context,
+            "writer_of": writer_of,
         }
-        file_keys = [(key, n) for key, count in n_files.items() for n in range(count)]
-        n_writers = _record_writer_tasks(len(file_keys), pp.rows_per_record_file * layout.record_bytes, sc)
-        file_index = {file_key: i % n_writers for i, file_key in enumerate(file_keys)}
         written = [key for key, _, _ in stats]
-        outputs = (
+        results = (
             sc.parallelize(written, max(1, len(written)))
             .mapPartitions(
-                lambda keys: _write_partition(keys, annotated_uri, cells_by_tf, probabilities, genome, task_config)
+                lambda keys: _write_partition(keys, staging_uri, cells_by_tf, probabilities, genome, task_config)
             )
-            .flatMap(_route_outputs)
-            .partitionBy(n_writers + 1, lambda key: n_writers if key is None else file_index[key])
-            .mapPartitions(lambda items: _write_records_partition(items, staging_uri, pp.seed))
             .collect()
         )
-        storage.delete_dir(annotated_uri)
-        results = [value for kind, value in outputs if kind == "result"]
-        record_files = [value for kind, value in outputs if kind == "records"]
+        chunks_by_writer: dict[int, list[DealtChunk]] = defaultdict(list)
+        for result in results:
+            for chunk in result.dealt:
+                chunks_by_writer[writer_of[(chunk.file_key, chunk.number)]].append(chunk)
+        record_bytes = layout.record_bytes
+        record_files = (
+            sc.parallelize(list(chunks_by_writer.values()), max(1, len(chunks_by_writer)))
+            .flatMap(lambda chunks: gather_dealt_records(chunks, record_bytes, staging_uri, pp.seed))
+            .collect()
+        )
+        for folder in (_ANNOTATED, _DEALT):
+            storage.delete_dir(f"{staging_uri}/{folder}")
         input_rows = {tf: reports[tf].n_rows for tf in tfs}
         assembled = _assemble_manifest(
             results, record_files, reports, cells_by_tf, pp.negative_draws, staging_uri, final_uri

@@ -12,16 +12,19 @@ import hashlib
 
 import numpy as np
 
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
-
 
 def _splitmix64(values: np.ndarray) -> np.ndarray:
-    """The splitmix64 finaliser: a fast, well-mixed 64-bit hash."""
+    """The splitmix64 finaliser: a fast, well-mixed 64-bit hash, computed in place on ``values`` (uint64)."""
+    scratch = np.empty_like(values)
     with np.errstate(over="ignore"):
-        z = values + np.uint64(0x9E3779B97F4A7C15)
-        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
-        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-        return (z ^ (z >> np.uint64(31))) & _MASK64
+        values += np.uint64(0x9E3779B97F4A7C15)
+        for shift, factor in ((30, 0xBF58476D1CE4E5B9), (27, 0x94D049BB133111EB)):
+            np.right_shift(values, np.uint64(shift), out=scratch)
+            values ^= scratch
+            values *= np.uint64(factor)
+        np.right_shift(values, np.uint64(31), out=scratch)
+        values ^= scratch
+    return values
 
 
 def uniform_draw(seed: int, draw: int, tf: str, cell: str, chrom: str, starts: np.ndarray) -> np.ndarray:
@@ -35,8 +38,14 @@ def uniform_draw(seed: int, draw: int, tf: str, cell: str, chrom: str, starts: n
     """
     digest = hashlib.blake2b(f"{seed}\t{draw}\t{tf}\t{cell}\t{chrom}".encode(), digest_size=8).digest()
     salt = np.uint64(int.from_bytes(digest, "little"))
-    hashed = _splitmix64(np.asarray(starts, dtype=np.uint64) ^ salt)
-    return (hashed >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+    # In place, in one array and a scratch one: the whole genome's bins pass here once per cell and draw.
+    hashed = np.array(starts, dtype=np.uint64)
+    hashed ^= salt
+    hashed = _splitmix64(hashed)
+    hashed >>= np.uint64(11)
+    uniform = hashed.astype(np.float64)
+    uniform /= float(1 << 53)
+    return uniform
 
 
 def draw_probabilities(

@@ -207,7 +207,7 @@ def decide(
     probabilities: dict[str, tuple[float, float]],
     n_draws: int,
     seed: int,
-    window_status: np.ndarray,
+    window_status_of: Callable[[np.ndarray], np.ndarray],
 ) -> Decision:
     """Give every (bin, cell) its outcome.
 
@@ -223,31 +223,43 @@ def decide(
         Number of negative draws.
     seed
         Sampling seed.
-    window_status
-        Per bin, from :func:`tfbs.genome.window_status`.
+    window_status_of
+        The :func:`tfbs.genome.window_status` of the bins at the indices it
+        is given. Asked only for the bins some cell would keep: on a
+        training chromosome a few per cent of them.
     """
     code = {name: i for i, name in enumerate(outcomes.OUTCOMES)}
     n, n_cells = bins.codes.shape
     outcome = np.full((n, n_cells), code["kept"], dtype=np.int8)
     drawn = np.zeros((n, n_cells, n_draws), dtype=bool)
-    window_reason = np.where(
-        window_status == WINDOW_OUT_OF_BOUNDS, code["dropped_window_out_of_bounds"], code["dropped_window_n"]
-    )
-    if bins.split == TEST:
-        needs_window = np.ones((n, n_cells), dtype=bool)
-    else:
+    if bins.split != TEST:
         for c, cell in enumerate(cells):
+            # Whole columns, not the unbound bins picked out: nearly every bin is unbound, and
+            # picking them out and putting the draws back cost more than drawing for all.
             unbound = bins.codes[:, c] == CODE_U
             p_open, p_closed = probabilities[cell]
-            threshold = np.where(bins.open[unbound, c] > 0, p_open, p_closed)
+            threshold = np.where(bins.open[:, c] > 0, p_open, p_closed)
+            kept_by_any = np.zeros(n, dtype=bool)
             for d in range(n_draws):
-                pick = uniform_draw(seed, d, bins.tf, cell, bins.chrom, bins.starts[unbound]) < threshold
-                drawn[unbound, c, d] = pick
-        outcome[(bins.codes == CODE_U) & ~drawn.any(axis=2)] = code["dropped_sampling"]
-        outcome[bins.codes == CODE_A] = code["excluded_ambiguous"]
-        needs_window = outcome == code["kept"]
-    bad_window = needs_window & (window_status != WINDOW_OK)[:, None]
-    outcome[bad_window] = np.broadcast_to(window_reason[:, None], outcome.shape)[bad_window]
+                picked = uniform_draw(seed, d, bins.tf, cell, bins.chrom, bins.starts) < threshold
+                picked &= unbound
+                drawn[:, c, d] = picked
+                kept_by_any |= picked
+            column = outcome[:, c]
+            column[unbound & ~kept_by_any] = code["dropped_sampling"]
+            column[bins.codes[:, c] == CODE_A] = code["excluded_ambiguous"]
+    # Test bins all need their window; train/valid bins where a cell keeps them.
+    rows = np.flatnonzero((outcome == code["kept"]).any(axis=1))
+    status = window_status_of(rows)
+    bad = status != WINDOW_OK
+    bad_rows = rows[bad]
+    reason = np.where(
+        status[bad] == WINDOW_OUT_OF_BOUNDS, code["dropped_window_out_of_bounds"], code["dropped_window_n"]
+    )
+    affected = outcome[bad_rows]
+    kept = affected == code["kept"]
+    affected[kept] = np.broadcast_to(reason[:, None].astype(np.int8), affected.shape)[kept]
+    outcome[bad_rows] = affected
     outcome[bins.blacklisted] = code["excluded_blacklist"]
     drawn &= (outcome == code["kept"])[:, :, None]
     return Decision(outcome, drawn)

@@ -10,17 +10,20 @@ The graph-native training mirror splits the same rows into
 ``records/<split>/positives`` and ``records/<split>/negatives-<draw>``, so a
 trainer can redraw negatives per epoch without touching the positives. A
 task does not write those files itself: it deals each record to one of the
-split's files at random (:func:`deal_records`) and Spark gathers each file's
-records from every task, so every file holds a sample of all TFs, cells and
-chromosomes. Files cut per (TF, chromosome) gave each worker, and each
-stretch of the stream, its own mix of TFs among the positives and another
-among the negatives: a label that the TF alone predicted, differently on
-each worker.
+split's files at random (:func:`deal_records`) and stores what it dealt in
+one chunk file (:func:`store_dealt_records`); a later task gathers each
+record file's chunks from every chunk file (:func:`gather_dealt_records`),
+so every file holds a sample of all TFs, cells and chromosomes. Files cut
+per (TF, chromosome) gave each worker, and each stretch of the stream, its
+own mix of TFs among the positives and another among the negatives: a label
+that the TF alone predicted, differently on each worker.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,6 +65,19 @@ class ShardContext:
     record_files: dict[str, int] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class DealtChunk:
+    """Where the records one chromosome task dealt to one record file lie in its chunk file."""
+
+    uri: str
+    file_key: str  # "<split>/<kind>"
+    number: int
+    tf: str
+    chrom: str
+    offset: int
+    size: int  # bytes
+
+
 @dataclass
 class ChromResult:
     """What one chromosome task wrote and counted."""
@@ -74,19 +90,24 @@ class ChromResult:
     parquet: list[dict] = field(default_factory=list)
     #: ``(file key "<split>/<kind>", file number, packed records)`` for the record writer.
     record_chunks: list[tuple[str, int, np.ndarray]] = field(default_factory=list)
+    #: The same records once stored (:func:`store_dealt_records`).
+    dealt: list[DealtChunk] = field(default_factory=list)
 
 
 def tally(bins: ChromBins, cells: list[str], decision: Decision) -> ChromResult:
     """Count every (bin, cell) by outcome, and kept rows by label."""
     result = ChromResult(bins.tf, bins.split, bins.chrom)
+    n_outcomes, n_labels = len(outcomes.OUTCOMES), len(LABEL_LETTERS)
     for c, cell in enumerate(cells):
-        column = decision.outcome[:, c]
-        for code, n in zip(*np.unique(column, return_counts=True)):
-            if code != _KEPT:
+        # Counted in one pass over (outcome, label) pairs: sorting for np.unique took most of the time.
+        pairs = decision.outcome[:, c].astype(np.intp) * n_labels + bins.codes[:, c]
+        by_pair = np.bincount(pairs, minlength=n_outcomes * n_labels).reshape(n_outcomes, n_labels)
+        for code, n in enumerate(by_pair.sum(axis=1)):
+            if code != _KEPT and n:
                 result.counts.append((bins.tf, cell, outcomes.OUTCOMES[code], bins.split, "", int(n)))
-        kept_labels = bins.codes[column == _KEPT, c]
-        for label, n in zip(*np.unique(kept_labels, return_counts=True)):
-            result.counts.append((bins.tf, cell, "kept", bins.split, LABEL_LETTERS[label], int(n)))
+        for label, n in enumerate(by_pair[_KEPT]):
+            if n:
+                result.counts.append((bins.tf, cell, "kept", bins.split, LABEL_LETTERS[label], int(n)))
         result.draws[cell] = [int(n) for n in decision.drawn[:, c, :].sum(axis=0)]
     return result
 
@@ -183,7 +204,61 @@ def deal_records(packed: np.ndarray, n_files: int, rng: np.random.Generator) -> 
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
     """
     numbers = rng.integers(0, n_files, size=len(packed))
-    return [(int(n), packed[numbers == n]) for n in np.unique(numbers)]
+    # One stable sort, then slices: a mask per file cost a pass over every record for each of hundreds of files.
+    order = np.argsort(numbers, kind="stable")
+    present, firsts = np.unique(numbers[order], return_index=True)
+    return [(int(n), chunk) for n, chunk in zip(present, np.split(packed[order], firsts[1:]))]
+
+
+def store_dealt_records(result: ChromResult, uri: str, writer_of: Mapping[tuple[str, int], int]) -> list[DealtChunk]:
+    """Store a task's dealt records in one file at ``uri``; returns where each record file's chunk lies.
+
+    Chunks are stored by the task that gathers them (``writer_of``, by
+    ``(file key, number)``), so each gathering task reads one byte range of
+    the file. Files rather than Spark's shuffle: PySpark pickled every
+    record into the JVM and back (2.2 GB at full size).
+
+    Parameters
+    ----------
+    result
+        The task's result, with its ``record_chunks``.
+    uri
+        The chunk file (in the shards' staging directory).
+    writer_of
+        The gathering task of every record file.
+    """
+    chunks = sorted(result.record_chunks, key=lambda chunk: (writer_of[(chunk[0], chunk[1])], chunk[0], chunk[1]))
+    dealt, offset = [], 0
+    with storage.open_output(uri, compression=None) as out:
+        for file_key, number, records in chunks:
+            out.write(records.tobytes())
+            dealt.append(DealtChunk(uri, file_key, number, result.tf, result.chrom, offset, records.nbytes))
+            offset += records.nbytes
+    return dealt
+
+
+def gather_dealt_records(chunks: list[DealtChunk], record_bytes: int, out_uri: str, seed: int) -> list[tuple]:
+    """Write every record file whose chunks are given, reading one byte range of each chunk file.
+
+    Returns
+    -------
+    list of tuple
+        ``(file key, entry)`` of each file written (:func:`write_dealt_records`).
+    """
+    by_file: dict[str, list[DealtChunk]] = defaultdict(list)
+    for chunk in chunks:
+        by_file[chunk.uri].append(chunk)
+    parts: dict[tuple[str, int], list] = defaultdict(list)
+    for uri, refs in by_file.items():
+        start = min(ref.offset for ref in refs)
+        data = storage.read_range(uri, start, max(ref.offset + ref.size for ref in refs) - start)
+        for ref in refs:
+            records = np.frombuffer(data, np.uint8, ref.size, ref.offset - start).reshape(-1, record_bytes)
+            parts[(ref.file_key, ref.number)].append((ref.tf, ref.chrom, records))
+    return [
+        (file_key, write_dealt_records(file_key, number, files, out_uri, seed))
+        for (file_key, number), files in sorted(parts.items())
+    ]
 
 
 def write_dealt_records(

@@ -54,7 +54,7 @@ def _decide(bins: ChromBins, probabilities: dict, n_draws: int = 1, status=None,
     """decide() over cells named c0, c1, ...; every window usable unless ``status`` says otherwise."""
     cells = [f"c{i}" for i in range(bins.codes.shape[1])]
     status = np.full(len(bins.starts), WINDOW_OK, np.int8) if status is None else np.asarray(status, np.int8)
-    return decide(bins, cells, probabilities, n_draws, seed, status)
+    return decide(bins, cells, probabilities, n_draws, seed, status.__getitem__)
 
 
 # -- test chromosomes ---------------------------------------------------------

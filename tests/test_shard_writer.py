@@ -49,7 +49,7 @@ def _case(split: str, n_draws: int = 2) -> tuple[ChromBins, Decision, np.ndarray
     bins = ChromBins("FOXA1", "chr2", split, starts, codes, blacklisted, rng.random((len(starts), 2)) < 0.4)
     chromosome = _chromosome()
     status = window_status(chromosome, starts, WINDOW, max_n_fraction=0.5, pad=True)
-    decision = decide(bins, CELLS, {"HepG2": (0.7, 0.4), "K562": (0.5, 0.6)}, n_draws, 3, status)
+    decision = decide(bins, CELLS, {"HepG2": (0.7, 0.4), "K562": (0.5, 0.6)}, n_draws, 3, status.__getitem__)
     return bins, decision, chromosome
 
 
@@ -163,7 +163,7 @@ def test_a_chromosome_with_nothing_kept_writes_no_file(tmp_path):
     bins, _, chromosome = _case(TRAIN)
     bins.blacklisted[:] = True
     status = np.zeros(len(bins.starts), np.int8)
-    decision = decide(bins, CELLS, {"HepG2": (1.0, 1.0), "K562": (1.0, 1.0)}, 2, 3, status)
+    decision = decide(bins, CELLS, {"HepG2": (1.0, 1.0), "K562": (1.0, 1.0)}, 2, 3, status.__getitem__)
     result = write_chromosome(bins, CELLS, decision, chromosome, _context(tmp_path))
     assert result.parquet == [] and result.record_chunks == []
     assert not (tmp_path / "shards").exists()
