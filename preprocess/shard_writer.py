@@ -161,9 +161,9 @@ def write_chromosome(
     }
     windows = None
     if bins.split != TEST:
-        # Each bin's window is cut once, however many cells and draws keep it.
-        unique_rows, inverse = np.unique(rows, return_inverse=True)
-        windows = gather_windows(chromosome, bins.starts[unique_rows], context.window)[inverse]
+        # One copy of each row's window, here, and one more into its record below: at full size a
+        # copy is 3 GB of fresh memory, whose first touch costs more than the copying.
+        windows = gather_windows(chromosome, bins.starts[rows], context.window)
         columns["draw"] = pa.array(draws)
         columns["sequence"] = pa.FixedSizeBinaryArray.from_buffers(
             pa.binary(context.window), len(rows), [None, pa.py_buffer(windows)]
@@ -175,23 +175,41 @@ def write_chromosome(
     result.parquet.append({"path": path, "rows": len(rows), "sha256": checksum})
     if windows is not None:
         labels = (codes == CODE_B).astype(np.uint8)
+        tf_indices = np.full(len(rows), tf_index)
         for draw in np.unique(draws):
             kind = "positives" if draw < 0 else f"negatives-{draw}"
-            chosen = np.nonzero(draws == draw)[0]
-            packed = pack_records(
-                windows[chosen],
-                labels[chosen],
-                np.full(len(chosen), tf_index),
-                cell_index[chosen],
-                dnase[chosen],
-                context.layout,
-            )
             file_key = f"{bins.split}/{kind}"
             rng = np.random.default_rng([context.seed, *f"{file_key}/{bins.tf}/{bins.chrom}".encode()])
-            result.record_chunks.extend(
-                (file_key, number, chunk) for number, chunk in deal_records(packed, context.record_files[file_key], rng)
-            )
+            chosen = np.flatnonzero(draws == draw)
+            # Packed in dealt order, so each file's records are one slice.
+            order, files = deal(len(chosen), context.record_files[file_key], rng)
+            packed = pack_records(windows, labels, tf_indices, cell_index, dnase, context.layout, rows=chosen[order])
+            result.record_chunks.extend((file_key, number, packed[part]) for number, part in files)
     return result
+
+
+def deal(n_records: int, n_files: int, rng: np.random.Generator) -> tuple[np.ndarray, list[tuple[int, slice]]]:
+    """Deal ``n_records`` records to ``n_files`` files at random.
+
+    Returns
+    -------
+    tuple
+        The order of the records that puts each file's together (in their
+        own order), and ``(file number, slice of that order)`` of each
+        non-empty file.
+
+    Examples
+    --------
+    >>> order, files = deal(5, 2, np.random.default_rng(0))
+    >>> sorted(order.tolist()), [(number, part.stop - part.start) for number, part in files]
+    ([0, 1, 2, 3, 4], [(0, 2), (1, 3)])
+    """
+    numbers = rng.integers(0, n_files, size=n_records)
+    # One stable sort, then slices: a mask per file cost a pass over every record for each of hundreds of files.
+    order = np.argsort(numbers, kind="stable")
+    present, firsts = np.unique(numbers[order], return_index=True)
+    bounds = [*firsts.tolist(), n_records]
+    return order, [(int(number), slice(low, high)) for number, low, high in zip(present, bounds, bounds[1:])]
 
 
 def deal_records(packed: np.ndarray, n_files: int, rng: np.random.Generator) -> list[tuple[int, np.ndarray]]:
@@ -203,11 +221,9 @@ def deal_records(packed: np.ndarray, n_files: int, rng: np.random.Generator) -> 
     >>> sorted(int(v) for _, chunk in dealt for v in chunk[:, 0])
     [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
     """
-    numbers = rng.integers(0, n_files, size=len(packed))
-    # One stable sort, then slices: a mask per file cost a pass over every record for each of hundreds of files.
-    order = np.argsort(numbers, kind="stable")
-    present, firsts = np.unique(numbers[order], return_index=True)
-    return [(int(n), chunk) for n, chunk in zip(present, np.split(packed[order], firsts[1:]))]
+    order, files = deal(len(packed), n_files, rng)
+    dealt = packed[order]
+    return [(number, dealt[part]) for number, part in files]
 
 
 def store_dealt_records(result: ChromResult, uri: str, writer_of: Mapping[tuple[str, int], int]) -> list[DealtChunk]:
@@ -231,7 +247,7 @@ def store_dealt_records(result: ChromResult, uri: str, writer_of: Mapping[tuple[
     dealt, offset = [], 0
     with storage.open_output(uri, compression=None) as out:
         for file_key, number, records in chunks:
-            out.write(records.tobytes())
+            out.write(records.data)
             dealt.append(DealtChunk(uri, file_key, number, result.tf, result.chrom, offset, records.nbytes))
             offset += records.nbytes
     return dealt

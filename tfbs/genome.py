@@ -240,6 +240,9 @@ def gather_windows(chromosome: np.ndarray, bin_starts: np.ndarray, window: int) 
     """
     starts = window_starts(bin_starts, window)
     inside = (starts >= 0) & (starts + window <= len(chromosome))
+    if len(chromosome) >= window and inside.all():
+        # The usual case: rows of a strided view, gathered straight into the result.
+        return np.lib.stride_tricks.sliding_window_view(chromosome, window)[starts]
     windows = np.full((len(starts), window), _N, dtype=np.uint8)
     if len(chromosome) >= window:
         # Rows of a strided view: one contiguous copy per window, no index arrays.
