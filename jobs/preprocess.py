@@ -21,13 +21,19 @@ if TYPE_CHECKING:
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> Manifest:
     """Build the shards and manifest under ``<run_dir>/shards``."""
+    from concurrent.futures import ThreadPoolExecutor
+
     from preprocess.build_shards import build_shards
+    from preprocess.fingerprint import input_fingerprint
     from preprocess.inputs import check_preprocess_inputs
     from tfbs.session import spark_session
 
-    check_preprocess_inputs(config.data)  # fail before the JVM starts
-    with spark_session(config.spark, app_suffix="-preprocess") as spark:
-        manifest = build_shards(spark, config)
+    cells_by_tf = check_preprocess_inputs(config.data)  # fail before the JVM starts
+    # The inputs are hashed (a 3 GB genome at full size: seconds) while the JVM starts.
+    with ThreadPoolExecutor(1, thread_name_prefix="tfbs-fingerprint") as pool:
+        fingerprint = pool.submit(input_fingerprint, config, cells_by_tf)
+        with spark_session(config.spark, app_suffix="-preprocess") as spark:
+            manifest = build_shards(spark, config, fingerprint.result())
     print(f"manifest: {config.shards_uri}/manifest.json")
     return manifest
 

@@ -292,7 +292,9 @@ def current_shards(shards_uri: str, fingerprint: dict) -> manifest_io.Manifest |
     return existing
 
 
-def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Manifest:
+def build_shards(
+    spark: SparkSession, config: PipelineConfig, fingerprint: dict[str, Any] | None = None
+) -> manifest_io.Manifest:
     """Run preprocessing end to end and return the manifest.
 
     Parameters
@@ -302,6 +304,10 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
     config
         The pipeline configuration; reads ``data`` and ``preprocess``,
         writes under ``config.shards_uri``.
+    fingerprint
+        :func:`preprocess.fingerprint.input_fingerprint` of ``config`` when
+        the caller has it (``tfbs preprocess`` hashes the inputs while the
+        JVM starts); else it is computed here.
 
     Returns
     -------
@@ -326,7 +332,8 @@ def build_shards(spark: SparkSession, config: PipelineConfig) -> manifest_io.Man
     tfs = list(data.tfs)
     all_cells = sorted({cell for cells in cells_by_tf.values() for cell in cells})
     label_uris = {tf: data.labels_uri(tf) for tf in tfs}
-    fingerprint = input_fingerprint(config, cells_by_tf)
+    if fingerprint is None:
+        fingerprint = input_fingerprint(config, cells_by_tf)
     final_uri = config.shards_uri
     existing = current_shards(final_uri, fingerprint)
     if existing is not None:

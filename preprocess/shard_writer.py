@@ -305,9 +305,10 @@ def write_dealt_records(
     packed = np.concatenate([records for _, _, records in sorted(chunks, key=lambda c: (c[0], c[1]))])
     order = np.random.default_rng([seed, number, *file_key.encode()]).permutation(len(packed))
     path = f"{out_uri}/records/{file_key}/part-{number:05d}.rec"
-    data = packed[order].tobytes()
-    storage.write_bytes(path, data)
-    return {"path": path, "rows": len(packed), "sha256": hashlib.sha256(data).hexdigest()}
+    shuffled = packed[order]
+    with storage.open_output(path, compression=None) as out:
+        out.write(shuffled.data)
+    return {"path": path, "rows": len(packed), "sha256": hashlib.sha256(shuffled.data).hexdigest()}
 
 
 def _strings(values: "list[str] | tuple[str, ...]", index: np.ndarray) -> pa.DictionaryArray:
