@@ -5,8 +5,9 @@ Three Spark stages:
 1. one task per label file streams it (``.gz`` cannot be split), checking
    every line, and annotates each chromosome as soon as its rows end, in
    background threads beside the read (sorted bins, bedtools' blacklist and
-   DNase summit proximity); each chromosome is stored in the staging
-   directory and only its class counts go back to the driver;
+   DNase summit proximity); a test chromosome, which needs no draw
+   probabilities, is written there and then, each other one stored in the
+   staging directory, and only class counts go back to the driver;
 2. with the draw probabilities from those counts, one task per (TF,
    chromosome), largest first, decides every (bin, cell), cuts windows from
    the genome, writes its Parquet shard and deals its training records to
@@ -21,6 +22,7 @@ manifest, which accounts for every input row, has been checked and written.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import re
@@ -81,26 +83,35 @@ def _read_and_annotate(
     chroms: list[str],
     splits: dict[str, str],
     intervals: dict,
-    bad_rows: Literal["fail", "set_aside"],
-    block_bytes: int,
-    staging_uri: str,
+    read_options: tuple[Literal["fail", "set_aside"], int],
+    genome: dict,
+    config: dict,
 ) -> Iterator[tuple]:
-    """Stage 1: annotate every chromosome of one label file into the staging directory.
+    """Stage 1: annotate every chromosome of one label file; write the test ones, store the others.
 
-    Yields ``(tf, chrom, split, n_bins, class counts)`` per chromosome, then
-    ``(tf, report)``.
+    A test chromosome needs no draw probabilities, so its shard is written
+    here, beside the read, where the reading leaves a core part idle; the
+    others wait in the staging directory for stage 2.
+
+    Yields ``(tf, chrom, split, n_bins, class counts, result)`` per
+    chromosome (``result`` the :class:`ChromResult` of a test chromosome,
+    else None), then ``(tf, report)``.
     """
     tf, uri, cells = job
 
     def store(bins: ChromBins) -> tuple:
-        # Files for the next stage's tasks rather than Spark's shuffle:
-        # PySpark's partitionBy holds a task's output until the task ends,
-        # so the whole file's bins were pickled and written after the read,
-        # on one core (about 3 s at full size), and kept in memory twice.
-        write_bins(bins, _annotated_file(staging_uri, tf, bins.chrom))
-        return tf, bins.chrom, bins.split, len(bins.starts), class_counts(bins)
+        if bins.split == TEST:
+            result = _write_one(bins, cells, {}, genome, config)
+        else:
+            # Files for the next stage's tasks rather than Spark's shuffle:
+            # PySpark's partitionBy holds a task's output until the task ends,
+            # so the whole file's bins were pickled and written after the read,
+            # on one core (about 3 s at full size), and kept in memory twice.
+            write_bins(bins, _annotated_file(config["context"].out_uri, tf, bins.chrom))
+            result = None
+        return tf, bins.chrom, bins.split, len(bins.starts), class_counts(bins), result
 
-    items = read_label_file(uri, cells, chroms, bad_rows, block_bytes)
+    items = read_label_file(uri, cells, chroms, *read_options)
     for item in annotate_while_reading(tf, items, cells, splits, intervals, _ANNOTATION_THREADS, store):
         yield (tf, item) if isinstance(item, ReadReport) else item
 
@@ -118,28 +129,28 @@ def _window_status_at(chromosome: np.ndarray, starts: np.ndarray, config: dict, 
     return window_status(chromosome, starts[rows], config["window"], config["max_n_fraction"], config["pad"])
 
 
+def _write_one(bins: ChromBins, cells: list[str], probabilities: dict, genome: dict, config: dict) -> ChromResult:
+    """Decide, cut windows and write one (TF, chromosome); its dealt records go to a chunk file."""
+    chromosome = load_chromosome(genome["uri"], genome["fai"][bins.chrom])
+    status_of = partial(_window_status_at, chromosome, bins.starts, config)
+    chosen = {cell: probabilities.get((bins.tf, cell, bins.split), (0.0, 0.0)) for cell in cells}
+    decision = decide(bins, cells, chosen, config["draws"], config["seed"], status_of)
+    context: ShardContext = config["context"]
+    result = write_chromosome(bins, cells, decision, chromosome, context)
+    if result.record_chunks:
+        chunk_file = f"{context.out_uri}/{_DEALT}/{bins.tf}/{bins.chrom}.rec"
+        result.dealt = store_dealt_records(result, chunk_file, config["writer_of"])
+        result.record_chunks = []
+    return result
+
+
 def _write_partition(
-    keys: Iterable[tuple[str, str]],
-    staging_uri: str,
-    cells_by_tf: dict,
-    probabilities: dict,
-    genome: dict,
-    config: dict,
-) -> Iterator:
-    """Stage 2: decide, cut windows and write each (TF, chromosome), its dealt records to a chunk file."""
+    keys: Iterable[tuple[str, str]], cells_by_tf: dict, probabilities: dict, genome: dict, config: dict
+) -> Iterator[ChromResult]:
+    """Stage 2: write each (TF, chromosome) stage 1 stored."""
     for tf, chrom in keys:
-        bins = read_bins(_annotated_file(staging_uri, tf, chrom))
-        cells = cells_by_tf[tf]
-        chromosome = load_chromosome(genome["uri"], genome["fai"][chrom])
-        status_of = partial(_window_status_at, chromosome, bins.starts, config)
-        chosen = {cell: probabilities.get((tf, cell, bins.split), (0.0, 0.0)) for cell in cells}
-        decision = decide(bins, cells, chosen, config["draws"], config["seed"], status_of)
-        result = write_chromosome(bins, cells, decision, chromosome, config["context"])
-        if result.record_chunks:
-            chunk_file = f"{staging_uri}/{_DEALT}/{tf}/{chrom}.rec"
-            result.dealt = store_dealt_records(result, chunk_file, config["writer_of"])
-            result.record_chunks = []
-        yield result
+        bins = read_bins(_annotated_file(config["context"].out_uri, tf, chrom))
+        yield _write_one(bins, cells_by_tf[tf], probabilities, genome, config)
 
 
 def _spark_error_reason(err: Exception) -> str | None:
@@ -348,53 +359,50 @@ def build_shards(
 
     staging_uri = f"{final_uri}._staging-{uuid.uuid4().hex[:8]}"
     genome = {"uri": data.genome_fasta, "fai": fai}
-    bad_rows, block_bytes = pp.bad_rows, pp.read_block_mb << 20
+    read_options = (pp.bad_rows, pp.read_block_mb << 20)
     jobs = [(tf, label_uris[tf], cells_by_tf[tf]) for tf in tfs]
+    context = ShardContext(
+        staging_uri, tfs, all_cells, pp.window, pp.seed, pp.rows_per_row_group, pp.test_rows_per_row_group, layout
+    )
+    task_config = {
+        "window": pp.window,
+        "max_n_fraction": pp.max_n_fraction,
+        "pad": pp.pad_windows,
+        "draws": pp.negative_draws,
+        "seed": pp.seed,
+        "context": context,
+        "writer_of": {},
+    }
     try:
         summary = (
             sc.parallelize(jobs, len(jobs))
             .flatMap(
-                lambda job: _read_and_annotate(job, chroms, splits, intervals.value, bad_rows, block_bytes, staging_uri)
+                lambda job: _read_and_annotate(job, chroms, splits, intervals.value, read_options, genome, task_config)
             )
             .collect()
         )
         reports = {row[0]: row[1] for row in summary if isinstance(row[1], ReadReport)}
-        # Largest chromosomes first, so the stage does not end waiting on one.
-        chromosomes = sorted((row for row in summary if not isinstance(row[1], ReadReport)), key=lambda row: -row[3])
-        stats = [((tf, chrom), split, counts) for tf, chrom, split, _, counts in chromosomes]
+        chromosomes = [row for row in summary if not isinstance(row[1], ReadReport)]
+        stats = [((tf, chrom), split, counts) for tf, chrom, split, _, counts, _ in chromosomes]
         for tf in tfs:
             log.info("%s: %d label lines, %d set aside as bad", tf, reports[tf].n_rows, len(reports[tf].rejected))
         probabilities = _probabilities(stats, cells_by_tf, pp)
         n_files = _record_file_counts(stats, cells_by_tf, probabilities, pp.negative_draws, pp.rows_per_record_file)
-        context = ShardContext(
-            staging_uri,
-            tfs,
-            all_cells,
-            pp.window,
-            pp.seed,
-            pp.rows_per_row_group,
-            pp.test_rows_per_row_group,
-            layout,
-            n_files,
-        )
         file_keys = [(key, n) for key, count in n_files.items() for n in range(count)]
         n_writers = _record_writer_tasks(len(file_keys), pp.rows_per_record_file * layout.record_bytes, sc)
         writer_of = {file_key: i % n_writers for i, file_key in enumerate(file_keys)}
         task_config = {
-            "window": pp.window,
-            "max_n_fraction": pp.max_n_fraction,
-            "pad": pp.pad_windows,
-            "draws": pp.negative_draws,
-            "seed": pp.seed,
-            "context": context,
+            **task_config,
+            "context": dataclasses.replace(context, record_files=n_files),
             "writer_of": writer_of,
         }
-        written = [key for key, _, _ in stats]
-        results = (
+        # The rest, largest first, so the stage does not end waiting on one.
+        stored = sorted((row for row in chromosomes if row[5] is None), key=lambda row: -row[3])
+        written = [(tf, chrom) for tf, chrom, *_ in stored]
+        results = [row[5] for row in chromosomes if row[5] is not None]
+        results += (
             sc.parallelize(written, max(1, len(written)))
-            .mapPartitions(
-                lambda keys: _write_partition(keys, staging_uri, cells_by_tf, probabilities, genome, task_config)
-            )
+            .mapPartitions(lambda keys: _write_partition(keys, cells_by_tf, probabilities, genome, task_config))
             .collect()
         )
         chunks_by_writer: dict[int, list[DealtChunk]] = defaultdict(list)
