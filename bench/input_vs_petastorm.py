@@ -87,7 +87,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="conf/demo.yaml")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
-    parser.add_argument("--batches", type=int, default=200, help="timed batches per pipeline measurement")
+    parser.add_argument("--batches", type=int, default=2000, help="timed batches per pipeline measurement")
     parser.add_argument("--repeats", type=int, default=3, help="rounds (ours, model, Petastorm each)")
     parser.add_argument("--out", default="build/bench/input_vs_petastorm.json")
     args = parser.parse_args()

@@ -8,9 +8,11 @@ record files; no example passes through the chief.
 Records move in blocks: each file is read whole and cut into blocks of
 ``block_records`` rows, blocks are shuffled, and the rows of a few blocks
 (:data:`MIX_BLOCKS`) are shuffled together before they are cut into
-batches. Every op then handles many records at once, so the pipeline is
-bound by memory bandwidth rather than by tf.data's cost per element (a
-record-at-a-time shuffle and batch spent most of its time there).
+batches, and the one-hot of :data:`DECODE_BATCHES` training batches is
+made in one call. Every op then handles many records at once, so the
+pipeline is bound by memory bandwidth rather than by tf.data's cost per
+element (a record-at-a-time shuffle and batch spent most of its time there,
+and one-hot calls of one 64-row batch a fifth of theirs).
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from tfbs.records import RecordLayout
 BLOCK_RECORDS = 64
 #: Blocks whose records are shuffled together (the record-level shuffle).
 MIX_BLOCKS = 16
+#: Training batches one-hot encoded in one call (their augmentation stays per batch).
+DECODE_BATCHES = 4
 
 
 def decode_batch(rows: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | None = None) -> dict[str, tf.Tensor]:
@@ -56,12 +60,39 @@ def decode_batch(rows: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | None =
     }
 
 
-def _augmented(batch_index: tf.Tensor, rows: tf.Tensor, layout: RecordLayout, seed: int) -> dict[str, tf.Tensor]:
-    """Decode, reverse-complementing a random half of the batch, reproducibly by batch index."""
-    flip = (
-        tf.random.stateless_uniform(tf.shape(rows)[:1], seed=tf.stack([tf.constant(seed, tf.int64), batch_index])) < 0.5
-    )
-    return decode_batch(rows, layout, flip)
+def _decode_together(
+    first_batch: tf.Tensor, parts: tuple[tf.Tensor, ...], layout: RecordLayout, seed: int
+) -> dict[str, tf.Tensor]:
+    """Decode :data:`DECODE_BATCHES` training batches in one call, reverse-complementing a random half of each.
+
+    Parameters
+    ----------
+    first_batch
+        The index of the first of them in the stream.
+    parts
+        Rows of the batches, each ``(k * part rows, record)``, say the
+        positives and the negatives; batch ``i`` is the ``i``-th slice of
+        each part, in this order.
+    layout, seed
+        The record layout; the augmentation seed (per batch index, so the
+        flips do not depend on how many batches are decoded at once).
+
+    Returns
+    -------
+    dict
+        Features shaped ``(k, batch, ...)``.
+    """
+    k = DECODE_BATCHES
+    rows = tf.concat([tf.reshape(part, [k, -1, layout.record_bytes]) for part in parts], axis=1)
+    size = tf.shape(rows)[1]
+    flips = [
+        tf.random.stateless_uniform([size], seed=tf.stack([tf.constant(seed, tf.int64), first_batch + i])) < 0.5
+        for i in range(k)
+    ]
+    features = decode_batch(tf.reshape(rows, [-1, layout.record_bytes]), layout, tf.concat(flips, axis=0))
+    # Static sizes where known (the batch's, the window's): the models crop and flatten by them.
+    batch = rows.shape[1] or -1
+    return {name: tf.reshape(value, [k, batch, *value.shape[1:]]) for name, value in features.items()}
 
 
 def _file_blocks(path: tf.Tensor, layout: RecordLayout, block_records: int) -> tf.data.Dataset:
@@ -212,26 +243,42 @@ def make_dataset(
     paths = [f.removeprefix("file://") for f in files]
     blocks = _blocks(paths, layout, seed, shard, training, len(paths) >= shard[0], block_records)
     if not training:
-        batches = blocks.rebatch(batch_size)
-    elif negatives:
+        return (
+            blocks.rebatch(batch_size)
+            .map(lambda rows: decode_batch(rows, layout), num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            .prefetch(tf.data.AUTOTUNE)
+        )
+    # The one-hot's ops cost per call as well as per row: rows come in groups of
+    # DECODE_BATCHES batches, decoded in one call, then cut into batches.
+    k = DECODE_BATCHES
+    if negatives:
         # Classes are mixed per batch, not per record: every batch holds the
         # same number of positives, and batch-level ops keep the pipeline fast.
         n_positive = positives_per_batch(positive_fraction, batch_size)
-        positives = _shuffled_rows(blocks.repeat(), n_positive, seed, shuffle_buffer, block_records)
+        positives = _shuffled_rows(blocks.repeat(), k * n_positive, seed, shuffle_buffer, block_records)
         drawn = _shuffled_rows(
             _redrawn_negatives(negatives, layout, seed, shard, block_records),
-            batch_size - n_positive,
+            k * (batch_size - n_positive),
             seed + 1,
             shuffle_buffer,
             block_records,
         )
-        batches = tf.data.Dataset.zip(positives, drawn).map(lambda pos, neg: tf.concat([pos, neg], axis=0))
+        groups = tf.data.Dataset.zip(positives, drawn)
     else:
-        batches = _shuffled_rows(blocks.repeat(), batch_size, seed, shuffle_buffer, block_records)
-    parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": True}
-    if training:
-        batches = batches.skip(skip_batches).enumerate(start=skip_batches)
-        batches = batches.map(lambda i, rows: _augmented(i, rows, layout, seed), **parallel)
-    else:
-        batches = batches.map(lambda rows: decode_batch(rows, layout), **parallel)
+        groups = _shuffled_rows(blocks.repeat(), k * batch_size, seed, shuffle_buffer, block_records).map(
+            lambda rows: (rows,)
+        )
+    # A resumed run skips the groups it trained on before decoding them, then the batches left of the last one.
+    skipped_groups = skip_batches // k
+    batches = (
+        groups.skip(skipped_groups)
+        .enumerate(start=skipped_groups)
+        .map(
+            lambda i, parts: _decode_together(i * k, parts, layout, seed),
+            num_parallel_calls=tf.data.AUTOTUNE,
+            deterministic=True,
+        )
+        .unbatch()
+        .skip(skip_batches % k)
+    )
     return batches.prefetch(tf.data.AUTOTUNE)
