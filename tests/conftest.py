@@ -5,6 +5,7 @@ for set-up more than once."""
 
 from __future__ import annotations
 
+import codecs
 import os
 import subprocess
 import sys
@@ -109,23 +110,29 @@ MOTIF_OVERRIDES = [
 
 
 class StreamedProcess:
-    """A running command (in the checkout) whose merged stdout/stderr is collected as it arrives."""
+    """A running command (in the checkout) whose merged stdout/stderr is collected as it arrives.
+
+    Read as it comes rather than by lines: Spark's progress bar redraws one
+    line with carriage returns, and a line reader would hand a stage's bar
+    over only when the bar next changes (a task later). Carriage returns
+    become newlines, so each redraw reads as a line of its own.
+    """
 
     def __init__(self, command: list[str], env: dict[str, str] | None = None) -> None:
-        self.proc = subprocess.Popen(
-            command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        self.lines: list[str] = []
+        self.proc = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        self.chunks: list[str] = []
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
     def _read(self) -> None:
-        for line in self.proc.stdout:
-            self.lines.append(line)
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        while chunk := os.read(self.proc.stdout.fileno(), 1 << 16):
+            self.chunks.append(decoder.decode(chunk).replace("\r\n", "\n").replace("\r", "\n"))
+        self.chunks.append(decoder.decode(b"", final=True))
 
     @property
     def output(self) -> str:
-        return "".join(self.lines)
+        return "".join(self.chunks)
 
     def wait(self, timeout: float) -> int:
         code = self.proc.wait(timeout=timeout)

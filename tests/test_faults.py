@@ -307,14 +307,20 @@ def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_
     shards_uri = f"{storage.to_uri(run_dir)}/shards"
     overrides = [f"data.root={storage.local_path(config.data.root)}", f"run_dir={run_dir}"]
     interrupted = Stage("preprocess", overrides)
-    # Spark's stage 1 decides the rows and writes the Parquet shards (preprocess/build_shards.py).
+
+    # Every Spark stage of the job writes into the staging folder beside the
+    # shards (preprocess/build_shards.py): stage 0 the test chromosomes'
+    # shards and the others' annotations, 1 their shards, 2 the record files.
+    def writing(output: str) -> bool:
+        return _spark_stage()(output) and any(run_dir.glob("shards._staging-*/**/*.*"))
+
     for sig in (signal.SIGINT, signal.SIGKILL):
-        interrupted.signalled(sig, _spark_stage(1), "shards being written (Spark stage 1)")
+        interrupted.signalled(sig, writing, "shards being written (a Spark stage running, files staged)")
         _no_shards_visible_unless_committed(shards_uri, undisturbed)
         _assert_whole_outputs(storage.to_uri(run_dir))
     leftovers = sorted(path.name for path in run_dir.iterdir() if path.name != "spark-home")
 
-    # The rerun: two executor JVMs, retries allowed, one executor killed while stage 1 runs.
+    # The rerun: two executor JVMs, retries allowed, one executor killed while a stage runs.
     retrying = Stage(
         "preprocess",
         [
@@ -324,7 +330,7 @@ def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_
         ],
         spark_home=tmp_path,
     )
-    code, output, seconds = retrying.faulted(_spark_stage(1), "Spark stage 1", _kill_an_executor)
+    code, output, seconds = retrying.faulted(_spark_stage(), "a Spark stage running", _kill_an_executor)
     assert code == 0, output[-4000:]
     assert re.search(r"Lost executor \d+ .*exited with code 137", output), output[-4000:]
     retried = re.findall(r"Lost task (\S+) in stage (\S+)", output)
