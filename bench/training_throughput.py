@@ -36,7 +36,8 @@ Prints, unpinned, ps_2_workers/local (ps at most 10% slower than one
 process on the same cores) and ps_2_workers/ps_1_worker; with ``--pinned``,
 2 workers against 1 on pinned cores (issue 16's target: >= 1.7) for ps and
 for all-reduce, and ps with 2 pinned workers against one process per core
-(2 x ``local_1core``; target >= 0.9). JSON printed and written to
+(2 x ``local_1core``; target >= 0.9) and, given ``--only local`` as well,
+against one process on both cores. JSON printed and written to
 ``build/bench/training_throughput.json``.
 """
 
@@ -204,6 +205,9 @@ def main() -> None:
         summary["ratio_pinned_ps_2_workers_to_process_per_core"] = medians["ps_2_workers_pinned"] / (
             2 * medians["local_1core"]
         )
+    if {"ps_2_workers_pinned", "local"} <= medians.keys():
+        # One process free to use both cores, the cores the pinned ps run shares out.
+        summary["ratio_pinned_ps_2_workers_to_local"] = medians["ps_2_workers_pinned"] / medians["local"]
     summary["median_wall_seconds"] = {
         name: statistics.median(r["wall_seconds"] for r in results) for name, results in runs.items()
     }

@@ -41,6 +41,10 @@ def connection(host: str, **extra: str) -> str:
     return json.dumps({"conn_type": "spark", "host": host, "extra": extra})
 
 
+#: JVM options of the drivers and YARN containers here (conf/demo.yaml gives its drivers and training executors the same).
+QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
 def airflow_home(home: Path) -> dict[str, str]:
     """The environment of an Airflow installation in ``home``, its database migrated."""
     env = {
@@ -58,6 +62,8 @@ def airflow_home(home: Path) -> dict[str, str]:
     }
     for name in _DEPLOYMENT_VARIABLES:
         env.pop(name, None)
+    # Drivers on the quick JIT, as conf/demo.yaml's (a submission's JVM starts before the job reads its configuration).
+    env["AIRFLOW_VAR_TFBS_SPARK_CONF"] = json.dumps({"spark.driver.extraJavaOptions": QUICK_JVM})
     airflow(env, "db", "migrate")
     return env
 
@@ -110,9 +116,6 @@ class DagRun:
     seconds: float
 
 
-#: JVM options of the YARN containers here (conf/demo.yaml gives training executors the same).
-QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
 #: The logical date of the run on YARN.
 YARN_RUN_DATE = "2026-02-02"
 
@@ -138,6 +141,7 @@ def run_dag_on_yarn(airflow_env: dict[str, str], hadoop, yarn_archives: dict[str
         # filter (a ConcurrentModificationException in Jetty, once in about a dozen applications here).
         "spark.ui.enabled": "false",
         # Small data on two cores: containers start sooner on the JVM's quick compiler and serial collector.
+        "spark.driver.extraJavaOptions": QUICK_JVM,
         "spark.yarn.am.extraJavaOptions": QUICK_JVM,
         "spark.executor.extraJavaOptions": QUICK_JVM,
     }

@@ -547,8 +547,12 @@ def test_a_killed_chief_resumes_from_hdfs(spark, hadoop, hdfs_dataset, tmp_path)
             [*SMALL_OVERRIDES, f"data.root={hdfs_dataset}", f"run_dir={base}/preprocess", f"shards_dir={shards_uri}"],
         ),
     )
-    for strategy in MASTERS:
-        _chief_killed_then_resumed(strategy, base, hdfs_dataset, tmp_path)
+    # Side by side: separate run directories, clusters and chiefs; each run
+    # mostly waits on JVM, TensorFlow and HDFS start-ups.
+    with ThreadPoolExecutor(max_workers=len(MASTERS)) as pool:
+        runs = [pool.submit(_chief_killed_then_resumed, s, base, hdfs_dataset, tmp_path) for s in MASTERS]
+        for run in runs:
+            run.result()
 
 
 def _chief_killed_then_resumed(strategy: str, base: str, data_uri: str, scratch: Path) -> None:
