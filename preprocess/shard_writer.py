@@ -10,7 +10,7 @@ The graph-native training mirror splits the same rows into
 ``records/<split>/positives`` and ``records/<split>/negatives-<draw>``, so a
 trainer can redraw negatives per epoch without touching the positives. A
 task does not write those files itself: it deals each record to one of the
-split's files at random (:func:`deal_records`) and stores what it dealt in
+split's files at random (:func:`deal`) and stores what it dealt in
 one chunk file (:func:`store_dealt_records`); a later task gathers each
 record file's chunks from every chunk file (:func:`gather_dealt_records`),
 so every file holds a sample of all TFs, cells and chromosomes. Files cut
@@ -210,20 +210,6 @@ def deal(n_records: int, n_files: int, rng: np.random.Generator) -> tuple[np.nda
     present, firsts = np.unique(numbers[order], return_index=True)
     bounds = [*firsts.tolist(), n_records]
     return order, [(int(number), slice(low, high)) for number, low, high in zip(present, bounds, bounds[1:])]
-
-
-def deal_records(packed: np.ndarray, n_files: int, rng: np.random.Generator) -> list[tuple[int, np.ndarray]]:
-    """Deal records to ``n_files`` files at random; returns ``(file number, records)`` of each non-empty one.
-
-    Examples
-    --------
-    >>> dealt = deal_records(np.arange(10, dtype=np.uint8)[:, None], 3, np.random.default_rng(0))
-    >>> sorted(int(v) for _, chunk in dealt for v in chunk[:, 0])
-    [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]
-    """
-    order, files = deal(len(packed), n_files, rng)
-    dealt = packed[order]
-    return [(number, dealt[part]) for number, part in files]
 
 
 def store_dealt_records(result: ChromResult, uri: str, writer_of: Mapping[tuple[str, int], int]) -> list[DealtChunk]:

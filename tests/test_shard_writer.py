@@ -15,7 +15,7 @@ import pytest
 
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U
 from preprocess.segregate import ChromBins, Decision, decide
-from preprocess.shard_writer import ShardContext, deal_records, tally, write_chromosome, write_dealt_records
+from preprocess.shard_writer import ShardContext, deal, tally, write_chromosome, write_dealt_records
 from tfbs.dream import BIN_STEP, TEST, TRAIN
 from tfbs.genome import gather_windows, window_status
 from tfbs.manifest import OUTCOMES, CellOutcomes, ManifestMismatchError, check_accounting, tally_outcomes
@@ -224,22 +224,30 @@ def _ids(records: np.ndarray) -> list[int]:
     return np.ascontiguousarray(records).view("<u2").ravel().tolist()
 
 
+def _dealt_records(packed: np.ndarray, n_files: int, rng: np.random.Generator) -> list[tuple[int, np.ndarray]]:
+    """``(file number, records)`` of each non-empty file, as :func:`deal` orders and slices them."""
+    order, files = deal(len(packed), n_files, rng)
+    return [(number, packed[order][part]) for number, part in files]
+
+
 def test_deal_records_keeps_every_record_once_and_spreads_them():
     packed = _numbered(1000)
-    dealt = deal_records(packed, 4, np.random.default_rng(0))
+    dealt = _dealt_records(packed, 4, np.random.default_rng(0))
     assert sorted(number for number, _ in dealt) == [0, 1, 2, 3]
     assert sorted(i for _, chunk in dealt for i in _ids(chunk)) == list(range(1000))
     assert all(150 < len(chunk) < 350 for _, chunk in dealt)
-    again = deal_records(packed, 4, np.random.default_rng(0))
+    again = _dealt_records(packed, 4, np.random.default_rng(0))
     assert [_ids(chunk) for _, chunk in again] == [_ids(chunk) for _, chunk in dealt]
-    other = deal_records(packed, 4, np.random.default_rng(1))
+    other = _dealt_records(packed, 4, np.random.default_rng(1))
     assert [_ids(chunk) for _, chunk in other] != [_ids(chunk) for _, chunk in dealt]
 
 
 def test_deal_records_edge_cases():
-    assert [(n, _ids(c)) for n, c in deal_records(_numbered(5), 1, np.random.default_rng(0))] == [(0, [0, 1, 2, 3, 4])]
-    assert deal_records(_numbered(0), 3, np.random.default_rng(0)) == []
-    few = deal_records(_numbered(2), 50, np.random.default_rng(0))
+    assert [(n, _ids(c)) for n, c in _dealt_records(_numbered(5), 1, np.random.default_rng(0))] == [
+        (0, [0, 1, 2, 3, 4])
+    ]
+    assert _dealt_records(_numbered(0), 3, np.random.default_rng(0)) == []
+    few = _dealt_records(_numbered(2), 50, np.random.default_rng(0))
     assert all(len(chunk) > 0 for _, chunk in few) and sum(len(c) for _, c in few) == 2
 
 
