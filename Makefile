@@ -8,13 +8,13 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-unit lint format bench bench-single-motif dist minicluster system-deps clean
+.PHONY: demo test test-unit lint format bench bench-single-motif dist minicluster system-deps class-archive clean
 
-demo: $(STAMP)
+demo: $(STAMP) class-archive
 	$(BIN)/tfbs demo --config conf/demo.yaml
 
 # Lint, type and import-contract checks first: they take seconds, the suite about 35 minutes on 2 cores.
-test: lint
+test: lint class-archive
 	@TEST_DEPS=1 bash scripts/system_deps.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
@@ -57,6 +57,11 @@ minicluster:
 
 system-deps:
 	@bash scripts/system_deps.sh
+
+# The Spark driver's classes archived for the JVM (build/jvm, tfbs/class_archive.py):
+# every driver then starts about 2 s sooner. Built once, about 25 s; a no-op after.
+class-archive: $(STAMP)
+	@$(BIN)/python -m tfbs.class_archive --config conf/demo.yaml
 
 $(STAMP): pyproject.toml | system-deps
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)

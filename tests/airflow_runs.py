@@ -17,7 +17,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import REPO, SMALL_OVERRIDES
+from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+
+from tfbs.class_archive import with_archive
+from tfbs.config import load_config
 
 DAGS = REPO / "airflow_dags"
 DAG_ID = "tfbs_pipeline"
@@ -62,8 +65,9 @@ def airflow_home(home: Path) -> dict[str, str]:
     }
     for name in _DEPLOYMENT_VARIABLES:
         env.pop(name, None)
-    # Drivers on the quick JIT, as conf/demo.yaml's (a submission's JVM starts before the job reads its configuration).
-    env["AIRFLOW_VAR_TFBS_SPARK_CONF"] = json.dumps({"spark.driver.extraJavaOptions": QUICK_JVM})
+    # Drivers on the quick JIT and the class archive, as conf/demo.yaml's (a submission's JVM starts before the job reads its configuration).
+    driver_options = with_archive(QUICK_JVM, load_config(DEMO_CONFIG).spark.class_archive_dir)
+    env["AIRFLOW_VAR_TFBS_SPARK_CONF"] = json.dumps({"spark.driver.extraJavaOptions": driver_options})
     airflow(env, "db", "migrate")
     return env
 

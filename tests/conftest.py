@@ -172,10 +172,12 @@ def model_inputs(dna: list[bytes], proteins: list[str], aa_max_length: int, tf_i
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local Spark session for the whole test run."""
+    """One local Spark session for the whole test run, its driver on the class archive (built if missing)."""
+    from tfbs.class_archive import build_archive
     from tfbs.session import build_session
 
     config = load_config(DEMO_CONFIG)
+    build_archive(config.spark.class_archive_dir, config.spark.conf.get("spark.driver.extraJavaOptions", ""))
     session = build_session(config.spark, master="local[2]", app_suffix="-tests")
     yield session
     session.stop()

@@ -69,6 +69,16 @@ class SparkConfig(_Section):
     master: str = "local[2]"
     app_name: str = "tfbs-spark"
     conf: dict[str, str] = Field(default_factory=dict)
+    class_archive_dir: str | None = Field(
+        None,
+        description="local folder of the driver JVM's class archive (tfbs.class_archive); null: none",
+    )
+
+    @field_validator("class_archive_dir")
+    @classmethod
+    def _absolute_archive_dir(cls, value: str | None) -> str | None:
+        # The driver may start from another working directory (Airflow's task runner).
+        return str(Path(value).resolve()) if value else value
 
 
 class DataConfig(_Section):

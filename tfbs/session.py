@@ -14,6 +14,7 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
+from tfbs.class_archive import with_archive
 from tfbs.config import SparkConfig
 from tfbs.interrupts import note_interrupts, raise_if_interrupted
 
@@ -113,6 +114,7 @@ def build_session(
     """
     builder = SparkSession.builder.appName(f"{spark.app_name}{app_suffix}")
     network: dict[str, str] = {}
+    driver_options = {**spark.conf, **(extra_conf or {})}.get("spark.driver.extraJavaOptions", "")
     # Under spark-submit the JVM is already up (PYSPARK_GATEWAY_PORT is set)
     # and its --master must win over the configuration file; the submitter
     # sets its network policy (scripts/submit_yarn.sh).
@@ -126,11 +128,16 @@ def build_session(
             os.environ["SPARK_LOCAL_IP"] = LOOPBACK
         if chosen.startswith("local-cluster") and scratch_dir:
             os.environ["SPARK_HOME"] = _local_cluster_home(scratch_dir)
+        # Only a driver started from here can map the class archive.
+        driver_options = with_archive(driver_options, spark.class_archive_dir)
     # Executors must run the same interpreter (the project's virtualenv) as
     # the driver, or they import a different, incomplete set of packages.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = builder.config("spark.ui.showConsoleProgress", "true")
-    for key, value in {**network, **spark.conf, **(extra_conf or {})}.items():
+    settings = {**network, **spark.conf, **(extra_conf or {})}
+    if driver_options:
+        settings["spark.driver.extraJavaOptions"] = driver_options
+    for key, value in settings.items():
         builder = builder.config(key, value)
     return builder.getOrCreate()
 

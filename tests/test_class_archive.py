@@ -1,0 +1,59 @@
+"""The driver JVM's class archive: offered only when it fits this machine, and mapped by the drivers."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from conftest import DEMO_CONFIG
+
+from tfbs.class_archive import USE_OPTION, archive_path, with_archive
+from tfbs.config import load_config
+
+
+def test_the_option_is_added_only_when_the_archive_for_this_machine_is_there(tmp_path: Path) -> None:
+    assert with_archive("-XX:+UseSerialGC", tmp_path) == "-XX:+UseSerialGC"
+    archive = archive_path(tmp_path)
+    archive.write_bytes(b"")
+    assert with_archive("-XX:+UseSerialGC", tmp_path) == f"-XX:+UseSerialGC {USE_OPTION}{archive}"
+    assert with_archive("", tmp_path) == f"{USE_OPTION}{archive}"
+    # Options that already name an archive, or dump one, are the user's choice.
+    assert with_archive(f"{USE_OPTION}/elsewhere.jsa", tmp_path) == f"{USE_OPTION}/elsewhere.jsa"
+    assert with_archive("", None) == ""
+
+
+def test_the_archive_is_named_after_this_java_and_pyspark(tmp_path: Path) -> None:
+    name = archive_path(tmp_path).name
+    assert name.startswith("spark-driver-") and name.endswith(".jsa")
+    assert archive_path(tmp_path / "other").name == name
+
+
+def test_the_archive_folder_is_made_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    spark = load_config(DEMO_CONFIG, ["spark.class_archive_dir=jvm"]).spark
+    assert spark.class_archive_dir == str(tmp_path / "jvm")
+    assert load_config(DEMO_CONFIG, ["spark.class_archive_dir=null"]).spark.class_archive_dir is None
+
+
+@pytest.mark.spark
+def test_the_session_driver_maps_the_archive(spark) -> None:
+    """The shared session's driver names the archive, and a JVM on its classpath must be able to map it.
+
+    ``-Xshare:on`` makes a JVM refuse to start when it cannot use the
+    archive (another classpath, another JDK, a damaged file), where the
+    drivers' default quietly starts without it.
+    """
+    archive = archive_path(load_config(DEMO_CONFIG).spark.class_archive_dir)
+    conf = spark.sparkContext.getConf()
+    assert f"{USE_OPTION}{archive}" in conf.get("spark.driver.extraJavaOptions")
+    jvm = spark.sparkContext._jvm
+    classpath = jvm.System.getProperty("java.class.path")
+    java = Path(jvm.System.getProperty("java.home")) / "bin" / "java"
+    checked = subprocess.run(
+        [str(java), "-Xshare:on", f"{USE_OPTION}{archive}", "-cp", classpath, "-version"],
+        capture_output=True,
+        text=True,
+    )
+    assert checked.returncode == 0, checked.stderr
+    assert "sharing" in checked.stderr

@@ -1,0 +1,185 @@
+"""A class-data sharing archive of the Spark driver's classes: each driver JVM starts seconds sooner.
+
+A Spark driver loads and verifies some 5,000 Spark and Scala classes from
+its jars before the first task can run: about 2 of its 4-5 s of start-up on
+2 cores, paid by every job, every test that starts a session and every
+Airflow task. Java 17 can dump the classes a run loaded into an archive
+(``-XX:ArchiveClassesAtExit``) that later JVMs map instead
+(``-XX:SharedArchiveFile``); a driver then starts in about 2 s.
+
+The archive is built once, by a small Spark run (``python -m
+tfbs.class_archive --config conf/demo.yaml``, which ``make`` runs), into the
+configuration's ``spark.class_archive_dir``, under a name keyed by the Java
+binary and the PySpark jars, so an upgrade of either builds a new one
+instead of using the old. A JVM that cannot use an archive (another
+classpath, say) warns once and starts without it: the archive is only ever
+a speed-up. Only drivers that PySpark starts use it (``tfbs <stage>``, the
+tests); under ``spark-submit`` the driver JVM is up before the job's
+configuration is read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+log = logging.getLogger("tfbs.class_archive")
+
+#: The JVM option that maps an archive at start-up.
+USE_OPTION = "-XX:SharedArchiveFile="
+#: The JVM option that dumps the classes loaded, when the JVM exits.
+DUMP_OPTION = "-XX:ArchiveClassesAtExit="
+
+
+def archive_path(directory: str | os.PathLike[str]) -> Path:
+    """Where the archive for this machine's Java and PySpark lies in ``directory``.
+
+    The name is keyed by the Java binary (its resolved path and
+    modification time) and by the names and sizes of PySpark's jars: the
+    things a JVM checks before it maps an archive.
+    """
+    import pyspark
+
+    java = _java_binary()
+    key = hashlib.sha256()
+    stat = java.stat()
+    key.update(f"{java}:{stat.st_size}:{stat.st_mtime_ns}:{pyspark.__version__}".encode())
+    for jar in sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")):
+        key.update(f"{jar.name}:{jar.stat().st_size}".encode())
+    return Path(directory) / f"spark-driver-{key.hexdigest()[:16]}.jsa"
+
+
+def _java_binary() -> Path:
+    """The ``java`` PySpark launches: ``$JAVA_HOME/bin/java``, else the one on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not found or not Path(found).exists():
+        raise FileNotFoundError("no java found (set JAVA_HOME or put java on the PATH)")
+    return Path(found).resolve()
+
+
+def with_archive(java_options: str, directory: str | os.PathLike[str] | None) -> str:
+    """``java_options`` plus the archive's option when ``directory`` holds an archive for this machine.
+
+    Parameters
+    ----------
+    java_options
+        The driver's ``spark.driver.extraJavaOptions`` (may be empty).
+    directory
+        ``spark.class_archive_dir``; None leaves the options as they are.
+
+    Examples
+    --------
+    >>> with_archive("-XX:+UseSerialGC", None)
+    '-XX:+UseSerialGC'
+    """
+    if directory is None or USE_OPTION in java_options or DUMP_OPTION in java_options:
+        return java_options
+    try:
+        archive = archive_path(directory)
+    except FileNotFoundError:
+        return java_options
+    if not archive.is_file():
+        log.info("no class archive at %s (make builds it): the driver JVM starts without one", archive)
+        return java_options
+    return f"{java_options} {USE_OPTION}{archive}".strip()
+
+
+def build_archive(directory: str | os.PathLike[str], java_options: str = "") -> Path:
+    """Build the archive in ``directory`` by one small Spark run, unless it is there already.
+
+    The run reads and writes a little Parquet and runs a Python task, so
+    the classes of the SQL, Parquet and Python paths are in it too. The JVM
+    writes the archive as it exits; it is written under a temporary name
+    and renamed once the JVM has gone, so no driver maps a half-written one.
+
+    Parameters
+    ----------
+    directory
+        ``spark.class_archive_dir``.
+    java_options
+        The driver's other JVM options, as the jobs start it.
+
+    Returns
+    -------
+    Path
+        The archive.
+    """
+    archive = archive_path(directory)
+    if archive.is_file():
+        log.info("class archive %s is there already", archive)
+        return archive
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    partial = archive.with_name(f".{archive.name}.{uuid.uuid4().hex[:8]}")
+    started = time.monotonic()
+    subprocess.run(
+        [sys.executable, "-m", "tfbs.class_archive", "--dump-to", str(partial), "--java-options", java_options],
+        check=True,
+    )
+    if not partial.is_file():
+        raise RuntimeError(f"the JVM wrote no class archive to {partial}")
+    partial.replace(archive)
+    log.info("class archive %s built in %.1f s", archive, time.monotonic() - started)
+    return archive
+
+
+def _dump(partial: Path, java_options: str) -> None:
+    """The archiving run itself: a session whose JVM dumps its classes at exit, then that exit."""
+    import tempfile
+
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    # -Xlog: without it the JVM lists every class it cannot archive (signed jars, old class files).
+    options = f"{java_options} {DUMP_OPTION}{partial} -Xlog:cds=off -Xlog:cds+dynamic=off".strip()
+    spark = (
+        SparkSession.builder.master("local[1]")
+        .appName("tfbs-class-archive")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.extraJavaOptions", options)
+        .getOrCreate()
+    )
+    with tempfile.TemporaryDirectory(prefix="tfbs-class-archive-") as scratch:
+        spark.range(100).selectExpr("id", "id % 7 AS k").write.parquet(f"{scratch}/t")
+        spark.read.parquet(f"{scratch}/t").groupBy("k").count().collect()
+        spark.sparkContext.parallelize(range(100), 2).map(lambda x: x * 2).sum()
+    gateway = SparkContext._gateway
+    spark.stop()
+    # The JVM exits when its standard input closes; the archive is complete once it has.
+    process = gateway.proc  # type: ignore[union-attr]
+    process.stdin.close()
+    process.wait(timeout=120)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--config", help="a pipeline configuration: builds into its spark.class_archive_dir")
+    parser.add_argument("--dump-to", help=argparse.SUPPRESS)
+    parser.add_argument("--java-options", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.dump_to:
+        _dump(Path(args.dump_to), args.java_options)
+        return 0
+    from tfbs.config import load_config
+
+    spark = load_config(args.config).spark
+    if spark.class_archive_dir is None:
+        log.info("%s sets no spark.class_archive_dir: nothing to build", args.config)
+        return 0
+    build_archive(spark.class_archive_dir, spark.conf.get("spark.driver.extraJavaOptions", ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
