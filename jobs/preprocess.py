@@ -24,16 +24,14 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> Manif
     from concurrent.futures import ThreadPoolExecutor
 
     from preprocess.build_shards import build_shards
-    from preprocess.fingerprint import input_fingerprint
-    from preprocess.inputs import check_preprocess_inputs
+    from preprocess.fingerprint import check_and_fingerprint
     from tfbs.session import spark_session
 
-    cells_by_tf = check_preprocess_inputs(config.data)  # fail before the JVM starts
-    # The inputs are hashed (a 3 GB genome at full size: seconds) while the JVM starts.
+    # Checked before the JVM starts; hashed (a 3 GB genome at full size: seconds) while it starts and the build runs.
     with ThreadPoolExecutor(1, thread_name_prefix="tfbs-fingerprint") as pool:
-        fingerprint = pool.submit(input_fingerprint, config, cells_by_tf)
+        inputs = check_and_fingerprint(config, pool)
         with spark_session(config.spark, app_suffix="-preprocess") as spark:
-            manifest = build_shards(spark, config, fingerprint.result())
+            manifest = build_shards(spark, config, inputs)
     print(f"manifest: {config.shards_uri}/manifest.json")
     return manifest
 

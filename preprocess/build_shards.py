@@ -30,6 +30,7 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Future
 from functools import partial
 from operator import itemgetter
 from typing import Any, Literal
@@ -37,9 +38,9 @@ from typing import Any, Literal
 import numpy as np
 from pyspark.sql import SparkSession
 
-from preprocess.fingerprint import changed_inputs, input_fingerprint
-from preprocess.inputs import check_preprocess_inputs
+from preprocess.fingerprint import CheckedInputs, changed_inputs, check_and_fingerprint
 from preprocess.label_reader import ReadReport, read_label_file
+from preprocess.memory import keep_freed_memory
 from preprocess.sampling import draw_probabilities
 from preprocess.segregate import (
     BLACKLIST,
@@ -97,6 +98,7 @@ def _read_and_annotate(
     chromosome (``result`` the :class:`ChromResult` of a test chromosome,
     else None), then ``(tf, report)``.
     """
+    keep_freed_memory()
     tf, uri, cells = job
 
     def store(bins: ChromBins) -> tuple:
@@ -148,9 +150,16 @@ def _write_partition(
     keys: Iterable[tuple[str, str]], cells_by_tf: dict, probabilities: dict, genome: dict, config: dict
 ) -> Iterator[ChromResult]:
     """Stage 2: write each (TF, chromosome) stage 1 stored."""
+    keep_freed_memory()
     for tf, chrom in keys:
         bins = read_bins(_annotated_file(config["context"].out_uri, tf, chrom))
         yield _write_one(bins, cells_by_tf[tf], probabilities, genome, config)
+
+
+def _gather_partition(chunks: list[DealtChunk], record_bytes: int, staging_uri: str, seed: int) -> list[tuple]:
+    """Stage 3: write the record files whose chunks are given."""
+    keep_freed_memory()
+    return gather_dealt_records(chunks, record_bytes, staging_uri, seed)
 
 
 def _spark_error_reason(err: Exception) -> str | None:
@@ -270,7 +279,7 @@ def _assemble_manifest(
     }
 
 
-def current_shards(shards_uri: str, fingerprint: dict) -> manifest_io.Manifest | None:
+def current_shards(shards_uri: str, fingerprint: dict | Future[dict]) -> manifest_io.Manifest | None:
     """The manifest of the shards at ``shards_uri`` if they were built from ``fingerprint``, else None.
 
     Logs why: no shards yet, an unfinished or older-schema directory, or
@@ -281,11 +290,14 @@ def current_shards(shards_uri: str, fingerprint: dict) -> manifest_io.Manifest |
     shards_uri
         The shard directory.
     fingerprint
-        :func:`preprocess.fingerprint.input_fingerprint` of the inputs now.
+        :func:`preprocess.fingerprint.input_fingerprint` of the inputs now,
+        or its future: awaited only if there are shards to compare with.
     """
     if not storage.exists(f"{shards_uri}/{manifest_io.MANIFEST_NAME}"):
         log.info("building the shards in %s: none there yet", shards_uri)
         return None
+    if isinstance(fingerprint, Future):
+        fingerprint = fingerprint.result()
     try:
         existing = manifest_io.read_manifest(shards_uri)
     except BadInputError as err:
@@ -304,7 +316,7 @@ def current_shards(shards_uri: str, fingerprint: dict) -> manifest_io.Manifest |
 
 
 def build_shards(
-    spark: SparkSession, config: PipelineConfig, fingerprint: dict[str, Any] | None = None
+    spark: SparkSession, config: PipelineConfig, inputs: CheckedInputs | None = None
 ) -> manifest_io.Manifest:
     """Run preprocessing end to end and return the manifest.
 
@@ -315,10 +327,11 @@ def build_shards(
     config
         The pipeline configuration; reads ``data`` and ``preprocess``,
         writes under ``config.shards_uri``.
-    fingerprint
-        :func:`preprocess.fingerprint.input_fingerprint` of ``config`` when
-        the caller has it (``tfbs preprocess`` hashes the inputs while the
-        JVM starts); else it is computed here.
+    inputs
+        :func:`preprocess.fingerprint.check_and_fingerprint` of ``config``
+        when the caller has it (``tfbs preprocess`` hashes the inputs while
+        the JVM starts and, when there are no shards to compare with, while
+        the build runs); else the inputs are checked and hashed here first.
 
     Returns
     -------
@@ -339,14 +352,14 @@ def build_shards(
     """
     started = time.monotonic()
     data, pp = config.data, config.preprocess
-    cells_by_tf = check_preprocess_inputs(data)
+    if inputs is None:
+        inputs = check_and_fingerprint(config)
+    cells_by_tf = inputs.cells_by_tf
     tfs = list(data.tfs)
     all_cells = sorted({cell for cells in cells_by_tf.values() for cell in cells})
     label_uris = {tf: data.labels_uri(tf) for tf in tfs}
-    if fingerprint is None:
-        fingerprint = input_fingerprint(config, cells_by_tf)
     final_uri = config.shards_uri
-    existing = current_shards(final_uri, fingerprint)
+    existing = current_shards(final_uri, inputs.fingerprint)
     if existing is not None:
         return existing
     proteins = read_protein_fasta(data.proteins_fasta)
@@ -412,7 +425,7 @@ def build_shards(
         record_bytes = layout.record_bytes
         record_files = (
             sc.parallelize(list(chunks_by_writer.values()), max(1, len(chunks_by_writer)))
-            .flatMap(lambda chunks: gather_dealt_records(chunks, record_bytes, staging_uri, pp.seed))
+            .flatMap(lambda chunks: _gather_partition(chunks, record_bytes, staging_uri, pp.seed))
             .collect()
         )
         for folder in (_ANNOTATED, _DEALT):
@@ -427,7 +440,7 @@ def build_shards(
             {
                 "schema_version": manifest_io.SCHEMA_VERSION,
                 "config_digest": config.digest(),
-                "fingerprint": fingerprint,
+                "fingerprint": inputs.fingerprint.result(),
                 "created_unix": int(time.time()),
                 "tfs": tfs,
                 "cells": all_cells,

@@ -27,7 +27,8 @@ from __future__ import annotations
 import base64
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from preprocess.inputs import check_preprocess_inputs
@@ -151,6 +152,33 @@ def input_fingerprint(config: PipelineConfig, cells_by_tf: dict[str, list[str]] 
         hashed / 1e6 / max(elapsed, 1e-9),
     )
     return {"config": config.digest(SHARD_SECTIONS), "inputs": digests}
+
+
+@dataclass(frozen=True)
+class CheckedInputs:
+    """A preprocessing run's inputs, checked, and their fingerprint, which may still be being hashed."""
+
+    cells_by_tf: dict[str, list[str]]
+    fingerprint: Future[dict[str, Any]]
+
+
+def check_and_fingerprint(config: PipelineConfig, pool: Executor | None = None) -> CheckedInputs:
+    """Check the inputs now, and hash them in ``pool``, or now when there is none.
+
+    Hashing a genome takes seconds: ``tfbs preprocess`` lets it run beside
+    the JVM's start and the first stage, which need only the check.
+
+    Raises
+    ------
+    MissingInputError, BadInputError
+        As :func:`preprocess.inputs.check_preprocess_inputs`.
+    """
+    cells_by_tf = check_preprocess_inputs(config.data)
+    if pool is not None:
+        return CheckedInputs(cells_by_tf, pool.submit(input_fingerprint, config, cells_by_tf))
+    done: Future[dict[str, Any]] = Future()
+    done.set_result(input_fingerprint(config, cells_by_tf))
+    return CheckedInputs(cells_by_tf, done)
 
 
 def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:

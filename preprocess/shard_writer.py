@@ -112,16 +112,34 @@ def tally(bins: ChromBins, cells: list[str], decision: Decision) -> ChromResult:
     return result
 
 
-def _kept_rows(bins: ChromBins, decision: Decision) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(bin, cell, draw)`` indices of the rows to write; draw -1 is 'every draw'."""
+@dataclass
+class _KeptRows:
+    """The columns of the rows to write, one entry per row."""
+
+    starts: np.ndarray  # int64
+    cols: np.ndarray  # int16: the cell's column in ``bins.codes``
+    codes: np.ndarray  # uint8
+    dnase: np.ndarray  # float32
+    draws: np.ndarray | None  # int16, -1 for 'every draw'; None on a test chromosome
+
+
+def _kept_rows(bins: ChromBins, decision: Decision) -> _KeptRows:
+    """The rows to write: every kept (bin, cell) of a test chromosome; else positives, then each draw's negatives."""
     if bins.split == TEST:
-        rows, cols = np.nonzero(decision.outcome == _KEPT)
-        return rows, cols, np.full(len(rows), -1, dtype=np.int16)
+        kept = decision.outcome == _KEPT
+        # A boolean mask walks (bin, cell) in np.nonzero's order without its two
+        # index arrays (at full size 40 M rows: 640 MB of fresh int64 per chromosome).
+        cols = np.broadcast_to(np.arange(kept.shape[1], dtype=np.int16), kept.shape)[kept]
+        return _KeptRows(np.repeat(bins.starts, kept.sum(axis=1)), cols, bins.codes[kept], bins.open[kept], None)
     pos_rows, pos_cols = np.nonzero((decision.outcome == _KEPT) & (bins.codes == CODE_B))
     neg_rows, neg_cols, neg_draws = np.nonzero(decision.drawn)
-    return (
-        np.concatenate([pos_rows, neg_rows]),
-        np.concatenate([pos_cols, neg_cols]),
+    rows = np.concatenate([pos_rows, neg_rows])
+    cols = np.concatenate([pos_cols, neg_cols])
+    return _KeptRows(
+        bins.starts[rows],
+        cols.astype(np.int16),
+        bins.codes[rows, cols],
+        bins.open[rows, cols],
         np.concatenate([np.full(len(pos_rows), -1), neg_draws]).astype(np.int16),
     )
 
@@ -141,41 +159,42 @@ def write_chromosome(
         Output location and layout.
     """
     result = tally(bins, cells, decision)
-    rows, cols, draws = _kept_rows(bins, decision)
-    if len(rows) == 0:
+    kept = _kept_rows(bins, decision)
+    n_rows = len(kept.starts)
+    if n_rows == 0:
         return result
     tf_index = context.tfs.index(bins.tf)
-    cell_index = np.array([context.cells.index(cell) for cell in cells], dtype=np.int32)[cols]
-    codes = bins.codes[rows, cols]
-    dnase = bins.open[rows, cols].astype(np.float32)
+    cell_index = np.array([context.cells.index(cell) for cell in cells], dtype=np.int32)[kept.cols]
+    codes, dnase, draws = kept.codes, kept.dnase, kept.draws
+    one_value = np.zeros(n_rows, dtype=np.int8)
     columns = {
-        "tf": _strings([bins.tf], np.zeros(len(rows), dtype=np.int32)),
-        "chrom": _strings([bins.chrom], np.zeros(len(rows), dtype=np.int32)),
-        "start": pa.array(bins.starts[rows], pa.int64()),
-        "cell": _strings(cells, cols),
-        "label": _strings(LABEL_LETTERS, codes),
+        "tf": _strings([bins.tf], one_value),
+        "chrom": _strings([bins.chrom], one_value),
+        "start": pa.array(kept.starts, pa.int64()),
+        "cell": _strings(cells, kept.cols),
+        "label": _strings(LABEL_LETTERS, codes.view(np.int8)),
         "label_code": pa.array(_SHARD_CODES[codes], pa.int8()),
-        "tf_index": pa.array(np.full(len(rows), tf_index, dtype=np.int32)),
+        "tf_index": pa.array(np.full(n_rows, tf_index, dtype=np.int32)),
         "cell_index": pa.array(cell_index),
         "dnase": pa.array(dnase),
     }
     windows = None
-    if bins.split != TEST:
+    if draws is not None:
         # One copy of each row's window, here, and one more into its record below: at full size a
         # copy is 3 GB of fresh memory, whose first touch costs more than the copying.
-        windows = gather_windows(chromosome, bins.starts[rows], context.window)
+        windows = gather_windows(chromosome, kept.starts, context.window)
         columns["draw"] = pa.array(draws)
         columns["sequence"] = pa.FixedSizeBinaryArray.from_buffers(
-            pa.binary(context.window), len(rows), [None, pa.py_buffer(windows)]
+            pa.binary(context.window), n_rows, [None, pa.py_buffer(windows)]
         )
     path = f"{context.out_uri}/parquet/{bins.split}/{bins.tf}/{bins.chrom}.parquet"
     # Test rows are read whole by evaluation: large row groups write several times faster.
     row_group = context.test_rows_per_row_group if bins.split == TEST else context.rows_per_row_group
     checksum = _write_parquet(pa.table(columns), path, row_group)
-    result.parquet.append({"path": path, "rows": len(rows), "sha256": checksum})
-    if windows is not None:
+    result.parquet.append({"path": path, "rows": n_rows, "sha256": checksum})
+    if windows is not None and draws is not None:
         labels = (codes == CODE_B).astype(np.uint8)
-        tf_indices = np.full(len(rows), tf_index)
+        tf_indices = np.full(n_rows, tf_index)
         for draw in np.unique(draws):
             kind = "positives" if draw < 0 else f"negatives-{draw}"
             file_key = f"{bins.split}/{kind}"
@@ -303,7 +322,8 @@ def _strings(values: "list[str] | tuple[str, ...]", index: np.ndarray) -> pa.Dic
     Parquet stores it as it stores any string column (:func:`_write_parquet`
     leaves out the Arrow schema), so every reader gets plain strings back.
     """
-    return pa.DictionaryArray.from_arrays(pa.array(index.astype(np.int32, copy=False)), pa.array(list(values)))
+    # Indices as narrow as given (int8 for one value): the width does not reach the file.
+    return pa.DictionaryArray.from_arrays(pa.array(index), pa.array(list(values)))
 
 
 def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int) -> str:

@@ -195,6 +195,33 @@ def window_starts(bin_starts: np.ndarray, window: int) -> np.ndarray:
     return np.asarray(bin_starts, dtype=np.int64) + BIN_SIZE // 2 - window // 2
 
 
+#: Bases :func:`base_positions` compares at a time.
+_SCAN_BLOCK = 1 << 18
+
+
+def base_positions(chromosome: np.ndarray, base: int) -> np.ndarray:
+    """Positions where ``chromosome`` holds ``base`` (an ASCII code), in order.
+
+    Compared a block at a time into one small reused mask: a mask of the
+    whole chromosome is a fresh allocation as large as the chromosome, and
+    on 2 cores its first touch cost twenty times the comparing (chr1:
+    0.7 s against 0.03 s).
+
+    Examples
+    --------
+    >>> base_positions(np.frombuffer(b"ACNNGN", np.uint8), ord("N")).tolist()
+    [2, 3, 5]
+    """
+    mask = np.empty(min(len(chromosome), _SCAN_BLOCK), dtype=bool)
+    found = []
+    for first in range(0, len(chromosome), _SCAN_BLOCK):
+        block = chromosome[first : first + _SCAN_BLOCK]
+        hits = np.equal(block, base, out=mask[: len(block)])
+        if hits.any():
+            found.append(np.flatnonzero(hits) + first)
+    return np.concatenate(found) if found else np.empty(0, dtype=np.intp)
+
+
 def window_status(
     chromosome: np.ndarray, bin_starts: np.ndarray, window: int, max_n_fraction: float, pad: bool
 ) -> np.ndarray:
@@ -220,7 +247,7 @@ def window_status(
     inside_low, inside_high = np.clip(low, 0, len(chromosome)), np.clip(high, 0, len(chromosome))
     # N counts by binary search over the N positions: one pass over the
     # chromosome for every window, memory in proportion to its Ns.
-    n_positions = np.flatnonzero(chromosome == _N)
+    n_positions = base_positions(chromosome, _N)
     inside_n = np.searchsorted(n_positions, inside_high) - np.searchsorted(n_positions, inside_low)
     n_count = inside_n + (inside_low - low) + (high - inside_high)
     status = np.full(len(low), WINDOW_OK, dtype=np.int8)
