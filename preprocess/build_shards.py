@@ -123,7 +123,7 @@ _ANNOTATED, _DEALT = "annotated", "dealt"
 
 
 def _annotated_file(staging_uri: str, tf: str, chrom: str) -> str:
-    return f"{staging_uri}/{_ANNOTATED}/{tf}/{chrom}.npz"
+    return f"{staging_uri}/{_ANNOTATED}/{tf}/{chrom}.bins"
 
 
 def _window_status_at(chromosome: np.ndarray, starts: np.ndarray, config: dict, rows: np.ndarray) -> np.ndarray:

@@ -12,7 +12,7 @@ an outcome from :data:`tfbs.manifest.OUTCOMES`:
 
 from __future__ import annotations
 
-import io
+import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -53,36 +53,50 @@ class ChromBins:
 
 
 def write_bins(bins: ChromBins, uri: str) -> None:
-    """Store annotated bins at ``uri`` (``.npz``, atomic) for another task to read.
+    """Store annotated bins at ``uri`` (atomic) for another task to read.
 
-    Most bins lie in no peak, so the proximities are stored as their
-    non-zero entries and the flags as bits: a third of the arrays' bytes.
+    A line of JSON naming each array's dtype and shape, then the arrays'
+    bytes, written straight from the arrays: ``np.savez`` into memory and out
+    again copied a chromosome's arrays twice more. Most bins lie in no peak,
+    so the proximities are stored as their non-zero entries and the flags as
+    bits: a third of the arrays' bytes.
     """
     flat = bins.open.ravel()
     nonzero = np.flatnonzero(flat)
-    buffer = io.BytesIO()
-    np.savez(
-        buffer,
-        names=np.array([bins.tf, bins.chrom, bins.split]),
-        starts=bins.starts,
-        codes=bins.codes,
-        blacklisted=np.packbits(bins.blacklisted),
-        open_index=nonzero,
-        open_values=flat[nonzero],
-    )
-    storage.write_bytes(uri, buffer.getvalue())
+    arrays = {
+        "starts": bins.starts,
+        "codes": bins.codes,
+        "blacklisted": np.packbits(bins.blacklisted),
+        "open_index": nonzero,
+        "open_values": flat[nonzero],
+    }
+    header = {
+        "names": [bins.tf, bins.chrom, bins.split],
+        "arrays": [[name, array.dtype.str, list(array.shape)] for name, array in arrays.items()],
+    }
+    with storage.open_output(uri, compression=None) as out:
+        out.write(json.dumps(header).encode() + b"\n")
+        for array in arrays.values():
+            out.write(np.ascontiguousarray(array).data)
 
 
 def read_bins(uri: str) -> ChromBins:
-    """Annotated bins stored by :func:`write_bins`."""
+    """Annotated bins stored by :func:`write_bins` (its arrays read-only views of one read)."""
     with storage.open_input(uri, compression=None) as stream:
-        arrays = np.load(io.BytesIO(stream.read()), allow_pickle=False)
-        tf, chrom, split = (str(name) for name in arrays["names"])
-        codes = arrays["codes"]
-        proximity = np.zeros(codes.shape, dtype=np.float32)
-        proximity.ravel()[arrays["open_index"]] = arrays["open_values"]
-        blacklisted = np.unpackbits(arrays["blacklisted"], count=len(codes)).astype(bool)
-        return ChromBins(tf, chrom, split, arrays["starts"], codes, blacklisted, proximity)
+        data = stream.read()
+    end_of_header = data.index(b"\n")
+    header = json.loads(data[:end_of_header])
+    arrays, offset = {}, end_of_header + 1
+    for name, dtype_str, shape in header["arrays"]:
+        dtype, count = np.dtype(dtype_str), int(np.prod(shape))
+        arrays[name] = np.frombuffer(data, dtype, count, offset).reshape(shape)
+        offset += count * dtype.itemsize
+    codes = arrays["codes"]
+    proximity = np.zeros(codes.shape, dtype=np.float32)
+    proximity.ravel()[arrays["open_index"]] = arrays["open_values"]
+    blacklisted = np.unpackbits(arrays["blacklisted"], count=len(codes)).astype(bool)
+    tf, chrom, split = header["names"]
+    return ChromBins(tf, chrom, split, arrays["starts"], codes, blacklisted, proximity)
 
 
 def annotate_bins(

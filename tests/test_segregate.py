@@ -251,21 +251,21 @@ def test_annotate_while_reading_annotates_each_chromosome_once_then_reports(tmp_
     stored = {}
 
     def store(bins):
-        uri = to_uri(tmp_path / f"{bins.chrom}.npz")
+        uri = to_uri(tmp_path / f"{bins.chrom}.bins")
         write_bins(bins, uri)
         stored[bins.chrom] = bins
         return uri
 
     out = list(annotate_while_reading("CTCF", iter([*pieces, report]), ["K562"], splits, intervals, 2, store))
-    assert out[-1] is report and sorted(out[:-1]) == sorted(to_uri(tmp_path / f"{c}.npz") for c in ("chr2", "chr10"))
-    chr2 = read_bins(to_uri(tmp_path / "chr2.npz"))
+    assert out[-1] is report and sorted(out[:-1]) == sorted(to_uri(tmp_path / f"{c}.bins") for c in ("chr2", "chr10"))
+    chr2 = read_bins(to_uri(tmp_path / "chr2.bins"))
     assert (chr2.split, chr2.starts.tolist(), chr2.codes[:, 0].tolist()) == (TRAIN, [0, 50, 100], [B, U, U])
     # Stored and read back as annotated: proximity values, flags, dtypes.
     for name in ("starts", "codes", "blacklisted", "open"):
         expected, got = getattr(stored["chr2"], name), getattr(chr2, name)
         assert got.dtype == expected.dtype and np.array_equal(got, expected), name
     assert chr2.open[:, 0].tolist() == [pytest.approx(1 - 50 / 1000), pytest.approx(1 - 100 / 1000), 0.0]
-    assert read_bins(to_uri(tmp_path / "chr10.npz")).split == VALID
+    assert read_bins(to_uri(tmp_path / "chr10.bins")).split == VALID
 
 
 def test_annotate_bins_without_any_intervals_reads_everything_closed_and_clean():

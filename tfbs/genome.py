@@ -170,17 +170,35 @@ def _check_record_end(
         )
 
 
+#: FASTA lines :func:`load_chromosome` reads at a time (4 MB of 60-base lines).
+_LOAD_LINES = 1 << 16
+
+
 def load_chromosome(fasta_uri: str, entry: FaiEntry) -> np.ndarray:
-    """The bases of one chromosome, upper-cased, as a ``uint8`` array."""
+    """The bases of one chromosome, upper-cased, as a ``uint8`` array.
+
+    Read a block of lines at a time: reading the whole sequence with its line
+    breaks first cost a second allocation the size of the chromosome, whose
+    first touch took longer than the copying (chr3: 0.39 s against 0.10 s).
+    """
     n_full, rest = divmod(entry.length, entry.line_bases)
-    n_bytes = n_full * entry.line_width + rest
-    raw = np.frombuffer(storage.read_range(fasta_uri, entry.offset, n_bytes), dtype=np.uint8)
     bases = np.empty(entry.length, dtype=np.uint8)
-    full_lines = bases[: n_full * entry.line_bases].reshape(n_full, entry.line_bases)
-    full_lines[:] = raw[: n_full * entry.line_width].reshape(n_full, entry.line_width)[:, : entry.line_bases]
-    bases[n_full * entry.line_bases :] = raw[n_full * entry.line_width :][:rest]
-    # FASTA holds letters only: clearing bit 5 upper-cases them in place.
-    np.bitwise_and(bases, 0xDF, out=bases)
+    blocks = [(first, min(_LOAD_LINES, n_full - first)) for first in range(0, n_full, _LOAD_LINES)]
+    ranges = [(entry.offset + first * entry.line_width, lines * entry.line_width) for first, lines in blocks]
+    if rest:
+        ranges.append((entry.offset + n_full * entry.line_width, rest))
+    for number, data in enumerate(storage.read_ranges(fasta_uri, ranges)):
+        raw = np.frombuffer(data, dtype=np.uint8)
+        if number < len(blocks):
+            first, lines = blocks[number]
+            target = bases[first * entry.line_bases : (first + lines) * entry.line_bases].reshape(
+                lines, entry.line_bases
+            )
+            source = raw.reshape(lines, entry.line_width)[:, : entry.line_bases]
+        else:
+            target, source = bases[n_full * entry.line_bases :], raw
+        # FASTA holds letters only: clearing bit 5 upper-cases them, here as they are copied.
+        np.bitwise_and(source, 0xDF, out=target)
     return bases
 
 

@@ -37,7 +37,7 @@ import socket
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
@@ -734,14 +734,30 @@ def read_range(uri: str, offset: int, length: int) -> bytes:
     ValueError
         For a negative offset or length.
     """
-    if offset < 0 or length < 0:
-        raise ValueError(f"{uri}: bad byte range offset={offset} length={length}")
+    (data,) = read_ranges(uri, [(offset, length)])
+    return data
+
+
+def read_ranges(uri: str, ranges: Iterable[tuple[int, int]]) -> Iterator[bytes]:
+    """:func:`read_range` of each ``(offset, length)`` in turn, through one open file.
+
+    For reading a large range a block at a time: one allocation the size of
+    the block instead of one the size of the range.
+
+    Raises
+    ------
+    FileNotFoundError, EOFError, ValueError
+        As :func:`read_range`.
+    """
     fs, path = filesystem(uri)
     with _naming_uri(uri, lambda: fs.open_input_file(path)) as handle:
-        data = handle.read_at(length, offset)  # pyarrow's order: nbytes, offset
-    if len(data) != length:
-        raise EOFError(f"{uri}: {length} bytes at offset {offset} requested, file ends after {len(data)}")
-    return data
+        for offset, length in ranges:
+            if offset < 0 or length < 0:
+                raise ValueError(f"{uri}: bad byte range offset={offset} length={length}")
+            data = handle.read_at(length, offset)  # pyarrow's order: nbytes, offset
+            if len(data) != length:
+                raise EOFError(f"{uri}: {length} bytes at offset {offset} requested, file ends after {len(data)}")
+            yield data
 
 
 def open_text(uri: str) -> IO[str]:
