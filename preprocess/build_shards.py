@@ -418,6 +418,9 @@ def build_shards(
             .mapPartitions(lambda keys: _write_partition(keys, cells_by_tf, probabilities, genome, task_config))
             .collect()
         )
+        # Gone before the record files are written: on one machine the page
+        # cache they held serves those writes.
+        storage.delete_dir(f"{staging_uri}/{_ANNOTATED}")
         chunks_by_writer: dict[int, list[DealtChunk]] = defaultdict(list)
         for result in results:
             for chunk in result.dealt:
@@ -428,8 +431,7 @@ def build_shards(
             .flatMap(lambda chunks: _gather_partition(chunks, record_bytes, staging_uri, pp.seed))
             .collect()
         )
-        for folder in (_ANNOTATED, _DEALT):
-            storage.delete_dir(f"{staging_uri}/{folder}")
+        storage.delete_dir(f"{staging_uri}/{_DEALT}")
         input_rows = {tf: reports[tf].n_rows for tf in tfs}
         assembled = _assemble_manifest(
             results, record_files, reports, cells_by_tf, pp.negative_draws, staging_uri, final_uri

@@ -26,7 +26,7 @@ from preprocess.sampling import uniform_draw
 from tfbs import manifest as outcomes
 from tfbs import storage
 from tfbs.annotate import Intervals, peak_proximity
-from tfbs.dream import TEST
+from tfbs.dream import BIN_STEP, TEST
 from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
 
 BLACKLIST = "blacklist"
@@ -63,8 +63,11 @@ def write_bins(bins: ChromBins, uri: str) -> None:
     """
     flat = bins.open.ravel()
     nonzero = np.flatnonzero(flat)
+    starts = bins.starts
+    # A whole chromosome's labels are one run of bins on the 50 bp grid: its first start stands for all.
+    on_grid = len(starts) > 0 and bool(np.all(np.diff(starts) == BIN_STEP))
     arrays = {
-        "starts": bins.starts,
+        "starts": starts[:1] if on_grid else starts,
         "codes": bins.codes,
         "blacklisted": np.packbits(bins.blacklisted),
         "open_index": nonzero,
@@ -72,6 +75,7 @@ def write_bins(bins: ChromBins, uri: str) -> None:
     }
     header = {
         "names": [bins.tf, bins.chrom, bins.split],
+        "grid": on_grid,
         "arrays": [[name, array.dtype.str, list(array.shape)] for name, array in arrays.items()],
     }
     with storage.open_output(uri, compression=None) as out:
@@ -96,7 +100,10 @@ def read_bins(uri: str) -> ChromBins:
     proximity.ravel()[arrays["open_index"]] = arrays["open_values"]
     blacklisted = np.unpackbits(arrays["blacklisted"], count=len(codes)).astype(bool)
     tf, chrom, split = header["names"]
-    return ChromBins(tf, chrom, split, arrays["starts"], codes, blacklisted, proximity)
+    starts = arrays["starts"]
+    if header["grid"]:
+        starts = starts[0] + BIN_STEP * np.arange(len(codes), dtype=np.int64)
+    return ChromBins(tf, chrom, split, starts, codes, blacklisted, proximity)
 
 
 def annotate_bins(

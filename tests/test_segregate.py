@@ -273,3 +273,20 @@ def test_annotate_bins_without_any_intervals_reads_everything_closed_and_clean()
     assert bins.starts.tolist() == [0, 200]
     assert bins.open.shape == (2, 2) and not bins.open.any()
     assert bins.blacklisted.shape == (2,) and not bins.blacklisted.any()
+
+
+@pytest.mark.parametrize("starts", [[0, 50, 100, 150], [50, 100, 200], [300], []])
+def test_stored_bins_read_back_equal_whether_or_not_one_run_of_the_grid(tmp_path, starts):
+    """A run of 50 bp steps is stored as its first start: every other layout as it is, and all read back alike."""
+    n = len(starts)
+    codes = (np.arange(2 * n, dtype=np.uint8) % 3).reshape(n, 2)
+    proximity = np.zeros((n, 2), np.float32)
+    proximity[n // 2 :, 1] = 0.75
+    bins = ChromBins("CTCF", "chr2", TRAIN, np.array(starts, np.int64), codes, np.arange(n) % 2 == 0, proximity)
+    uri = to_uri(tmp_path / "chr2.bins")
+    write_bins(bins, uri)
+    back = read_bins(uri)
+    for name in ("starts", "codes", "blacklisted", "open"):
+        expected, got = getattr(bins, name), getattr(back, name)
+        assert got.dtype == expected.dtype and np.array_equal(got, expected), name
+    assert (back.tf, back.chrom, back.split) == ("CTCF", "chr2", TRAIN)
