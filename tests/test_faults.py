@@ -57,6 +57,8 @@ EXIT_WITHIN_S = 120
 STAGE_TIMEOUT_S = 900
 #: Spark's console progress bar: a line per update once a stage has run 0.5 s.
 SPARK_STAGE = re.compile(r"^\[Stage (\d+):", re.MULTILINE)
+#: Its tasks running, in the bar's ``(done + running) / total``.
+SPARK_RUNNING = re.compile(r"^\[Stage \d+:[=> ]*\(\d+ \+ (\d+)\) / \d+\]", re.MULTILINE)
 #: The Spark conf of the demo configuration, which a ``spark.conf`` override replaces whole.
 DEMO_SPARK_CONF = load_config(DEMO_CONFIG).spark.conf
 
@@ -173,6 +175,15 @@ def _wait_for(process: StreamedProcess, ready: Callable[[str], object], what: st
 def _spark_stage(number: int | None = None) -> Callable[[str], object]:
     """Ready once Spark's progress bar shows stage ``number`` (any stage if None) running."""
     return lambda output: any(number is None or int(n) == number for n in SPARK_STAGE.findall(output))
+
+
+def _tasks_running(at_least: int) -> Callable[[str], object]:
+    """Ready once Spark's progress bar shows ``at_least`` tasks running at once.
+
+    A stage's bar can show before any executor has registered (``(0 + 0)``):
+    an executor killed then is only replaced, not lost with a task.
+    """
+    return lambda output: any(int(n) >= at_least for n in SPARK_RUNNING.findall(output))
 
 
 # --------------------------------------------------------------------------
@@ -320,7 +331,7 @@ def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_
         _assert_whole_outputs(storage.to_uri(run_dir))
     leftovers = sorted(path.name for path in run_dir.iterdir() if path.name != "spark-home")
 
-    # The rerun: two executor JVMs, retries allowed, one executor killed while a stage runs.
+    # The rerun: two executor JVMs, retries allowed, one executor killed while both run a task.
     retrying = Stage(
         "preprocess",
         [
@@ -330,7 +341,7 @@ def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_
         ],
         spark_home=tmp_path,
     )
-    code, output, seconds = retrying.faulted(_spark_stage(), "a Spark stage running", _kill_an_executor)
+    code, output, seconds = retrying.faulted(_tasks_running(2), "a task on each executor", _kill_an_executor)
     assert code == 0, output[-4000:]
     assert re.search(r"Lost executor \d+ .*exited with code 137", output), output[-4000:]
     retried = re.findall(r"Lost task (\S+) in stage (\S+)", output)
