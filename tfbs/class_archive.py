@@ -43,8 +43,9 @@ def archive_path(directory: str | os.PathLike[str]) -> Path:
     """Where the archive for this machine's Java and PySpark lies in ``directory``.
 
     The name is keyed by the Java binary (its resolved path and
-    modification time) and by the names and sizes of PySpark's jars: the
-    things a JVM checks before it maps an archive.
+    modification time) and by the path, size and modification time of each
+    of PySpark's jars: what a JVM checks before it maps an archive, so a
+    reinstalled PySpark or a moved virtualenv gets an archive of its own.
     """
     import pyspark
 
@@ -53,7 +54,8 @@ def archive_path(directory: str | os.PathLike[str]) -> Path:
     stat = java.stat()
     key.update(f"{java}:{stat.st_size}:{stat.st_mtime_ns}:{pyspark.__version__}".encode())
     for jar in sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")):
-        key.update(f"{jar.name}:{jar.stat().st_size}".encode())
+        jar_stat = jar.stat()
+        key.update(f"{jar}:{jar_stat.st_size}:{jar_stat.st_mtime_ns}".encode())
     return Path(directory) / f"spark-driver-{key.hexdigest()[:16]}.jsa"
 
 
@@ -128,6 +130,10 @@ def build_archive(directory: str | os.PathLike[str], java_options: str = "") -> 
         raise RuntimeError(f"the JVM wrote no class archive to {partial}")
     partial.replace(archive)
     log.info("class archive %s built in %.1f s", archive, time.monotonic() - started)
+    for stale in archive.parent.glob("spark-driver-*.jsa"):
+        if stale != archive:  # another Java's or PySpark's, 180 MB each
+            stale.unlink()
+            log.info("removed the class archive of a previous Java or PySpark: %s", stale)
     return archive
 
 
