@@ -13,9 +13,11 @@ configuration's ``spark.class_archive_dir``, under a name keyed by the Java
 binary and the PySpark jars, so an upgrade of either builds a new one
 instead of using the old. A JVM that cannot use an archive (another
 classpath, say) warns once and starts without it: the archive is only ever
-a speed-up. Only drivers that PySpark starts use it (``tfbs <stage>``, the
-tests); under ``spark-submit`` the driver JVM is up before the job's
-configuration is read.
+a speed-up. Drivers that PySpark starts (``tfbs <stage>``, the tests) get
+it from the configuration; under ``spark-submit`` the driver JVM is up
+before the job's configuration is read, so the submitter passes
+``-XX:SharedArchiveFile=<archive>`` in ``spark.driver.extraJavaOptions``
+itself (the tests' Airflow runs do).
 """
 
 from __future__ import annotations
