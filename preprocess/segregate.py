@@ -102,7 +102,8 @@ def read_bins(uri: str) -> ChromBins:
     tf, chrom, split = header["names"]
     starts = arrays["starts"]
     if header["grid"]:
-        starts = starts[0] + BIN_STEP * np.arange(len(codes), dtype=np.int64)
+        first = int(starts[0])
+        starts = np.arange(first, first + BIN_STEP * len(codes), BIN_STEP, dtype=np.int64)
     return ChromBins(tf, chrom, split, starts, codes, blacklisted, proximity)
 
 

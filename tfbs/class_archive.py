@@ -146,17 +146,15 @@ def _dump(partial: Path, java_options: str) -> None:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
+    from tfbs.session import network_conf  # here: tfbs.session imports this module
+
+    master = "local[1]"
     # -Xlog: without it the JVM lists every class it cannot archive (signed jars, old class files).
     options = f"{java_options} {DUMP_OPTION}{partial} -Xlog:cds=off -Xlog:cds+dynamic=off".strip()
-    spark = (
-        SparkSession.builder.master("local[1]")
-        .appName("tfbs-class-archive")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.extraJavaOptions", options)
-        .getOrCreate()
-    )
+    builder = SparkSession.builder.master(master).appName("tfbs-class-archive")
+    for key, value in {**network_conf(master), "spark.ui.enabled": "false"}.items():
+        builder = builder.config(key, value)
+    spark = builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
     with tempfile.TemporaryDirectory(prefix="tfbs-class-archive-") as scratch:
         spark.range(100).selectExpr("id", "id % 7 AS k").write.parquet(f"{scratch}/t")
         spark.read.parquet(f"{scratch}/t").groupBy("k").count().collect()
