@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import codecs
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -85,6 +86,14 @@ def _build_dist_command() -> tuple[list[str], dict[str, str]]:
     env = {**os.environ, "PYTHON": getattr(sys, "_base_executable", sys.executable)}
     env.pop("PYTHONPATH", None)
     return ["bash", "scripts/build_dist.sh"], env
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The free disk where the session's temp dirs go: a full disk shows as HDFS in safe mode."""
+    root = Path(config.option.basetemp or tempfile.gettempdir()).absolute()
+    existing = next(path for path in (root, *root.parents) if path.exists())
+    free = shutil.disk_usage(existing).free
+    return f"free disk under {root}: {free / 2**30:.1f} GiB (the full suite writes up to about 6 GiB there)"
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -218,8 +227,13 @@ def hadoop(tmp_path_factory):
     """A real Hadoop cluster (HDFS + YARN) on this machine for the session (hadoop/minicluster.py)."""
     from minicluster import MiniCluster
 
-    with MiniCluster(tmp_path_factory.mktemp("hadoop")) as cluster:
+    workdir = tmp_path_factory.mktemp("hadoop")
+    with MiniCluster(workdir) as cluster:
         yield cluster
+    # HDFS's blocks and the NodeManagers' localized archives are 3 GB a session (pytest keeps
+    # three sessions' temp dirs); the logs stay for a post-mortem.
+    for bulky in [workdir / "data" / "dfs", *workdir.glob("data/*/yarn-*/*-localDir-nm-*")]:
+        shutil.rmtree(bulky, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

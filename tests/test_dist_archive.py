@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -58,7 +59,7 @@ def _host_python() -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def container(dist_archive, tmp_path_factory) -> Path:
+def container(dist_archive, tmp_path_factory) -> Iterator[Path]:
     """A container's working directory: the archive unpacked as ``./environment``, as YARN does."""
     # The test's point is running with the host's Python hidden: without a mount namespace it fails, never skips.
     assert shutil.which("unshare"), "unshare (util-linux) is needed to hide the host's Python"
@@ -68,7 +69,8 @@ def container(dist_archive, tmp_path_factory) -> Path:
     assert not any(workdir.resolve().is_relative_to(path) for path in _host_python())
     (workdir / "environment").mkdir()
     subprocess.run(["tar", "-xzf", str(dist_archive / "tfbs-env.tar.gz"), "-C", "environment"], cwd=workdir, check=True)
-    return workdir
+    yield workdir
+    shutil.rmtree(workdir / "environment")  # 1.9 GB unpacked, and the suite's Hadoop tests come next
 
 
 def _run_without_host_python(workdir: Path, *command: str) -> subprocess.CompletedProcess:
