@@ -16,6 +16,8 @@ schedule, share both):
 
 - ``local_1core``: one process on core 0 (``sched_setaffinity`` before it starts);
 - ``ps_1_worker_pinned``: worker:0 on core 0;
+- ``ps_1_worker_1core``: worker:0, the ps and the chief all on core 0 (the
+  job given one core, against ``ps_2_workers_pinned`` given two);
 - ``ps_2_workers_pinned``: worker:0 on core 0, worker:1 on core 1;
 - ``allreduce_2_pinned``: all-reduce, the chief on core 0 and worker:0 on
   core 1 (two replicas; all-reduce has no one-replica run, so its 2-vs-1 is
@@ -34,8 +36,9 @@ their examples over their summed time. Configurations run interleaved
 
 Prints, unpinned, ps_2_workers/local (ps at most 10% slower than one
 process on the same cores) and ps_2_workers/ps_1_worker; with ``--pinned``,
-2 workers against 1 on pinned cores (issue 16's target: >= 1.7) for ps and
-for all-reduce, and ps with 2 pinned workers against one process per core
+2 workers against 1 on pinned cores (issue 16's target: >= 1.7) for ps
+(against one worker beside a ps and chief on both cores, and against the
+whole one-worker job on one core) and for all-reduce, and ps with 2 pinned workers against one process per core
 (2 x ``local_1core``; target >= 0.9) and, given ``--only local`` as well,
 against one process on both cores. JSON printed and written to
 ``build/bench/training_throughput.json``.
@@ -83,6 +86,11 @@ PINNED: dict[str, list[str]] = {
     "ps_1_worker_pinned": [
         *CONFIGURATIONS["ps_1_worker"],
         'train.node_cpus={"worker:0": "0", "chief": "0-1", "ps": "0-1"}',
+    ],
+    # The whole one-worker job on one core: with ps_2_workers_pinned, the same job given one core and then two.
+    "ps_1_worker_1core": [
+        *CONFIGURATIONS["ps_1_worker"],
+        'train.node_cpus={"worker:0": "0", "chief": "0", "ps": "0"}',
     ],
     "ps_2_workers_pinned": [
         *CONFIGURATIONS["ps_2_workers"],
@@ -198,6 +206,8 @@ def main() -> None:
         summary["ratio_ps_2_workers_to_ps_1_worker"] = medians["ps_2_workers"] / medians["ps_1_worker"]
     if {"ps_2_workers_pinned", "ps_1_worker_pinned"} <= medians.keys():
         summary["ratio_pinned_ps_2_to_1_worker"] = medians["ps_2_workers_pinned"] / medians["ps_1_worker_pinned"]
+    if {"ps_2_workers_pinned", "ps_1_worker_1core"} <= medians.keys():
+        summary["ratio_pinned_ps_2_cores_to_1_core"] = medians["ps_2_workers_pinned"] / medians["ps_1_worker_1core"]
     if {"allreduce_2_pinned", "local_1core"} <= medians.keys():
         summary["ratio_pinned_allreduce_2_to_1_replica"] = medians["allreduce_2_pinned"] / medians["local_1core"]
     if {"ps_2_workers_pinned", "local_1core"} <= medians.keys():
