@@ -21,7 +21,6 @@ that the TF alone predicted, differently on each worker.
 
 from __future__ import annotations
 
-import hashlib
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from blake3 import blake3
 
 from preprocess.label_reader import CODE_B, LABEL_LETTERS
 from preprocess.segregate import ChromBins, Decision
@@ -191,7 +191,7 @@ def write_chromosome(
     # Test rows are read whole by evaluation: large row groups write several times faster.
     row_group = context.test_rows_per_row_group if bins.split == TEST else context.rows_per_row_group
     checksum = _write_parquet(pa.table(columns), path, row_group)
-    result.parquet.append({"path": path, "rows": n_rows, "sha256": checksum})
+    result.parquet.append({"path": path, "rows": n_rows, "blake3": checksum})
     if windows is not None and draws is not None:
         labels = (codes == CODE_B).astype(np.uint8)
         tf_indices = np.full(n_rows, tf_index)
@@ -304,7 +304,7 @@ def write_dealt_records(
     Returns
     -------
     dict
-        ``{"path", "rows", "sha256"}``: the checksum of the bytes written,
+        ``{"path", "rows", "blake3"}``: the checksum of the bytes written,
         against which a node's cached copy is checked.
     """
     packed = np.concatenate([records for _, _, records in sorted(chunks, key=lambda c: (c[0], c[1]))])
@@ -313,7 +313,7 @@ def write_dealt_records(
     shuffled = packed[order]
     with storage.open_output(path, compression=None) as out:
         out.write(shuffled.data)
-    return {"path": path, "rows": len(packed), "sha256": hashlib.sha256(shuffled.data).hexdigest()}
+    return {"path": path, "rows": len(packed), "blake3": blake3(shuffled.data).hexdigest()}
 
 
 def _strings(values: "list[str] | tuple[str, ...]", index: np.ndarray) -> pa.DictionaryArray:
@@ -327,7 +327,7 @@ def _strings(values: "list[str] | tuple[str, ...]", index: np.ndarray) -> pa.Dic
 
 
 def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int) -> str:
-    """Write ``table`` to ``uri``; returns the SHA-256 of the file's bytes."""
+    """Write ``table`` to ``uri``; returns the BLAKE3 of the file's bytes."""
     # Written to memory first so the checksum is of exactly the bytes
     # stored; one (TF, chromosome)'s compressed rows are small.
     buffer = pa.BufferOutputStream()
@@ -349,4 +349,4 @@ def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int) -> str:
     data = buffer.getvalue()
     with storage.open_output(uri, compression=None) as sink:
         sink.write(data)
-    return hashlib.sha256(data).hexdigest()
+    return blake3(data).hexdigest()

@@ -23,7 +23,6 @@ and logging never leak into the rest of the test session:
 from __future__ import annotations
 
 import gzip
-import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -50,6 +49,7 @@ from airflow_runs import (
     json_tail,
     task_states,
 )
+from blake3 import blake3
 from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -336,7 +336,7 @@ def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data
     row = next(i for i, line in enumerate(lines[1:], 1) if line.rstrip("\n").endswith("\tU"))
     lines[row] = lines[row].rstrip("\n")[:-1] + "B\n"
     labels.write_bytes(gzip.compress("".join(lines).encode()))
-    new_digest = hashlib.sha256(labels.read_bytes()).hexdigest()
+    new_digest = blake3(labels.read_bytes()).hexdigest()
     done = dags_test(airflow_env, "2026-03-09", run_conf, timeout=1200)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-8000:]

@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from blake3 import blake3
 from conftest import small_config
 
 from preprocess.build_shards import build_shards, current_shards
@@ -148,8 +149,8 @@ def test_fingerprint_is_a_content_digest_of_every_input(small_dataset):
     assert fingerprint["config"] == config.digest({"data", "preprocess"})
     for entry in inputs.values():
         content = Path(local_path(entry["uri"])).read_bytes()
-        assert entry["kind"] == "sha256"
-        assert entry["digest"] == hashlib.sha256(content).hexdigest()
+        assert entry["kind"] == "blake3"
+        assert entry["digest"] == blake3(content).hexdigest()
         assert entry["size"] == len(content)
     assert "mtime" not in str(fingerprint)
 
@@ -269,7 +270,7 @@ def test_rebuilt_shards_at_the_same_uri_are_fetched_again(spark, small_dataset, 
     entries = manifest.records["train"].positives
     old_entries = old_manifest.records["train"].positives
     assert [(f.path, f.rows) for f in entries] == [(f.path, f.rows) for f in old_entries]
-    assert [f.sha256 for f in entries] != [f.sha256 for f in old_entries]
+    assert [f.blake3 for f in entries] != [f.blake3 for f in old_entries]
 
     new = TrainingRun.from_manifest(manifest).readable_by_tensorflow(cache, ("train", "valid"))
     assert new.positive_files != old.positive_files  # a folder of the new content

@@ -163,8 +163,8 @@ def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
     from tfbs.manifest import FileEntry, Manifest, SplitRecords
 
     records = SplitRecords(
-        positives=[FileEntry(path="p.rec", rows=100, sha256="0" * 64)],
-        negatives=[[FileEntry(path="n.rec", rows=300, sha256="1" * 64)]],
+        positives=[FileEntry(path="p.rec", rows=100, blake3="0" * 64)],
+        negatives=[[FileEntry(path="n.rec", rows=300, blake3="1" * 64)]],
     )
     # Only what the driver reads before it hands the manifest to the (patched) cluster.
     manifest = Manifest.model_construct(

@@ -4,7 +4,6 @@ records to files and their writing."""
 
 from __future__ import annotations
 
-import hashlib
 import math
 from collections import Counter
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+from blake3 import blake3
 
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U
 from preprocess.segregate import ChromBins, Decision, decide
@@ -126,8 +126,8 @@ def test_train_parquet_holds_the_kept_rows_with_their_windows(tmp_path):
     result = write_chromosome(bins, CELLS, decision, chromosome, context)
     expected = _expected_train_rows(bins, decision)
     path = f"{context.out_uri}/parquet/train/FOXA1/chr2.parquet"
-    checksum = hashlib.sha256(Path(local_path(path)).read_bytes()).hexdigest()
-    assert result.parquet == [{"path": path, "rows": len(expected), "sha256": checksum}]
+    checksum = blake3(Path(local_path(path)).read_bytes()).hexdigest()
+    assert result.parquet == [{"path": path, "rows": len(expected), "blake3": checksum}]
     table = pq.read_table(local_path(path))
     rows = table.to_pylist()
     assert sorted((r["start"], r["cell"], r["draw"], r["label"]) for r in rows) == expected
@@ -272,9 +272,7 @@ def test_write_dealt_records_does_not_depend_on_chunk_order(tmp_path):
     assert first["rows"] == second["rows"] == 300
     assert _written(first) == _written(second)
     # The checksum is of the bytes written, so equal files have equal checksums.
-    assert (
-        first["sha256"] == second["sha256"] == hashlib.sha256(Path(local_path(first["path"])).read_bytes()).hexdigest()
-    )
+    assert first["blake3"] == second["blake3"] == blake3(Path(local_path(first["path"])).read_bytes()).hexdigest()
 
 
 def test_write_dealt_records_holds_the_union_of_the_chunks_shuffled(tmp_path):

@@ -244,12 +244,12 @@ def predict_targets(
             raise BadInputError(config.data.proteins_fasta, 0, f"no protein sequence named {target.tf}")
     sc, fasta_uri = spark.sparkContext, config.data.genome_fasta
     if regions_uri is None:
-        regions_digest = storage.sha256_of(f"{fasta_uri}.fai")[0] + f":{BIN_SIZE}:{BIN_STEP}"
+        regions_digest = storage.blake3_of(f"{fasta_uri}.fai")[0] + f":{BIN_SIZE}:{BIN_STEP}"
         rows = sum(bins_in(entry.length) for entry in read_fai(fasta_uri).values())
         if rows == 0:
             raise BadInputError(fasta_uri, 0, f"no chromosome of the genome holds a {BIN_SIZE} bp bin")
     else:
-        regions_digest = storage.sha256_of(regions_uri)[0]
+        regions_digest = storage.blake3_of(regions_uri)[0]
         indexed = sc.textFile(regions_uri).zipWithIndex()
         rows = indexed.count()
         if rows == 0:

@@ -27,6 +27,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import tensorflow as tf
+from blake3 import blake3
 
 from tf_models.encoding import protein_one_hot
 from tf_models.input_pipeline import make_dataset, positives_per_batch
@@ -40,7 +41,7 @@ from tfbs.errors import BadInputError
 from tfbs.manifest import Manifest
 from tfbs.proteins import protein_table
 from tfbs.records import RecordLayout
-from tfbs.storage import HASH_BLOCK_BYTES, sha256_of
+from tfbs.storage import HASH_BLOCK_BYTES, blake3_of
 
 log = logging.getLogger("tfbs.train")
 
@@ -96,7 +97,7 @@ class TrainingRun:
     n_cells: int
     n_positive: int
     has_dnase: bool = True
-    #: SHA-256 of each record file, by URI, from the manifest: what a node's copy must hold.
+    #: BLAKE3 of each record file, by URI, from the manifest: what a node's copy must hold.
     checksums: dict[str, str] = field(default_factory=dict)
     #: Known motifs the first filters start as (tf_models.distributed.known_motif_seeds), or None.
     motif_seeds: tuple[np.ndarray, np.ndarray] | None = None
@@ -122,7 +123,7 @@ class TrainingRun:
             n_cells=len(manifest.cells),
             n_positive=n_positive,
             has_dnase=manifest.dnase,
-            checksums={f.path: f.sha256 for f in entries},
+            checksums={f.path: f.blake3 for f in entries},
         )
 
     def readable_by_tensorflow(self, cache_dir: str, download: tuple[str, ...] = ()) -> TrainingRun:
@@ -136,18 +137,18 @@ class TrainingRun:
         chief).
 
         Copies go to ``<cache_dir>/<shards>/<content>/``, where ``<content>``
-        digests every record file's URI and SHA-256 from the manifest, so
+        digests every record file's URI and BLAKE3 from the manifest, so
         shards rebuilt at the same URI get a folder of their own; once they
         are in place, this node's folders of other contents of the same
         shards are removed. A copy
-        already there is used only if its SHA-256 is the manifest's; anything
+        already there is used only if its BLAKE3 is the manifest's; anything
         else is fetched again, under a temporary name then renamed, so a
         half-fetched file is never read.
 
         Raises
         ------
         BadInputError
-            A fetched file's SHA-256 is not the manifest's: the shards were
+            A fetched file's BLAKE3 is not the manifest's: the shards were
             rebuilt after this manifest was read, and training them against
             it would mix two builds.
         """
@@ -242,33 +243,33 @@ def _remove_other_contents(shards_folder: Path, keep: str) -> None:
                 child.unlink(missing_ok=True)
 
 
-def _verified_copy(uri: str, target: Path, sha256: str | None) -> bool:
-    """Make ``target`` a copy of ``uri`` whose SHA-256 is ``sha256``; returns whether it was fetched.
+def _verified_copy(uri: str, target: Path, checksum: str | None) -> bool:
+    """Make ``target`` a copy of ``uri`` whose BLAKE3 is ``checksum``; returns whether it was fetched.
 
     A copy already at ``target`` is kept only if its bytes hash to
-    ``sha256`` (without one, it is always fetched again).
+    ``checksum`` (without one, it is always fetched again).
 
     Raises
     ------
     BadInputError
-        If the bytes fetched do not hash to ``sha256``.
+        If the bytes fetched do not hash to ``checksum``.
     """
-    if sha256 is not None and target.is_file() and sha256_of(str(target))[0] == sha256:
+    if checksum is not None and target.is_file() and blake3_of(str(target))[0] == checksum:
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
     # A name of this call's own: processes of one node may fetch the same file at once.
     partial = target.with_name(f"{target.name}.part-{uuid.uuid4().hex[:12]}")
-    digest = hashlib.sha256()
+    digest = blake3()
     try:
         with storage.open_input(uri, compression=None) as stream, open(partial, "wb") as out:
             while chunk := stream.read(HASH_BLOCK_BYTES):
                 digest.update(chunk)
                 out.write(chunk)
-        if sha256 is not None and digest.hexdigest() != sha256:
+        if checksum is not None and digest.hexdigest() != checksum:
             raise BadInputError(
                 uri,
                 0,
-                f"SHA-256 {digest.hexdigest()[:16]}... is not the manifest's {sha256[:16]}...: "
+                f"BLAKE3 {digest.hexdigest()[:16]}... is not the manifest's {checksum[:16]}...: "
                 "the shards were rebuilt after this manifest was read; train again",
             )
         partial.replace(target)

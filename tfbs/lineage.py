@@ -171,7 +171,7 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
     if model.architecture == "motif_cnn" and model.motif_cnn.seed_motifs and evaluate.motifs and evaluate.motif_db:
         tree["seed_motifs_from"] = {
             "motifs": dict(sorted(evaluate.motifs.items())),
-            "motif_db_sha256": storage.sha256_of(evaluate.motif_db)[0],
+            "motif_db_blake3": storage.blake3_of(evaluate.motif_db)[0],
         }
     return tree
 

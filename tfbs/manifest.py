@@ -36,7 +36,8 @@ from tfbs.errors import BadInputError
 
 #: 4: the fingerprint holds a content digest of every input; every file entry its SHA-256.
 #: 5: a row's ``dnase`` is its proximity to the cell's DNase summit (tfbs.annotate.peak_proximity), not a flag.
-SCHEMA_VERSION = 5
+#: 6: BLAKE3 instead of SHA-256, in file entries (``blake3``) and the fingerprint (kind ``blake3``).
+SCHEMA_VERSION = 6
 MANIFEST_NAME = "manifest.json"
 
 #: Outcomes decided per (bin, cell) inside the tasks, by code.
@@ -104,7 +105,7 @@ class _Record(BaseModel):
 
 
 class FileEntry(_Record):
-    """One written file, its row count and the SHA-256 of its bytes.
+    """One written file, its row count and the BLAKE3 of its bytes (as ``b3sum`` prints it).
 
     The checksum is taken from the bytes as the task wrote them, so a reader
     can tell a copy of this file from one of shards rebuilt since at the
@@ -113,7 +114,7 @@ class FileEntry(_Record):
 
     path: str
     rows: int = Field(ge=0)
-    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    blake3: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
 class SplitRecords(_Record):

@@ -28,7 +28,6 @@ import contextlib
 import errno
 import functools
 import gzip
-import hashlib
 import io
 import os
 import re
@@ -47,6 +46,7 @@ from urllib.parse import ParseResult, urlparse
 
 import pyarrow as pa
 import pyarrow.fs as pafs
+from blake3 import blake3
 
 from tfbs import interrupts
 from tfbs.errors import MissingInputError
@@ -961,18 +961,20 @@ def write_through_local(uri: str, write: Callable[[str], None]) -> None:
 HASH_BLOCK_BYTES = 8 << 20
 
 
-def sha256_of(uri: str) -> tuple[str, int]:
-    """SHA-256 (hex) and size of the bytes at ``uri`` (a URI or local path), as stored.
+def blake3_of(uri: str) -> tuple[str, int]:
+    """BLAKE3 (hex, 256 bits) and size of the bytes at ``uri`` (a URI or local path), as stored.
+
+    ``b3sum`` gives the same digest of a local copy.
 
     Examples
     --------
     >>> import tempfile, pathlib
     >>> path = pathlib.Path(tempfile.mkdtemp()) / "x"
     >>> _ = path.write_bytes(b"abc")
-    >>> sha256_of(str(path))
-    ('ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad', 3)
+    >>> blake3_of(str(path))
+    ('6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85', 3)
     """
-    digest = hashlib.sha256()
+    digest = blake3()
     size = 0
     with open_input(uri, compression=None) as stream:
         while chunk := stream.read(HASH_BLOCK_BYTES):

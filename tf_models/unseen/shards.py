@@ -8,9 +8,8 @@ run through the protein branch during training.
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
+from blake3 import blake3
 
 from tfbs import storage
 from tfbs.manifest import FileEntry, Manifest, SplitRecords
@@ -28,7 +27,7 @@ def filter_record_file(source: str, target: str, layout: RecordLayout, new_index
     Returns
     -------
     FileEntry
-        The written file, its rows and SHA-256.
+        The written file, its rows and BLAKE3.
     """
     with storage.open_input(source, compression=None) as handle:
         raw = np.frombuffer(handle.read(), dtype=np.uint8)
@@ -38,7 +37,7 @@ def filter_record_file(source: str, target: str, layout: RecordLayout, new_index
     kept[:, layout.tf_offset] = renumbered[renumbered >= 0]
     data = kept.tobytes()
     storage.write_bytes(target, data)
-    return FileEntry(path=target, rows=int(kept.shape[0]), sha256=hashlib.sha256(data).hexdigest())
+    return FileEntry(path=target, rows=int(kept.shape[0]), blake3=blake3(data).hexdigest())
 
 
 def _renumbering(tfs: list[str], held_out: str) -> np.ndarray:
