@@ -192,6 +192,20 @@ def test_new_bytes_of_the_same_size_and_mtime_change_the_fingerprint_and_the_sha
     assert current_shards(config.shards_uri, before) == manifest  # the bytes back: kept
 
 
+def test_shards_of_an_older_schema_are_rebuilt_naming_the_version(built, tmp_path, caplog):
+    """Schema 5 held SHA-256 where schema 6 holds BLAKE3: the log gives the version, not each entry's field."""
+    config, manifest, _ = built
+    text = storage.read_text(f"{config.shards_uri}/manifest.json")
+    assert '"schema_version": 6' in text and text.count('"blake3":') >= 3  # the rewrite below changes something
+    older = text.replace('"blake3":', '"sha256":').replace('"schema_version": 6', '"schema_version": 5')
+    (tmp_path / "manifest.json").write_text(older)
+    with caplog.at_level(logging.INFO, logger="tfbs.preprocess"):
+        assert current_shards(str(tmp_path), manifest.fingerprint) is None
+    assert "rebuilding the shards: " in caplog.text
+    assert "schema_version 5, expected 6: run `tfbs preprocess` again" in caplog.text
+    assert "sha256" not in caplog.text
+
+
 def test_fingerprint_of_a_bucket_uses_the_stores_md5(small_dataset, gcs_base):
     local_root = Path(local_path(small_dataset.data.root))
     for path in sorted(p for p in local_root.rglob("*") if p.is_file()):

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -195,12 +196,17 @@ class Manifest(_Record):
     records: dict[str, SplitRecords]
     proteins: dict[str, str]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _current_schema(cls, data: Any) -> Any:
+        # Before the fields: an older manifest's file entries would fail one by one, hiding the reason.
+        version = data.get("schema_version") if isinstance(data, dict) else None
+        if version != SCHEMA_VERSION:
+            raise ValueError(f"schema_version {version}, expected {SCHEMA_VERSION}: run `tfbs preprocess` again")
+        return data
+
     @model_validator(mode="after")
     def _consistent(self) -> Manifest:
-        if self.schema_version != SCHEMA_VERSION:
-            raise ValueError(
-                f"schema_version {self.schema_version}, expected {SCHEMA_VERSION}: run `tfbs preprocess` again"
-            )
         for part, names in (("cells_by_tf", self.cells_by_tf), ("inputs", self.inputs), ("proteins", self.proteins)):
             missing = [tf for tf in self.tfs if tf not in names]
             if missing:
