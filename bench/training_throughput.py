@@ -38,8 +38,9 @@ Prints, unpinned, ps_2_workers/local (ps at most 10% slower than one
 process on the same cores) and ps_2_workers/ps_1_worker; with ``--pinned``,
 2 workers against 1 on pinned cores (issue 16's target: >= 1.7) for ps
 (against one worker beside a ps and chief on both cores, and against the
-whole one-worker job on one core) and for all-reduce, and ps with 2 pinned workers against one process per core
-(2 x ``local_1core``; target >= 0.9) and, given ``--only local`` as well,
+whole one-worker job on one core) and for all-reduce, and ps with 2 pinned
+workers against one process per core (2 x ``local_1core``; target >= 0.9)
+and, given ``--only local`` as well,
 against one process on both cores. JSON printed and written to
 ``build/bench/training_throughput.json``.
 """

@@ -30,6 +30,7 @@ from preprocess.fingerprint import changed_inputs, input_fingerprint
 from tf_models.train_loop import TrainingRun
 from tfbs import storage
 from tfbs.errors import BadInputError
+from tfbs.manifest import SCHEMA_VERSION
 from tfbs.records import RecordLayout
 from tfbs.storage import local_path
 
@@ -196,13 +197,15 @@ def test_shards_of_an_older_schema_are_rebuilt_naming_the_version(built, tmp_pat
     """Schema 5 held SHA-256 where schema 6 holds BLAKE3: the log gives the version, not each entry's field."""
     config, manifest, _ = built
     text = storage.read_text(f"{config.shards_uri}/manifest.json")
-    assert '"schema_version": 6' in text and text.count('"blake3":') >= 3  # the rewrite below changes something
-    older = text.replace('"blake3":', '"sha256":').replace('"schema_version": 6', '"schema_version": 5')
+    current, older_version = f'"schema_version": {SCHEMA_VERSION}', f'"schema_version": {SCHEMA_VERSION - 1}'
+    assert current in text and text.count('"blake3":') >= 3  # the rewrite below changes something
+    older = text.replace('"blake3":', '"sha256":').replace(current, older_version)
     (tmp_path / "manifest.json").write_text(older)
     with caplog.at_level(logging.INFO, logger="tfbs.preprocess"):
         assert current_shards(str(tmp_path), manifest.fingerprint) is None
     assert "rebuilding the shards: " in caplog.text
-    assert "schema_version 5, expected 6: run `tfbs preprocess` again" in caplog.text
+    expected = f"schema_version {SCHEMA_VERSION - 1}, expected {SCHEMA_VERSION}: run `tfbs preprocess` again"
+    assert expected in caplog.text
     assert "sha256" not in caplog.text
 
 
