@@ -15,6 +15,9 @@ The pinned configurations give each computing process a core
 schedule, share both):
 
 - ``local_1core``: one process on core 0 (``sched_setaffinity`` before it starts);
+- ``local_per_core``: one such process on each core, all at once, their
+  examples/s summed (what data parallelism could reach with no exchange:
+  a core does less when its neighbour is busy than alone);
 - ``ps_1_worker_pinned``: worker:0 on core 0;
 - ``ps_1_worker_1core``: worker:0, the ps and the chief all on core 0 (the
   job given one core, against ``ps_2_workers_pinned`` given two);
@@ -39,9 +42,8 @@ process on the same cores) and ps_2_workers/ps_1_worker; with ``--pinned``,
 2 workers against 1 on pinned cores (issue 16's target: >= 1.7) for ps
 (against one worker beside a ps and chief on both cores, and against the
 whole one-worker job on one core) and for all-reduce, and ps with 2 pinned
-workers against one process per core (2 x ``local_1core``; target >= 0.9)
-and, given ``--only local`` as well,
-against one process on both cores. JSON printed and written to
+workers against one process per core (``local_per_core``; target >= 0.9)
+and, given ``--only local`` as well, against one process on both cores. JSON printed and written to
 ``build/bench/training_throughput.json``.
 """
 
@@ -84,6 +86,10 @@ CONFIGURATIONS: dict[str, list[str]] = {
 #: The pinned configurations (``--pinned``): each computing process on a core of its own.
 PINNED: dict[str, list[str]] = {
     "local_1core": ["train.strategy=local"],
+    # One process on each core, all at once: examples/s summed. The cores
+    # share caches and memory bandwidth (and, on a VM, a host), so a core
+    # does less when its neighbour is busy than when it is alone.
+    "local_per_core": ["train.strategy=local"],
     "ps_1_worker_pinned": [
         *CONFIGURATIONS["ps_1_worker"],
         'train.node_cpus={"worker:0": "0", "chief": "0-1", "ps": "0-1"}',
@@ -106,7 +112,10 @@ PINNED: dict[str, list[str]] = {
 }
 
 #: Configurations whose whole process tree runs on these CPUs (TFoS runs pin their nodes instead).
-PROCESS_CPUS: dict[str, set[int]] = {"local_1core": {0}}
+PROCESS_CPUS: dict[str, list[set[int]]] = {
+    "local_1core": [{0}],
+    "local_per_core": [{cpu} for cpu in sorted(os.sched_getaffinity(0))],
+}
 
 
 def steady_rate(history: list[dict], batch_size: int, skip: int = 1) -> float:
@@ -127,37 +136,54 @@ def steady_rate(history: list[dict], batch_size: int, skip: int = 1) -> float:
     return examples / seconds
 
 
-def train_once(name: str, args: argparse.Namespace, run_dir: Path) -> dict:
-    """One ``tfbs train`` subprocess; its history, steady rate and wall time."""
-    if run_dir.exists():
-        shutil.rmtree(run_dir)
+def _command(name: str, args: argparse.Namespace, run_dir: Path) -> list[str]:
+    """The ``tfbs train`` command of configuration ``name`` in ``run_dir``."""
     command = [str(TFBS), "train", "--config", args.config, *[f"--set={o}" for o in args.overrides]]
     command += [f"--set={o}" for o in COMMON + {**CONFIGURATIONS, **PINNED}[name]]
-    command += [
+    return command + [
         f"--set=run_dir={run_dir}",
         f"--set=train.steps={args.steps}",
         f"--set=train.steps_per_execution={args.steps_per_execution}",
         f"--set=train.checkpoint_every_steps={args.window_steps}",
     ]
-    run_dir.mkdir(parents=True)
-    started = time.monotonic()
-    with open(run_dir / "train.log", "w") as log:
-        cpus = PROCESS_CPUS.get(name)
-        subprocess.run(
-            command,
-            check=True,
-            cwd=ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
-        )
-    wall = time.monotonic() - started
+
+
+def _history(run_dir: Path) -> list[dict]:
     (model_dir,) = [path.parent for path in (run_dir / "models").glob("*/lineage.json")]  # its one version
-    history = json.loads((model_dir / "history.json").read_text())
+    return json.loads((model_dir / "history.json").read_text())
+
+
+def train_once(name: str, args: argparse.Namespace, run_dir: Path) -> dict:
+    """One ``tfbs train`` subprocess (or one per core, at once); history, steady rate and wall time."""
+    if run_dir.exists():
+        shutil.rmtree(run_dir)
+    # A configuration pinned whole to CPUs runs one process per CPU set, all at once.
+    cpu_sets = PROCESS_CPUS.get(name, [None])
+    run_dirs = [run_dir / f"cpu{sorted(cpus)[0]}" if len(cpu_sets) > 1 else run_dir for cpus in cpu_sets]
+    started = time.monotonic()
+    processes = []
+    for cpus, directory in zip(cpu_sets, run_dirs):
+        directory.mkdir(parents=True)
+        with open(directory / "train.log", "w") as log:  # the child keeps its own descriptor
+            processes.append(
+                subprocess.Popen(
+                    _command(name, args, directory),
+                    cwd=ROOT,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    preexec_fn=(lambda cpus=cpus: os.sched_setaffinity(0, cpus)) if cpus else None,
+                )
+            )
+    for process, directory in zip(processes, run_dirs):
+        if process.wait():
+            raise RuntimeError(f"{name}: tfbs train exited {process.returncode}, see {directory / 'train.log'}")
+    wall = time.monotonic() - started
+    histories = [_history(directory) for directory in run_dirs]
     return {
-        "steady_examples_per_s": steady_rate(history, args.batch_size),
+        # Processes that ran at once: their examples per second add up.
+        "steady_examples_per_s": sum(steady_rate(history, args.batch_size) for history in histories),
         "wall_seconds": wall,
-        "history": history,
+        "history": histories[0] if len(histories) == 1 else histories,
         "load_average_1min_after": os.getloadavg()[0],
     }
 
@@ -211,11 +237,14 @@ def main() -> None:
         summary["ratio_pinned_ps_2_cores_to_1_core"] = medians["ps_2_workers_pinned"] / medians["ps_1_worker_1core"]
     if {"allreduce_2_pinned", "local_1core"} <= medians.keys():
         summary["ratio_pinned_allreduce_2_to_1_replica"] = medians["allreduce_2_pinned"] / medians["local_1core"]
-    if {"ps_2_workers_pinned", "local_1core"} <= medians.keys():
-        # Two cores each running the loop alone: what data parallelism could reach without any exchange.
-        summary["ratio_pinned_ps_2_workers_to_process_per_core"] = medians["ps_2_workers_pinned"] / (
-            2 * medians["local_1core"]
+    if {"ps_2_workers_pinned", "local_per_core"} <= medians.keys():
+        # A process on each core at once: what data parallelism could reach without any exchange.
+        summary["ratio_pinned_ps_2_workers_to_process_per_core"] = (
+            medians["ps_2_workers_pinned"] / medians["local_per_core"]
         )
+    if {"local_per_core", "local_1core"} <= medians.keys():
+        # What the machine itself gives a second busy core.
+        summary["ratio_process_per_core_to_one_core_alone"] = medians["local_per_core"] / medians["local_1core"]
     if {"ps_2_workers_pinned", "local"} <= medians.keys():
         # One process free to use both cores, the cores the pinned ps run shares out.
         summary["ratio_pinned_ps_2_workers_to_local"] = medians["ps_2_workers_pinned"] / medians["local"]

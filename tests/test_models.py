@@ -253,6 +253,36 @@ def test_training_steps_reduce_the_loss(name):
     assert final < 0.6 * initial, (initial, final)
 
 
+def test_the_ps_step_exchanges_packed_tensors_and_takes_the_plain_step():
+    """Packing the ps exchange changes no number: same losses, weights, Adam slots and dropout draws."""
+    from tf_models.optimizer import LockedAdam
+    from tf_models.packed_step import packed_gradient_step
+    from tf_models.train_loop import _gradient_step, _loss
+
+    plain, config = _build("motif_cnn")
+    packed, _ = _build("motif_cnn")
+    packed.set_weights(plain.get_weights())
+    assert packed.non_trainable_variables, "dropout's seed state, which every step advances"
+    for source, target in zip(plain.non_trainable_variables, packed.non_trainable_variables):
+        target.assign(source)
+    optimizers = LockedAdam(1e-2), LockedAdam(1e-2)
+    ((_, proteins),) = _motif_batches(config, 1)
+    plain_step = tf.function(lambda b: _gradient_step(plain, optimizers[0], b, proteins, 1))
+    packed_step = tf.function(
+        lambda b: packed_gradient_step(packed, optimizers[1], lambda call: _loss(call, b, proteins, True), 1)
+    )
+    losses = [(float(plain_step(batch)), float(packed_step(batch))) for batch, _ in _motif_batches(config, 3)]
+    np.testing.assert_allclose(*zip(*losses), rtol=1e-6)
+    assert len({plain for plain, _ in losses}) == 3  # the steps moved the weights
+    pairs = [
+        *zip(plain.trainable_variables, packed.trainable_variables),
+        *zip(plain.non_trainable_variables, packed.non_trainable_variables),
+        *zip(optimizers[0].variables, optimizers[1].variables),
+    ]
+    for a, b in pairs:
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-7, err_msg=a.path)
+
+
 @pytest.mark.parametrize("name", ["motif_cnn", "factornet"])
 def test_export_signatures_agree_with_the_model(tmp_path, name):
     from tf_models.export import export_model
@@ -301,12 +331,12 @@ def _train_under_strategy(kind: str, name: str, steps: int = 4) -> dict:
     """A few training steps of a tiny model under ``kind``, as train() runs them.
 
     ``parameter_server``: an in-process cluster of one worker and one ps
-    server; the coordinator schedules the steps on the worker and the
-    variables live on the ps. ``multi_worker_mirrored``: one worker.
+    server; the coordinator schedules the steps (the packed exchange) on the
+    worker and the variables live on the ps. ``multi_worker_mirrored``: one worker.
     """
     from tf_models.model import build_model
     from tf_models.optimizer import LockedAdam
-    from tf_models.train_loop import _gradient_step
+    from tf_models.train_loop import training_step
 
     if kind == "parameter_server":
         worker_port, ps_port = _free_ports(2)
@@ -331,7 +361,7 @@ def _train_under_strategy(kind: str, name: str, steps: int = 4) -> dict:
 
     @tf.function
     def train_step(iterator) -> tf.Tensor:
-        step = lambda b: _gradient_step(model, optimizer, b, proteins, strategy.num_replicas_in_sync)  # noqa: E731
+        step = training_step(model, optimizer, proteins, strategy)
         return strategy.reduce(tf.distribute.ReduceOp.MEAN, strategy.run(step, args=(next(iterator),)), axis=None)
 
     if kind == "parameter_server":

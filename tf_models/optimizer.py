@@ -18,7 +18,7 @@ import keras
 import tensorflow as tf
 
 
-def _resource(variable) -> tf.Variable:
+def backing_variable(variable) -> tf.Variable:
     """The ``tf.Variable`` behind a Keras variable (or the variable itself)."""
     return variable.value if isinstance(variable, keras.Variable) else variable
 
@@ -33,7 +33,7 @@ class LockedAdam(keras.optimizers.Adam):
     def update_step(self, gradient, variable, learning_rate):
         if self.amsgrad:
             return super().update_step(gradient, variable, learning_rate)
-        target = _resource(variable)
+        target = backing_variable(variable)
         dtype = target.dtype
         index = self._get_variable_index(variable)
         step = tf.cast(self.iterations + 1, dtype)
@@ -45,8 +45,8 @@ class LockedAdam(keras.optimizers.Adam):
             gradient = tf.convert_to_tensor(gradient)
         tf.raw_ops.ResourceApplyAdam(
             var=target.handle,
-            m=_resource(self._momentums[index]).handle,
-            v=_resource(self._velocities[index]).handle,
+            m=backing_variable(self._momentums[index]).handle,
+            v=backing_variable(self._velocities[index]).handle,
             beta1_power=tf.pow(beta_1, step),
             beta2_power=tf.pow(beta_2, step),
             lr=tf.cast(learning_rate, dtype),

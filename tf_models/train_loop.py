@@ -21,6 +21,7 @@ import math
 import shutil
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +36,7 @@ from tf_models.model import TFBSModel, build_model
 from tf_models.model_dir import ModelDirectory, model_directory
 from tf_models.motif_cnn import seed_filters
 from tf_models.optimizer import LockedAdam
+from tf_models.packed_step import packed_gradient_step
 from tfbs import storage
 from tfbs.config import ModelConfig, TrainConfig
 from tfbs.errors import BadInputError
@@ -288,7 +290,10 @@ class TrainingResult:
     model: TFBSModel | None = None
 
 
-def _loss(model: TFBSModel, batch: dict[str, tf.Tensor], proteins: tf.Tensor, training: bool) -> tf.Tensor:
+def _loss(
+    model: Callable[..., tf.Tensor], batch: dict[str, tf.Tensor], proteins: tf.Tensor, training: bool
+) -> tf.Tensor:
+    """Mean loss of ``model`` (the model, or a call on given weights) on ``batch``."""
     logits = model({**batch, "proteins": proteins}, training=training)
     per_example = tf.nn.sigmoid_cross_entropy_with_logits(labels=batch["label"], logits=logits)
     return tf.reduce_mean(per_example)
@@ -306,6 +311,23 @@ def _gradient_step(model: TFBSModel, optimizer, batch: dict[str, tf.Tensor], pro
     grads = tape.gradient(scaled, model.trainable_variables)
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
+
+
+def training_step(
+    model: TFBSModel, optimizer, proteins: tf.Tensor, strategy: tf.distribute.Strategy
+) -> Callable[[dict[str, tf.Tensor]], tf.Tensor]:
+    """The step :func:`train` runs on one replica's batch under ``strategy``: ``step(batch) -> loss``.
+
+    Under ``ParameterServerStrategy`` each step reads the variables and sends
+    the gradients as one tensor per ps and dtype (:mod:`tf_models.packed_step`);
+    otherwise the variables are local and the step is the plain one.
+    """
+    replicas = strategy.num_replicas_in_sync
+    if isinstance(strategy, tf.distribute.ParameterServerStrategy):
+        return lambda batch: packed_gradient_step(
+            model, optimizer, lambda call: _loss(call, batch, proteins, training=True), replicas
+        )
+    return lambda batch: _gradient_step(model, optimizer, batch, proteins, replicas)
 
 
 def build_training_step(cfg: TrainConfig, run: TrainingRun):
@@ -408,8 +430,7 @@ def _train_in(
         done = resumed_step // cfg.num_workers if uses_coordinator else resumed_step
         return run.dataset(cfg, per_replica_batch, done, input_context=input_context, shard=shard)
 
-    def step_fn(batch: dict[str, tf.Tensor]) -> tf.Tensor:
-        return _gradient_step(model, optimizer, batch, proteins, strategy.num_replicas_in_sync)
+    step_fn = training_step(model, optimizer, proteins, strategy)
 
     @tf.function
     def train_steps(iterator) -> tf.Tensor:
