@@ -43,8 +43,8 @@ process on the same cores) and ps_2_workers/ps_1_worker; with ``--pinned``,
 (against one worker beside a ps and chief on both cores, and against the
 whole one-worker job on one core) and for all-reduce, and ps with 2 pinned
 workers against one process per core (``local_per_core``; target >= 0.9)
-and, given ``--only local`` as well, against one process on both cores. JSON printed and written to
-``build/bench/training_throughput.json``.
+and, given ``--only local`` as well, against one process on both cores.
+JSON printed and written to ``build/bench/training_throughput.json``.
 """
 
 from __future__ import annotations
@@ -86,9 +86,8 @@ CONFIGURATIONS: dict[str, list[str]] = {
 #: The pinned configurations (``--pinned``): each computing process on a core of its own.
 PINNED: dict[str, list[str]] = {
     "local_1core": ["train.strategy=local"],
-    # One process on each core, all at once: examples/s summed. The cores
-    # share caches and memory bandwidth (and, on a VM, a host), so a core
-    # does less when its neighbour is busy than when it is alone.
+    # One process per core at once (PROCESS_CPUS): the cores share caches
+    # and memory bandwidth (on a VM, a host), so a busy neighbour slows a core.
     "local_per_core": ["train.strategy=local"],
     "ps_1_worker_pinned": [
         *CONFIGURATIONS["ps_1_worker"],
@@ -174,9 +173,10 @@ def train_once(name: str, args: argparse.Namespace, run_dir: Path) -> dict:
                     preexec_fn=(lambda cpus=cpus: os.sched_setaffinity(0, cpus)) if cpus else None,
                 )
             )
-    for process, directory in zip(processes, run_dirs):
-        if process.wait():
-            raise RuntimeError(f"{name}: tfbs train exited {process.returncode}, see {directory / 'train.log'}")
+    codes = [process.wait() for process in processes]  # all of them, before raising for one
+    for code, directory in zip(codes, run_dirs):
+        if code:
+            raise RuntimeError(f"{name}: tfbs train exited {code}, see {directory / 'train.log'}")
     wall = time.monotonic() - started
     histories = [_history(directory) for directory in run_dirs]
     return {
