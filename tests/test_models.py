@@ -273,7 +273,7 @@ def test_the_ps_step_exchanges_packed_tensors_and_takes_the_plain_step():
     )
     losses = [(float(plain_step(batch)), float(packed_step(batch))) for batch, _ in _motif_batches(config, 3)]
     np.testing.assert_allclose(*zip(*losses), rtol=1e-6)
-    assert len({plain for plain, _ in losses}) == 3  # the steps moved the weights
+    assert len({plain_loss for plain_loss, _ in losses}) == 3  # the steps moved the weights
     pairs = [
         *zip(plain.trainable_variables, packed.trainable_variables),
         *zip(plain.non_trainable_variables, packed.non_trainable_variables),
