@@ -130,6 +130,16 @@ def test_a_pinned_nodes_thread_pools_are_sized_for_its_cpus(monkeypatch):
     assert os.environ["TF_NUM_INTRAOP_THREADS"] == str(len(cpus))
 
 
+def test_the_chief_sizes_the_ps_and_workers_op_pools_for_the_pinned_workers():
+    """One thread per CPU of the largest pinned worker (job:index or job); none pinned, TensorFlow's defaults."""
+    from tf_models.tfos import function_threads
+
+    assert function_threads({"worker:0": "0", "worker:1": "1", "chief": "0-1", "ps": "0-1"}) == 1
+    assert function_threads({"worker": "0-1", "worker:1": "2-5"}) == 4
+    assert function_threads({"ps": "0", "chief": "0-3"}) is None
+    assert function_threads({}) is None
+
+
 def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
     import tf_models.tfos as tfos

@@ -68,6 +68,8 @@ def test_parameter_server_training_on_local_cluster(tfos_training):
     # train.node_cpus pinned each worker to its core once its TF server was up (the node's own log line).
     executor_logs = "".join(path.read_text(errors="replace") for path in run_dir.rglob("stderr"))
     assert "worker:0 pinned to CPUs 0" in executor_logs and "worker:1 pinned to CPUs 1" in executor_logs
+    # ... and the chief sized the pool the workers run each step's ops in to their one core.
+    assert "the ps and workers run each step's ops on 1 thread(s)" in executor_logs
 
 
 def test_all_reduce_training_on_local_cluster(small_shards, tmp_path):

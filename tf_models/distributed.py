@@ -175,7 +175,7 @@ def node_main(args: dict, info) -> None:
         :class:`tf_models.tfos.NodeInfo` of this node.
     """
     from tf_models.gpus import apply_visible_devices
-    from tf_models.tfos import pin_to_cpus, size_thread_pools
+    from tf_models.tfos import function_threads, pin_to_cpus, size_thread_pools
 
     config: PipelineConfig = args["config"]
     # First, before any TF server or strategy initialises devices: this
@@ -216,6 +216,11 @@ def node_main(args: dict, info) -> None:
     status = "failed: see the chief's log"
     try:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
+        threads = function_threads(config.train.node_cpus)
+        if threads:
+            # Before the strategy connects: the ps and workers take it from here.
+            tf.config.threading.set_inter_op_parallelism_threads(threads)
+            log.info("the ps and workers run each step's ops on %d thread(s) (train.node_cpus)", threads)
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         pin_to_cpus(info, config.train.node_cpus)
         run = _readable_run(config, manifest, ("valid",), args.get("motif_seeds"))

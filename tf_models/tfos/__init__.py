@@ -16,7 +16,7 @@ Modules:
 
 :mod:`~tf_models.tfos.node`
     What ``node_main`` uses on a node: :class:`NodeInfo`, :func:`pin_to_cpus`,
-    :func:`start_server`, :func:`wait_for_chief`, :func:`mark_chief_done`.
+    :func:`function_threads`, :func:`start_server`, :func:`wait_for_chief`, :func:`mark_chief_done`.
 :mod:`~tf_models.tfos.task`
     The Spark task of a node: TFoS's entry function and the forked, watched
     process that runs the node's TensorFlow.
@@ -117,6 +117,7 @@ from tf_models.tfos.node import (
     WORKER,
     NodeInfo,
     NodeMain,
+    function_threads,
     mark_chief_done,
     pin_to_cpus,
     size_thread_pools,
@@ -132,6 +133,7 @@ __all__ = [
     "ClusterFailed",
     "NodeInfo",
     "NodeMain",
+    "function_threads",
     "mark_chief_done",
     "pin_to_cpus",
     "run_cluster",
