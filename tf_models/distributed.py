@@ -218,7 +218,8 @@ def node_main(args: dict, info) -> None:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         threads = function_threads(config.train.node_cpus)
         if threads:
-            # Before the strategy connects: the ps and workers take it from here.
+            # Before the strategy connects, which sends this context's configuration
+            # to the ps and workers (the chief's own ops run on as many threads).
             tf.config.threading.set_inter_op_parallelism_threads(threads)
             log.info("the ps and workers run each step's ops on %d thread(s) (train.node_cpus)", threads)
         strategy = tf.distribute.ParameterServerStrategy(resolver)
