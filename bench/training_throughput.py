@@ -44,6 +44,9 @@ process on the same cores) and ps_2_workers/ps_1_worker; with ``--pinned``,
 whole one-worker job on one core) and for all-reduce, and ps with 2 pinned
 workers against one process per core (``local_per_core``; target >= 0.9)
 and, given ``--only local`` as well, against one process on both cores.
+The exchange with the ps costs each worker step a fixed time, so that
+ratio depends on the batch: measure at the one you train with
+(``--set train.batch_size=128`` for conf/encode_dream_ctcf.yaml's).
 JSON printed and written to ``build/bench/training_throughput.json``.
 """
 
