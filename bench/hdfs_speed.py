@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT / "hadoop"))
 
 def shell(cluster, *arguments: str) -> float:
     """Hadoop's ``FsShell`` (``hdfs dfs``) on the cluster's class path and client configuration; its wall time."""
-    from minicluster import ensure_classpath
+    from jvm import ensure_classpath
 
     class_path = f"{cluster.conf_dir}:{ensure_classpath(cluster.cache_dir)}/*"
     started = time.monotonic()

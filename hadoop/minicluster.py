@@ -26,7 +26,6 @@ Python::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
@@ -36,20 +35,30 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
-import urllib.request
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import ExitStack, suppress
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
-from xml.sax.saxutils import escape
 
-HADOOP_VERSION = "3.5.0"
-POM = Path(__file__).resolve().with_name("pom.xml")
-DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tfbs-spark" / f"hadoop-{HADOOP_VERSION}"
+from containers import ContainerLogs, ContainerProcess, application_of, container_logs, container_processes
+from jvm import (
+    DEFAULT_CACHE_DIR,
+    HADOOP_VERSION,
+    LOG4J_PROPERTIES,
+    ClusterError,
+    ensure_classpath,
+    find_java_home,
+    http_json,
+    site_xml,
+    tail,
+)
+from procs import descendants, is_alive, rss_mb, start_ticks, terminate
+
+__all__ = ["ClusterError", "ContainerLogs", "ContainerProcess", "MiniCluster", "Resources", "application_of"]
+
 MAIN_CLASS = "org.apache.hadoop.mapreduce.MiniHadoopClusterManager"
 LOOPBACK = "127.0.0.1"
 #: -Xmx of the cluster JVM: NameNode, DataNode, ResourceManager, NodeManager and
@@ -75,117 +84,7 @@ PORT_NAMES = (
     "jhs_admin",
 )
 
-# The defaults log every block, RPC call and container-monitor sample at INFO,
-# which buries the lines that explain a failed start.
-LOG4J_PROPERTIES = """\
-log4j.rootLogger=INFO,stdout
-log4j.appender.stdout=org.apache.log4j.ConsoleAppender
-log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
-log4j.appender.stdout.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{2} - %m%n
-log4j.logger.org.apache.hadoop.hdfs.StateChange=WARN
-log4j.logger.BlockStateChange=WARN
-log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
-log4j.logger.org.apache.hadoop.hdfs.server.datanode.DataNode.clienttrace=WARN
-log4j.logger.org.apache.hadoop.ipc.Server=WARN
-log4j.logger.org.apache.hadoop.metrics2=WARN
-log4j.logger.org.apache.hadoop.yarn.server.nodemanager.containermanager.monitor=WARN
-log4j.logger.org.eclipse.jetty=WARN
-log4j.logger.http.requests=WARN
-"""
-
 log = logging.getLogger("minicluster")
-
-
-class MiniClusterError(RuntimeError):
-    """The mini cluster could not be fetched, started, reached or stopped."""
-
-
-# --------------------------------------------------------------------- tools
-
-
-def require_tool(name: str, hint: str) -> str:
-    """Return the path of executable ``name`` on PATH.
-
-    Raises
-    ------
-    MiniClusterError
-        If it is missing; the message names the tool and how to get it.
-    """
-    path = shutil.which(name)
-    if path is None:
-        raise MiniClusterError(f"`{name}` not found on PATH: {hint}")
-    return path
-
-
-def find_java_home() -> Path:
-    """Return ``$JAVA_HOME``, else the JDK of the ``java`` found on PATH.
-
-    Raises
-    ------
-    MiniClusterError
-        If neither gives a ``bin/java``.
-    """
-    configured = os.environ.get("JAVA_HOME")
-    if configured:
-        if not (Path(configured) / "bin" / "java").is_file():
-            raise MiniClusterError(f"JAVA_HOME={configured} has no bin/java")
-        return Path(configured)
-    java = require_tool("java", "install a JDK 17 (apt-get install openjdk-17-jdk-headless) or set JAVA_HOME")
-    return Path(java).resolve().parent.parent
-
-
-def ensure_classpath(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
-    """Return the folder of the mini cluster's jars, fetching them if needed.
-
-    The jars are copied by Maven into a staging folder and moved into place
-    only when complete, with a stamp holding the hash of ``pom.xml``: an
-    interrupted fetch is never mistaken for a class path, and editing the pom
-    fetches again.  Calling it again is a no-op.
-
-    Parameters
-    ----------
-    cache_dir
-        Folder holding ``lib/``; Maven's own repository stays ``~/.m2``.
-
-    Returns
-    -------
-    Path
-        ``cache_dir / "lib"``.
-
-    Raises
-    ------
-    MiniClusterError
-        If ``mvn`` or ``java`` is missing, or Maven fails (with its output).
-    """
-    lib = cache_dir / "lib"
-    stamp = lib / ".pom.sha256"
-    want = hashlib.sha256(POM.read_bytes()).hexdigest()
-    if stamp.is_file() and stamp.read_text().strip() == want:
-        return lib
-    find_java_home()  # Maven needs a JDK as well: report that first, it is the real cause
-    mvn = require_tool("mvn", "install Apache Maven 3.6.3 or newer (apt-get install maven)")
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=cache_dir))
-    log.info("fetching the Hadoop %s class path with Maven into %s", HADOOP_VERSION, lib)
-    started = time.monotonic()
-    try:
-        command = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-Dcache.dir={staging}"]
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
-        if result.returncode != 0:
-            raise MiniClusterError(
-                f"Maven could not fetch the class path (exit {result.returncode}):\n"
-                f"{_tail(result.stdout + result.stderr)}"
-            )
-        (staging / "lib" / stamp.name).write_text(want + "\n")
-        shutil.rmtree(lib, ignore_errors=True)
-        (staging / "lib").rename(lib)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    log.info("fetched %d jars in %.1f s", len(list(lib.glob("*.jar"))), time.monotonic() - started)
-    return lib
-
-
-# ------------------------------------------------------------- configuration
 
 
 @dataclass(frozen=True)
@@ -294,16 +193,6 @@ def client_conf(ports: Mapping[str, int], server: Mapping[str, str]) -> dict[str
     }
 
 
-def site_xml(properties: Mapping[str, str]) -> str:
-    """Render properties as a Hadoop ``*-site.xml`` document."""
-    lines = ['<?xml version="1.0"?>', "<configuration>"]
-    lines += [
-        f"  <property><name>{escape(key)}</name><value>{escape(value)}</value></property>"
-        for key, value in properties.items()
-    ]
-    return "\n".join([*lines, "</configuration>", ""])
-
-
 def java_command(
     java_home: Path, lib: Path, workdir: Path, ports: Mapping[str, int], conf: Mapping[str, str], heap: str
 ) -> list[str]:
@@ -340,161 +229,11 @@ def java_command(
     return command
 
 
-# ----------------------------------------------------------------- processes
-
-
-def _proc_read(pid: int, name: str) -> bytes | None:
-    try:
-        return Path(f"/proc/{pid}/{name}").read_bytes()
-    except OSError:  # gone, or not ours
-        return None
-
-
-def _stat_fields(stat: bytes) -> list[bytes]:
-    """Fields 3... of /proc/<pid>/stat (state, ppid, ...).
-
-    The command name in field 2 may hold spaces and parentheses: split after the last ")".
-    """
-    return stat[stat.rindex(b")") + 2 :].split()
-
-
-def _parent_pid(stat: bytes) -> int:
-    return int(_stat_fields(stat)[1])
-
-
-def start_ticks(pid: int) -> int | None:
-    """Return when ``pid`` started (clock ticks since boot), None once it is gone.
-
-    Together with the pid it names one process: a pid may be reused later.
-    """
-    stat = _proc_read(pid, "stat")
-    return None if stat is None else int(_stat_fields(stat)[19])
-
-
-def _pids() -> list[int]:
-    return [int(entry) for entry in os.listdir("/proc") if entry.isdigit()]
-
-
-def descendants(pid: int) -> list[int]:
-    """Return the live descendants of ``pid``, parents before children."""
-    children: dict[int, list[int]] = {}
-    for child in _pids():
-        stat = _proc_read(child, "stat")
-        if stat is not None:
-            children.setdefault(_parent_pid(stat), []).append(child)
-    found: list[int] = []
-    pending = [pid]
-    while pending:
-        for child in children.get(pending.pop(0), []):
-            found.append(child)
-            pending.append(child)
-    return found
-
-
-def is_alive(pid: int) -> bool:
-    """Return whether any thread of ``pid`` still runs.
-
-    A JVM whose main thread has ended shows as a zombie while its other
-    threads still run and hold its ports, so the leader's state is not enough.
-    """
-    try:
-        threads = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return False
-    for thread in threads:
-        stat = _proc_read(pid, f"task/{thread}/stat")
-        if stat is not None and _stat_fields(stat)[0] not in (b"Z", b"X"):
-            return True
-    return False
-
-
-def argv(pid: int) -> list[str]:
-    """Return the command line of ``pid`` (empty once it is gone)."""
-    raw = _proc_read(pid, "cmdline") or b""
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part]
-
-
-def terminate(pids: Sequence[int], grace: float) -> list[int]:
-    """Send SIGTERM to ``pids``, SIGKILL to those alive after ``grace`` seconds.
-
-    Returns
-    -------
-    list[int]
-        The processes still alive 5 s after SIGKILL (none, normally).
-    """
-    survivors = list(pids)
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 5.0)):
-        for pid in survivors:
-            with suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while survivors and time.monotonic() < deadline:
-            time.sleep(0.1)
-            survivors = [pid for pid in survivors if is_alive(pid)]
-        if not survivors:
-            break
-    return survivors
-
-
-def _rss_mb(pid: int) -> float:
-    for line in (_proc_read(pid, "status") or b"").decode().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-class ContainerProcess(NamedTuple):
-    """A process running inside a YARN container of the mini cluster."""
-
-    container_id: str
-    pid: int
-    argv: list[str]
-
-
 class NotReady(NamedTuple):
     """A service of the cluster that does not serve yet."""
 
     service: str
     reason: str
-
-
-class ContainerLogs(NamedTuple):
-    """Where a container's output lands on disk."""
-
-    directory: Path
-    stdout: Path
-    stderr: Path
-
-
-def application_of(container_id: str) -> str:
-    """Return the application id of a container id.
-
-    ``container_[e<epoch>_]<cluster>_<app>_<attempt>_<n>`` belongs to
-    ``application_<cluster>_<app>``.
-    """
-    fields = container_id.split("_")[1:]
-    if fields[0].startswith("e"):
-        fields = fields[1:]
-    return f"application_{fields[0]}_{fields[1]}"
-
-
-def _container_id(pid: int, workdir: Path) -> str | None:
-    """The container a process runs in, if it belongs to this work dir's cluster.
-
-    The NodeManager gives every container process CONTAINER_ID and a working
-    directory under its local dirs: both must match, so that neither a shell
-    opened in a container dir nor another cluster's container is taken.
-    """
-    try:
-        cwd = Path(os.readlink(f"/proc/{pid}/cwd"))
-    except OSError:
-        return None
-    if not cwd.is_relative_to(workdir / "data"):
-        return None
-    for entry in (_proc_read(pid, "environ") or b"").split(b"\0"):
-        if entry.startswith(b"CONTAINER_ID="):
-            return entry.partition(b"=")[2].decode()
-    return None
 
 
 # ------------------------------------------------------------------- cluster
@@ -517,16 +256,6 @@ class ClusterInfo:
     nm_url: str
     ports: dict[str, int]
     startup_seconds: float
-
-
-def http_json(url: str, timeout: float = 5.0) -> Any:
-    """GET ``url`` and decode its JSON body."""
-    with urllib.request.urlopen(url, timeout=timeout) as response:
-        return json.load(response)
-
-
-def _tail(text: str, lines: int = 40) -> str:
-    return "\n".join(text.splitlines()[-lines:])
 
 
 class MiniCluster:
@@ -593,7 +322,7 @@ class MiniCluster:
 
     def _started(self) -> ClusterInfo:
         if self.info is None:
-            raise MiniClusterError(f"no mini cluster was started in {self.workdir}")
+            raise ClusterError(f"no mini cluster was started in {self.workdir}")
         return self.info
 
     @property
@@ -664,13 +393,13 @@ class MiniCluster:
 
         Raises
         ------
-        MiniClusterError
+        ClusterError
             If a cluster already runs from this work dir, the class path
             cannot be fetched, or the cluster is not ready within
             ``startup_timeout`` (the message ends with the JVM's log tail).
         """
         if self.is_running():
-            raise MiniClusterError(f"a mini cluster already runs from {self.workdir} (pid {self.pid})")
+            raise ClusterError(f"a mini cluster already runs from {self.workdir} (pid {self.pid})")
         java_home = find_java_home()
         lib = ensure_classpath(self.cache_dir)
         started = time.monotonic()
@@ -789,24 +518,24 @@ class MiniCluster:
         waiting_for = ""
         while (not_ready := self.readiness()) is not None:
             if self._process is not None and self._process.poll() is not None:
-                raise MiniClusterError(
+                raise ClusterError(
                     f"the mini cluster JVM exited with code {self._process.returncode}; "
-                    f"end of {self.log_file}:\n{self.log_tail()}"
+                    f"end of {self.log_file}:\n{self.logtail()}"
                 )
             if time.monotonic() > deadline:
-                raise MiniClusterError(
+                raise ClusterError(
                     f"mini cluster not ready after {timeout:.0f} s: {not_ready.service} {not_ready.reason}; "
-                    f"end of {self.log_file}:\n{self.log_tail()}"
+                    f"end of {self.log_file}:\n{self.logtail()}"
                 )
             if not_ready.service != waiting_for:
                 log.info("waiting for the %s", not_ready.service)
                 waiting_for = not_ready.service
             time.sleep(0.5)
 
-    def log_tail(self, lines: int = 40) -> str:
+    def logtail(self, lines: int = 40) -> str:
         """Return the last lines of the cluster JVM's log."""
         try:
-            return _tail(self.log_file.read_text(errors="replace"), lines)
+            return tail(self.log_file.read_text(errors="replace"), lines)
         except OSError:
             return ""
 
@@ -830,7 +559,7 @@ class MiniCluster:
 
         Raises
         ------
-        MiniClusterError
+        ClusterError
             If a process survives SIGKILL.
         """
         processes = self.processes()
@@ -839,7 +568,7 @@ class MiniCluster:
             started = time.monotonic()
             survivors = terminate(processes, grace)
             if survivors:
-                raise MiniClusterError(f"processes {survivors} of the mini cluster survived SIGKILL")
+                raise ClusterError(f"processes {survivors} of the mini cluster survived SIGKILL")
             log.info("mini cluster stopped in %.1f s", time.monotonic() - started)
         if self._process is not None:
             self._process.wait()  # reap our child; a detached start's JVM is reaped by init
@@ -868,14 +597,12 @@ class MiniCluster:
             **({"waiting_for": f"{not_ready.service}: {not_ready.reason}"} if not_ready else {}),
             **asdict(self._started()),
             "processes": len(processes),
-            "rss_mb": round(sum(_rss_mb(pid) for pid in processes)),
+            "rss_mb": round(sum(rss_mb(pid) for pid in processes)),
         }
 
     def container_processes(self, app_id: str | None = None) -> list[ContainerProcess]:
-        """Return the processes running in YARN containers, found in /proc.
+        """Return the processes running in this cluster's YARN containers (see `containers.container_processes`).
 
-        The NodeManager REST API lists containers but not their pids, so the
-        processes are recognised by their CONTAINER_ID and working directory.
         Useful to kill an executor or a Python worker in a failure test.
 
         Parameters
@@ -883,18 +610,13 @@ class MiniCluster:
         app_id
             Only this application's containers; all when None.
         """
-        found = []
-        for pid in _pids():
-            container = _container_id(pid, self.workdir)
-            if container and (app_id is None or application_of(container) == app_id):
-                found.append(ContainerProcess(container, pid, argv(pid)))
-        return sorted(found)
+        return container_processes(self.workdir / "data", app_id)
 
     def container_logs(self, app_id: str | None = None) -> dict[str, ContainerLogs]:
         """Return where each container's stdout and stderr are, by container id.
 
         The NodeManager spreads containers over its log dirs
-        ``data/MiniHadoopClusterManager/yarn-<n>/*-logDir-nm-0_<i>/<app>/<container>/``; with
+        ``data/MiniHadoopClusterManager/yarn-<n>/*-logDir-nm-0_<i>/``; with
         log aggregation off they stay there, so no ``yarn logs`` is needed.
 
         Parameters
@@ -902,11 +624,7 @@ class MiniCluster:
         app_id
             Only this application's containers; all when None.
         """
-        pattern = f"data/*/yarn-*/*-logDir-nm-*/{app_id or 'application_*'}/container_*"
-        return {
-            directory.name: ContainerLogs(directory, directory / "stdout", directory / "stderr")
-            for directory in sorted(self.workdir.glob(pattern))
-        }
+        return container_logs(sorted(self.workdir.glob("data/*/yarn-*/*-logDir-nm-*")), app_id)
 
 
 # ----------------------------------------------------------------------- CLI
@@ -928,7 +646,7 @@ def _run_foreground(cluster: MiniCluster) -> int:
     except KeyboardInterrupt:
         cluster.stop()
         return 0
-    log.error("the mini cluster JVM died; end of %s:\n%s", cluster.log_file, cluster.log_tail())
+    log.error("the mini cluster JVM died; end of %s:\n%s", cluster.log_file, cluster.logtail())
     cluster.stop()
     return 1
 
@@ -1007,7 +725,7 @@ def main(args: Sequence[str] | None = None) -> int:
         status = cluster.status()
         print(json.dumps(status, indent=2))
         return 0 if status.get("ready") else 1
-    except MiniClusterError as error:
+    except ClusterError as error:
         log.error("%s", error)
         return 1
     except KeyboardInterrupt:  # during start: start() has stopped what it launched

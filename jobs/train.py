@@ -20,7 +20,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     A version already trained from these shards and this ``train`` section
     is not trained again, and no Spark starts.
     """
-    from tf_models.distributed import prepare_version, train_on_spark, up_to_date_summary
+    from tf_models.distributed import node_executor_conf, prepare_version, train_on_spark, up_to_date_summary
     from tf_models.gpus import gpu_spark_conf
     from tfbs.lineage import export_uri
     from tfbs.manifest import read_manifest
@@ -33,13 +33,14 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     if up_to_date:
         print(f"model: {export_uri(config.run_dir, lineage.version)} (version {lineage.version}, up to date)")
         return up_to_date_summary(config, lineage)
-    master = None if config.train.strategy == "local" else config.train.master
+    distributed = config.train.strategy != "local"
     with spark_session(
         config.spark,
-        master=master,
+        master=config.train.master if distributed else None,
         app_suffix="-train",
         extra_conf={
             **config.train.spark_conf,
+            **(node_executor_conf(config.train) if distributed else {}),
             **gpu_spark_conf(config.train),
             # A retried TF node cannot rejoin its cluster: fail at once instead.
             "spark.task.maxFailures": "1",

@@ -16,16 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from minicluster import (
-    DEFAULT_CACHE_DIR,
-    MiniCluster,
-    MiniClusterError,
-    application_of,
-    argv,
-    ensure_classpath,
-    find_java_home,
-    is_alive,
-)
+from containers import application_of
+from jvm import DEFAULT_CACHE_DIR, ClusterError, ensure_classpath, find_java_home
+from minicluster import MiniCluster
+from procs import argv, is_alive
 
 MINICLUSTER_PY = Path(__file__).resolve().parents[1] / "hadoop" / "minicluster.py"
 
@@ -60,7 +54,7 @@ def minicluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MiniCluste
 def test_ensure_classpath_names_missing_maven(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", str(find_java_home()))
     monkeypatch.setenv("PATH", str(tmp_path))
-    with pytest.raises(MiniClusterError, match="`mvn` not found"):
+    with pytest.raises(ClusterError, match="`mvn` not found"):
         ensure_classpath(tmp_path / "cache")
 
 

@@ -24,7 +24,7 @@ import urllib.request
 import pytest
 from airflow_runs import STAGES
 from conftest import REPO, SMALL_OVERRIDES, StreamedProcess
-from minicluster import application_of
+from containers import application_of
 
 from tfbs import storage
 

@@ -33,7 +33,7 @@ import numpy as np
 
 from tfbs import lineage as versions
 from tfbs import storage
-from tfbs.config import PipelineConfig
+from tfbs.config import PipelineConfig, TrainConfig
 from tfbs.lineage import Lineage
 from tfbs.manifest import Manifest
 
@@ -117,6 +117,26 @@ def _export(config: PipelineConfig, lineage: Lineage, run, manifest: Manifest, r
             directory.push()
             storage.write_text(f"{target}/{versions.EXPORT_METADATA}", text)
     return target
+
+
+def node_executor_conf(train: TrainConfig) -> dict[str, str]:
+    """Spark settings that size the training application: one executor per TF node, one task each.
+
+    Every cluster manager reads its own: YARN ``spark.executor.instances``,
+    a standalone master (and ``local-cluster``) ``spark.cores.max``, which
+    its workers fill with ``spark.executor.cores`` each. Left unsized, a
+    standalone master gives one executor per worker with all its cores.
+    ``train.spark_conf`` may set ``spark.executor.cores`` (a node's
+    TensorFlow then has that many); a node task takes them all.
+    """
+    nodes = (train.num_ps if train.strategy == "parameter_server" else 0) + train.num_workers + 1
+    cores = int(train.spark_conf.get("spark.executor.cores", "1"))
+    return {
+        "spark.executor.instances": str(nodes),
+        "spark.executor.cores": str(cores),
+        "spark.cores.max": str(nodes * cores),
+        "spark.task.cpus": str(cores),
+    }
 
 
 def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...], motif_seeds=None):
@@ -385,6 +405,7 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
         _train_and_export(config, lineage, manifest, run, tf.distribute.get_strategy(), is_chief=True)
     else:
         from tf_models.tfos import ClusterFailed, run_cluster
+        from tf_models.tfos.failures import ClusterSizeError
         from tf_models.train_loop import TrainingRun
 
         num_ps = cfg.num_ps if cfg.strategy == "parameter_server" else 0
@@ -414,10 +435,13 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
                 num_ps=num_ps,
                 num_workers=cfg.num_workers,
                 shutdown_timeout=cfg.timeout_s,
+                executors_timeout=cfg.executors_timeout_s,
                 # Each node records the pid of its TF process here, and the
                 # driver logs it: which OS process is worker:1.
                 node_dir=f"{model_uri}/{NODE_DIR}",
             )
+        except ClusterSizeError:
+            raise  # nothing ran: the one-line error says it all
         except ClusterFailed as err:
             step = _checkpoint_step(model_uri)
             log.error(

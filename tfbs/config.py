@@ -380,6 +380,9 @@ class TrainConfig(_Section):
         description="local folder, the same on every node, for copies of remote (hdfs://) training records",
     )
     worker_wait_timeout_s: int = Field(3600, gt=0, description="how long ps/workers wait for the chief")
+    executors_timeout_s: int = Field(
+        120, gt=0, description="how long training waits for its executors (one per TF node) before it stops"
+    )
     timeout_s: int = Field(7200, gt=0, description="the whole distributed run, start-up included")
     gpus_per_worker: int = Field(
         0, ge=0, description="GPUs Spark gives each training executor; the chief and workers use them, ps none"

@@ -59,6 +59,7 @@ OPERATIONAL_TRAIN_KEYS = frozenset(
         "spark_conf",
         "record_cache_dir",
         "worker_wait_timeout_s",
+        "executors_timeout_s",
         "timeout_s",
         "gpus_per_worker",
         "gpu_discovery_script",

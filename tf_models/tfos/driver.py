@@ -15,7 +15,7 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from tf_models.tfos.failures import ClusterFailed, failure_message
+from tf_models.tfos.failures import ClusterFailed, ClusterSizeError, describe_failure, failure_message
 from tf_models.tfos.node import CHIEF, NODE_DIR_ARG, NodeMain
 from tf_models.tfos.node_files import read_node_files
 from tf_models.tfos.spark_status import await_executors, node_stage_id, spark_placement
@@ -66,6 +66,39 @@ def _log_node_processes(node_dir: str | None, run_id: str, nodes: list[dict[str,
                 record.get("host"),
                 record.get("pid"),
             )
+
+
+def _check_executors(sc: SparkContext, num_ps: int, num_workers: int, timeout: float) -> None:
+    """Wait for one single-task executor per TF node; a layout that cannot run is the user's to fix.
+
+    Raises
+    ------
+    ClusterSizeError
+        Fewer executors than nodes by ``timeout`` (the cluster has no room,
+        or the master does not size the application: see
+        :func:`tf_models.distributed.node_executor_conf`), more than nodes,
+        or executors that run several tasks at once.
+    """
+    num_nodes = num_ps + num_workers + 1
+    nodes = f"1 chief + {num_ps} ps + {num_workers} workers"
+    found = await_executors(sc, num_nodes, timeout=timeout)
+    if found < num_nodes:
+        raise ClusterSizeError(
+            f"training needs {num_nodes} Spark executors, one per TF node ({nodes}); {sc.master} gave "
+            f"{found} within {timeout:.0f} s (train.executors_timeout_s): give the cluster room for "
+            f"{num_nodes - found} more, or train with fewer workers (train.num_workers)"
+        )
+    if found > num_nodes:
+        raise ClusterSizeError(
+            f"training needs exactly {num_nodes} Spark executors, one per TF node ({nodes}); found {found}: "
+            "leave spark.executor.instances and spark.cores.max to the training job"
+        )
+    cores = sc.getConf().get("spark.executor.cores")
+    task_cpus = int(sc.getConf().get("spark.task.cpus", "1"))
+    if cores is not None and int(cores) > task_cpus:
+        raise ClusterSizeError(
+            f"one TF node per executor needs spark.task.cpus == spark.executor.cores (got {task_cpus} and {cores})"
+        )
 
 
 def reservation_host(sc: SparkContext) -> str:
@@ -165,6 +198,7 @@ def run_cluster(
     reservation_timeout: int = 120,
     shutdown_timeout: int = 300,
     node_dir: str | None = None,
+    executors_timeout: float = 120,
 ) -> list[dict[str, Any]]:
     """Run ``node_main`` on a TF cluster of one chief, ``num_ps`` ps and ``num_workers`` workers.
 
@@ -194,7 +228,7 @@ def run_cluster(
     log_dir : str or None
         Passed to TFoS as its TensorBoard log dir (TensorBoard is not started).
     reservation_timeout : int
-        Seconds to wait for the executors, then for all nodes to register.
+        Seconds to wait for all nodes to register.
     shutdown_timeout : int
         Seconds allowed from reservation to the end of training, the same span
         TFoS's ``shutdown(timeout=...)`` covers. Size it to fit the training.
@@ -212,14 +246,18 @@ def run_cluster(
     -------
     list of dict
         One record per node, in TFoS node order: ``{"job_name",
-        "task_index", "tfos_index", "spark_executor", "host", "port"}``.
+        "task_index", "tfos_index", "spark_executor", "host", "hostname",
+        "port"}`` (``host`` is the address the node registered, which the
+        TF cluster spec names).
         These are also logged as "tfbs placement" lines.
 
     Raises
     ------
+    ClusterSizeError
+        If the application has fewer (or more) executors than TF nodes, or
+        executors that run several tasks at once.
     ClusterFailed
-        If the executor layout is wrong, a node failed or died, or the run
-        timed out. A dead node is reported within seconds, by name
+        If a node failed or died, or the run timed out. A dead node is reported within seconds, by name
         (``TF node worker:1 (Spark executor 3, ...) died: its process was
         killed by SIGKILL``), and the node job is cancelled. The
         SparkContext remains usable, except when a node fails before all
@@ -231,18 +269,7 @@ def run_cluster(
     from tf_models.tfos.tfos_patches import driver_reservations
 
     num_nodes = num_ps + num_workers + 1
-    found = await_executors(sc, num_nodes, timeout=reservation_timeout)
-    if found != num_nodes:
-        raise ClusterFailed(
-            f"TF cluster needs exactly {num_nodes} Spark executors "
-            f"(1 chief + {num_ps} ps + {num_workers} workers), found {found}"
-        )
-    cores = sc.getConf().get("spark.executor.cores")
-    task_cpus = int(sc.getConf().get("spark.task.cpus", "1"))
-    if cores is not None and int(cores) > task_cpus:
-        raise ClusterFailed(
-            f"one TF node per executor needs spark.task.cpus == spark.executor.cores (got {task_cpus} and {cores})"
-        )
+    _check_executors(sc, num_ps, num_workers, executors_timeout)
 
     args = dict(node_args)
     args.setdefault("run_id", uuid.uuid4().hex)
@@ -286,13 +313,14 @@ def run_cluster(
             "tfos_index": node["executor_id"],
             "spark_executor": placement.get(node["executor_id"]),
             "host": node["host"],
+            "hostname": node.get("hostname"),
             "port": node["port"],
         }
         nodes.append(record)
         logger.info(
             "tfbs placement: job=%(job_name)s task=%(task_index)s "
             "spark_executor=%(spark_executor)s tfos_index=%(tfos_index)s "
-            "host=%(host)s port=%(port)s",
+            "host=%(host)s hostname=%(hostname)s port=%(port)s",
             record,
         )
 
@@ -306,42 +334,32 @@ def run_cluster(
         run_id=args["run_id"],
         node_dir=node_dir,
     )
-    _stop_cluster(sc, cluster)
+    _stop_cluster(sc, cluster, deadline=t0 + shutdown_timeout)
     logger.info("tfbs cluster: finished in %.1f s", time.monotonic() - t0)
     return nodes
 
 
-def _stop_cluster(sc: SparkContext, cluster: Any, poll_seconds: float = 0.2) -> None:
-    """Stop the nodes' managers and the ps tasks once only ps tasks are left.
+def _stop_cluster(sc: SparkContext, cluster: Any, deadline: float, poll_seconds: float = 0.2) -> None:
+    """Wait for the ps tasks to end, then stop the reservation server.
 
-    What TFoS's ``TFCluster.shutdown`` does in ``InputMode.TENSORFLOW``,
-    without its fixed waits: it sleeps 5 s between three confirmations that
-    only ps tasks run, and 5 s between looks for the end of the jobs, about
-    20 s of every training run. :func:`_await_nodes` has already seen every
-    other node's task succeed.
+    :func:`_await_nodes` has seen every other node's task succeed, so the
+    chief is done and each ps, released by its marker, is stopping itself
+    (:class:`~tf_models.tfos.task.NodeEntry`). TFoS's own shutdown instead
+    connects to each ps's manager over the network, so that manager had to
+    listen there; and it waits 5 s between its looks, about 20 s of every
+    training run.
 
     Raises
     ------
     ClusterFailed
-        If a node reported an error while its manager was stopped.
+        If a ps failed on its way out, or had not stopped by ``deadline``.
     """
-    from tensorflowonspark import TFManager, TFSparkNode
-
-    ps_nodes = [node for node in cluster.cluster_info if node["job_name"] in ("ps", "evaluator")]
-    n_others = len(cluster.cluster_info) - len(ps_nodes)
-    # One task per chief/worker node on the executors the ps tasks leave free, as TFoS does.
-    try:
-        sc.parallelize(range(n_others), n_others).foreachPartition(
-            TFSparkNode.shutdown(cluster.cluster_info, 0, cluster.queues)
-        )
-    except Exception as exc:  # a late error a node put in its queue
-        raise _fail(sc, cluster, f"a TF node failed during shutdown: {exc}") from None
-    # ps tasks are busy serving: the driver tells each through its manager's control queue.
-    for node in ps_nodes:
-        control = TFManager.connect(node["addr"], node["authkey"]).get_queue("control")
-        control.put(None)
-        control.join()
     tracker = sc.statusTracker()
     while tracker.getActiveJobsIds():
+        if time.monotonic() > deadline:
+            raise _fail(sc, cluster, "the ps nodes did not stop within shutdown_timeout")
         time.sleep(poll_seconds)
+    error = _tfos_error()
+    if error is not None:
+        raise _fail(sc, cluster, f"a TF node failed during shutdown: {describe_failure(error, [])}")
     cluster.server.stop()

@@ -17,10 +17,15 @@ import time
 from typing import Any
 
 from tf_models.tfos.node_files import read_node_files
+from tfbs.errors import TfbsError
 
 
 class ClusterFailed(RuntimeError):
     """A TF node failed, or the cluster did not start or finish in time."""
+
+
+class ClusterSizeError(ClusterFailed, TfbsError):
+    """The application's executors do not match the TF nodes: the cluster's or the configuration's to fix."""
 
 
 #: How :func:`tf_models.tfos.task.run_isolated` names a failed node:

@@ -154,7 +154,7 @@ def _restore_address(host: str, port: int, secret: bytes) -> ReservationAddress:
     """Unpickle a :class:`ReservationAddress`, installing the node side of the patches first."""
     from tf_models.tfos.tfos_patches import install_node_patches
 
-    install_node_patches()
+    install_node_patches(host)
     return ReservationAddress(host, port, secret)
 
 

@@ -242,6 +242,11 @@ class NodeEntry:
             # The death signal stops the watcher outliving a killed task.
             set_parent_death_signal()
         run_isolated(self.node_main, args, info, node_dir=args.get(NODE_DIR_ARG))
+        if info.job_name == PS:
+            # TFoS's ps task waits for None on its manager's control queue.
+            # The node has returned, so the chief is done: the ps stops
+            # itself, and nothing needs to reach its manager from elsewhere.
+            ctx.mgr.get_queue("control").put(None)
         print(
             f"tfbs node done: job={info.job_name} task={info.task_index} executor={info.spark_executor_id}",
             file=sys.stderr,

@@ -2,10 +2,13 @@
 
 TFoS 2.2.5 is unmaintained, so it is patched here rather than forked. Left
 alone it listens on every interface with an unauthenticated pickle server
-(reservations, in the driver) and a multiprocessing manager (ps nodes), and
-logs each node's manager authkey at INFO into the executor logs. With
-these patches nothing of TFoS listens beyond the configured interface
-(loopback on one machine) and no authkey or secret is printed.
+(reservations, in the driver) and a multiprocessing manager (ps nodes, so
+that the driver can stop them), registers each node under its guess at the
+host's address, and logs each node's manager authkey at INFO into the
+executor logs. With these patches nothing of TFoS listens on the network
+but the reservation server on the driver's address, every node registers
+the address its host reaches the driver from, and no authkey or secret is
+printed.
 
 In the driver, around ``TFCluster.run`` (:func:`driver_reservations`):
 
@@ -17,28 +20,36 @@ In each node task, before TFoS's node code runs (:func:`install_node_patches`,
 called when the task closure's
 :class:`~tf_models.tfos.reservation.ReservationAddress` is unpickled):
 
-* ``reservation.Client`` is :class:`NodeReservationClient`: signed messages
-  with the secret from the address, and the ps manager's address as bound.
-* ``TFManager.TFManager`` is :class:`BoundManager`: a "remote" manager
-  (ps nodes; the driver connects to it to stop them) listens on
-  :func:`node_address` instead of every interface. Chief and worker
-  managers stay on their Unix socket.
+* ``util.get_ip_address`` is :func:`node_address`: the address of this
+  host's route to the driver. TFoS's own guess probes a route to 8.8.8.8
+  and, on a host without a default route (a cluster's private network),
+  falls back to the address the hostname resolves to, which is
+  ``127.0.1.1`` on a Debian host without a fixed address: no other host
+  reaches a TF server registered there.
+* ``reservation.Client`` is :class:`NodeReservationClient`: signed
+  messages with the secret from the address, the host name beside the
+  address in the node's record, and the manager's authkey hidden.
+* ``TFManager.TFManager`` is :class:`LocalManager`: the ps's manager,
+  which TFoS makes "remote" (every interface) so that the driver can stop
+  the ps, listens on a Unix socket like the chief's and the workers'. A ps
+  stops itself once its node has returned
+  (:class:`~tf_models.tfos.task.NodeEntry`); the driver never connects.
 * The node records TFoS logs at INFO hold the manager authkeys. The
   record a node registers carries its authkey as a
   :class:`~tf_models.tfos.reservation.HiddenBytes`, so every copy of it
-  (the driver's cluster info, the records other nodes fetch, TFoS's
-  shutdown closures) prints as ``<redacted>``; :class:`RedactAuthkeys`, a
-  filter on TFoS's ``TFSparkNode`` logger, redacts the one line TFoS logs
-  before registering (``TFSparkNode.reserve: {...}``).
+  (the driver's cluster info, the records other nodes fetch) prints as
+  ``<redacted>``; :class:`RedactAuthkeys`, a filter on TFoS's
+  ``TFSparkNode`` logger, redacts the one line TFoS logs before
+  registering (``TFSparkNode.reserve: {...}``).
 
 A patch of ``TFSparkNode.uuid`` (where the keys are drawn) would not do:
 the node task is TFoS's closure, which cloudpickle ships with its own copy
 of the module globals it uses, ``uuid`` among them. Module attributes looked
-up at call time (``reservation.Client``, the ``TFManager`` class that
-``TFManager.start`` builds) are what can be patched.
+up at call time (``reservation.Client``, ``util.get_ip_address``, the
+``TFManager`` class that ``TFManager.start`` builds) are what can be patched.
 
-The authkeys still travel in the node records, but only inside signed
-reservation messages and inside the task closures of TFoS's shutdown.
+The authkeys still travel in the node records, inside signed reservation
+messages; no manager they open listens beyond its host.
 """
 
 from __future__ import annotations
@@ -47,6 +58,7 @@ import functools
 import logging
 import os
 import re
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -58,44 +70,53 @@ from tensorflowonspark import util as tfos_util
 
 from tf_models.tfos.reservation import HiddenBytes, ReservationClient, ReservationServer
 
-_WILDCARDS = ("", "0.0.0.0", "::")
 
-
-def node_address() -> str:
-    """The address this node's TFoS manager listens on.
+def node_address(driver_host: str) -> str:
+    """The address TFoS registers this node under, and the TF cluster spec names.
 
     ``SPARK_LOCAL_IP`` if set: the address Spark itself binds on this
     executor (``127.0.0.1`` in the one-machine profile, see
-    :mod:`tfbs.session`). Otherwise TFoS's own guess at the host's address,
-    the one it registers the node under.
+    :mod:`tfbs.session`). Otherwise the address of this host's route to the
+    driver, which every executor reaches: a UDP ``connect`` sends nothing,
+    the kernel only picks the route and the source address.
+
+    Parameters
+    ----------
+    driver_host : str
+        The reservation server's address (``spark.driver.host``).
     """
-    return os.environ.get("SPARK_LOCAL_IP") or tfos_util.get_ip_address()
+    configured = os.environ.get("SPARK_LOCAL_IP")
+    if configured:
+        return configured
+    family = socket.getaddrinfo(driver_host, None, type=socket.SOCK_DGRAM)[0][0]
+    with socket.socket(family, socket.SOCK_DGRAM) as probe:
+        probe.connect((driver_host, 9))
+        return str(probe.getsockname()[0])
 
 
-class BoundManager(tfos_manager.TFManager):
-    """TFoS's manager, listening on :func:`node_address` where TFoS asked for every interface."""
+class LocalManager(tfos_manager.TFManager):
+    """TFoS's manager, on a Unix socket where TFoS asked for every interface (its "remote" ps manager)."""
 
     def __init__(self, address: Any = None, authkey: bytes | None = None, *args: Any, **kwargs: Any) -> None:
-        if isinstance(address, tuple) and address[0] in _WILDCARDS:
-            address = (node_address(), address[1])
+        if isinstance(address, tuple):
+            address = None  # multiprocessing picks a Unix socket of its own
         super().__init__(address, authkey, *args, **kwargs)
 
 
 class NodeReservationClient(ReservationClient):
-    """The node's reservation client: registers the ps manager as bound, and the authkey hidden.
+    """The node's reservation client: the host name in the record, the manager as local, the authkey hidden.
 
-    TFoS records a remote (ps) manager as ``(its guess at the host, port)``
-    and the driver connects there to stop the ps. :class:`BoundManager`
-    listens on :func:`node_address` instead, so the record says so.
-    Chief and worker managers are Unix socket paths and stay as they are.
-    The authkey is registered as :class:`HiddenBytes`, which prints as
-    ``<redacted>`` in every later copy of the record.
+    TFoS records a "remote" (ps) manager as ``(host, port)``;
+    :class:`LocalManager` listens on a Unix socket instead, so the record
+    names that. The authkey is registered as :class:`HiddenBytes`, which
+    prints as ``<redacted>`` in every later copy of the record.
     """
 
     def register(self, reservation: dict) -> Any:
         node = dict(reservation)
-        if isinstance(node.get("addr"), tuple):
-            node["addr"] = (node_address(), node["addr"][1])
+        node["hostname"] = socket.gethostname()
+        if isinstance(node.get("addr"), tuple) and tfos_node.TFSparkNode.mgr is not None:
+            node["addr"] = tfos_node.TFSparkNode.mgr.address
         if node.get("authkey") is not None:
             node["authkey"] = HiddenBytes(node["authkey"])
         return super().register(node)
@@ -118,14 +139,20 @@ class RedactAuthkeys(logging.Filter):
         return True
 
 
-def install_node_patches() -> None:
+def install_node_patches(driver_host: str) -> None:
     """Patch TFoS's node side in this process (idempotent).
 
     Runs in each PySpark worker that unpickles a node task closure, before
     TFoS's node code starts its manager and registers.
+
+    Parameters
+    ----------
+    driver_host : str
+        The reservation server's address, to which :func:`node_address` finds the route.
     """
+    tfos_util.get_ip_address = functools.partial(node_address, driver_host)
     tfos_reservation.Client = NodeReservationClient
-    tfos_manager.TFManager = BoundManager
+    tfos_manager.TFManager = LocalManager
     node_logger = logging.getLogger(tfos_node.__name__)
     if not any(isinstance(f, RedactAuthkeys) for f in node_logger.filters):
         node_logger.addFilter(RedactAuthkeys())

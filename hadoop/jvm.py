@@ -1,0 +1,160 @@
+"""What every Hadoop process started here needs: a JDK, Hadoop's class path, site files.
+
+Standard library only: it runs before any virtualenv exists. Used by
+:mod:`minicluster` (one JVM on loopback) and :mod:`hosts` (separate daemons
+on hosts of their own).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+HADOOP_VERSION = "3.5.0"
+POM = Path(__file__).resolve().with_name("pom.xml")
+DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tfbs-spark" / f"hadoop-{HADOOP_VERSION}"
+
+# which buries the lines that explain a failed start.
+LOG4J_PROPERTIES = """\
+log4j.rootLogger=INFO,stdout
+log4j.appender.stdout=org.apache.log4j.ConsoleAppender
+log4j.appender.stdout.layout=org.apache.log4j.PatternLayout
+log4j.appender.stdout.layout.ConversionPattern=%d{ISO8601} %-5p [%t] %c{2} - %m%n
+log4j.logger.org.apache.hadoop.hdfs.StateChange=WARN
+log4j.logger.BlockStateChange=WARN
+log4j.logger.org.apache.hadoop.hdfs.server.namenode.FSNamesystem.audit=WARN
+log4j.logger.org.apache.hadoop.hdfs.server.datanode.DataNode.clienttrace=WARN
+log4j.logger.org.apache.hadoop.ipc.Server=WARN
+log4j.logger.org.apache.hadoop.metrics2=WARN
+log4j.logger.org.apache.hadoop.yarn.server.nodemanager.containermanager.monitor=WARN
+log4j.logger.org.eclipse.jetty=WARN
+log4j.logger.http.requests=WARN
+"""
+
+log = logging.getLogger("minicluster")
+
+log = logging.getLogger("hadoop")
+
+
+class ClusterError(RuntimeError):
+    """A cluster on this machine could not be fetched, started, reached or stopped."""
+
+
+# --------------------------------------------------------------------- tools
+
+
+def require_tool(name: str, hint: str) -> str:
+    """Return the path of executable ``name`` on PATH.
+
+    Raises
+    ------
+    ClusterError
+        If it is missing; the message names the tool and how to get it.
+    """
+    path = shutil.which(name)
+    if path is None:
+        raise ClusterError(f"`{name}` not found on PATH: {hint}")
+    return path
+
+
+def find_java_home() -> Path:
+    """Return ``$JAVA_HOME``, else the JDK of the ``java`` found on PATH.
+
+    Raises
+    ------
+    ClusterError
+        If neither gives a ``bin/java``.
+    """
+    configured = os.environ.get("JAVA_HOME")
+    if configured:
+        if not (Path(configured) / "bin" / "java").is_file():
+            raise ClusterError(f"JAVA_HOME={configured} has no bin/java")
+        return Path(configured)
+    java = require_tool("java", "install a JDK 17 (apt-get install openjdk-17-jdk-headless) or set JAVA_HOME")
+    return Path(java).resolve().parent.parent
+
+
+def ensure_classpath(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
+    """Return the folder of the mini cluster's jars, fetching them if needed.
+
+    The jars are copied by Maven into a staging folder and moved into place
+    only when complete, with a stamp holding the hash of ``pom.xml``: an
+    interrupted fetch is never mistaken for a class path, and editing the pom
+    fetches again.  Calling it again is a no-op.
+
+    Parameters
+    ----------
+    cache_dir
+        Folder holding ``lib/``; Maven's own repository stays ``~/.m2``.
+
+    Returns
+    -------
+    Path
+        ``cache_dir / "lib"``.
+
+    Raises
+    ------
+    ClusterError
+        If ``mvn`` or ``java`` is missing, or Maven fails (with its output).
+    """
+    lib = cache_dir / "lib"
+    stamp = lib / ".pom.sha256"
+    want = hashlib.sha256(POM.read_bytes()).hexdigest()
+    if stamp.is_file() and stamp.read_text().strip() == want:
+        return lib
+    find_java_home()  # Maven needs a JDK as well: report that first, it is the real cause
+    mvn = require_tool("mvn", "install Apache Maven 3.6.3 or newer (apt-get install maven)")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=cache_dir))
+    log.info("fetching the Hadoop %s class path with Maven into %s", HADOOP_VERSION, lib)
+    started = time.monotonic()
+    try:
+        command = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-Dcache.dir={staging}"]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise ClusterError(
+                f"Maven could not fetch the class path (exit {result.returncode}):\n"
+                f"{tail(result.stdout + result.stderr)}"
+            )
+        (staging / "lib" / stamp.name).write_text(want + "\n")
+        shutil.rmtree(lib, ignore_errors=True)
+        (staging / "lib").rename(lib)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    log.info("fetched %d jars in %.1f s", len(list(lib.glob("*.jar"))), time.monotonic() - started)
+    return lib
+
+
+# ------------------------------------------------------------- configuration
+
+
+def site_xml(properties: Mapping[str, str]) -> str:
+    """Render properties as a Hadoop ``*-site.xml`` document."""
+    lines = ['<?xml version="1.0"?>', "<configuration>"]
+    lines += [
+        f"  <property><name>{escape(key)}</name><value>{escape(value)}</value></property>"
+        for key, value in properties.items()
+    ]
+    return "\n".join([*lines, "</configuration>", ""])
+
+
+def http_json(url: str, timeout: float = 5.0) -> Any:
+    """GET ``url`` and decode its JSON body."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return json.load(response)
+
+
+def tail(text: str, lines: int = 40) -> str:
+    """The last ``lines`` lines of ``text``."""
+    return "\n".join(text.splitlines()[-lines:])
