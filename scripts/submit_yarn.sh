@@ -2,7 +2,11 @@
 # Submit one stage to YARN (client mode) in the packed environment of `make dist`:
 #
 #   scripts/submit_yarn.sh <stage> [spark-submit options] -- [stage arguments]
-#   scripts/submit_yarn.sh train --num-executors 4 --executor-cores 1 -- --config conf/yarn.yaml
+#   scripts/submit_yarn.sh train -- --config conf/yarn.yaml
+#   scripts/submit_yarn.sh path/to/app.py [spark-submit options] -- [its arguments]
+#
+# Training sizes its own executors (one single-core executor per TF node);
+# other stages take --num-executors and the like.
 #
 # Needs HADOOP_CONF_DIR (the cluster's client configuration). Reads:
 #   TFBS_ENV_ARCHIVE    the packed environment (build/dist/tfbs-env.tar.gz by
@@ -66,6 +70,10 @@ conf=(
 if [ -n "${SPARK_LOCAL_IP:-}" ]; then
   conf+=(--conf "spark.executorEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP" --conf "spark.yarn.appMasterEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP")
 fi
+case "$stage" in
+  *.py) application=$stage ;;
+  *) application=jobs/$stage.py ;;
+esac
 exec "$SPARK_HOME/bin/spark-submit" --master yarn --deploy-mode client \
   --archives "$env_archive#environment" "${conf[@]}" "${submit_options[@]}" \
-  "jobs/$stage.py" "$@"
+  "$application" "$@"

@@ -17,7 +17,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+from conftest import DEMO_CONFIG, PIPELINE_OVERRIDES, REPO
+from hosts import GATEWAY
 
 from tfbs.class_archive import with_archive
 from tfbs.config import load_config
@@ -72,12 +73,16 @@ def airflow_home(home: Path) -> dict[str, str]:
     return env
 
 
-def airflow(env: dict[str, str], *args: str, timeout: float = 120, check: bool = True):
+def airflow(env: dict[str, str], *args: str, timeout: float = 120, check: bool = True, hosts=None):
     """Run ``airflow ARGS`` (from /tmp, so nothing depends on the test's cwd).
 
+    With ``hosts`` (a :class:`hosts.HostCluster`), on its gateway host.
     Returns stdout; with ``check=False`` the completed process instead.
     """
-    done = subprocess.run([str(AIRFLOW), *args], env=env, cwd="/tmp", capture_output=True, text=True, timeout=timeout)
+    command = [str(AIRFLOW), *args]
+    if hosts is not None:
+        command = hosts.command(GATEWAY, command)
+    done = subprocess.run(command, env=env, cwd="/tmp", capture_output=True, text=True, timeout=timeout)
     if not check:
         return done
     assert done.returncode == 0, (
@@ -86,10 +91,10 @@ def airflow(env: dict[str, str], *args: str, timeout: float = 120, check: bool =
     return done.stdout
 
 
-def dags_test(env: dict[str, str], logical_date: str, run_conf: dict, *extra: str, timeout: float = 900):
-    """``airflow dags test`` of the DAG; returns the completed process."""
+def dags_test(env: dict[str, str], logical_date: str, run_conf: dict, *extra: str, timeout: float = 900, hosts=None):
+    """``airflow dags test`` of the DAG (on the gateway of ``hosts``, if given); returns the completed process."""
     args = ["dags", "test", DAG_ID, logical_date, "--conf", json.dumps(run_conf), *extra]
-    return airflow(env, *args, timeout=timeout, check=False)
+    return airflow(env, *args, timeout=timeout, check=False, hosts=hosts)
 
 
 def task_states(env: dict[str, str], logical_date: str) -> dict[str, str]:
@@ -124,14 +129,18 @@ class DagRun:
 YARN_RUN_DATE = "2026-02-02"
 
 
-def run_dag_on_yarn(airflow_env: dict[str, str], hadoop, yarn_archives: dict[str, str], data_uri: str) -> DagRun:
-    """The whole DAG with ``spark_default`` on the mini cluster's YARN (client mode).
+def run_dag_on_yarn(airflow_env: dict[str, str], hosts, yarn_archives: dict[str, str], data_uri: str) -> DagRun:
+    """The whole DAG, run by Airflow on the gateway host, with ``spark_default`` on YARN (client mode).
 
-    Deployed as on a cluster: executors run the packed environment of ``make
-    dist`` (``tfbs_env_archive``) with Spark's jars from its zip
-    (``spark.yarn.archive``), both on HDFS; data and run directory on HDFS.
-    Training is TensorFlowOnSpark with a ps, two workers and the chief, one
-    single-core executor each; predict writes its default submission path.
+    Deployed as on a cluster of separate hosts: the scheduler, its tasks and
+    the drivers on ``gateway`` (whose own name maps to 127.0.1.1, as Debian
+    maps it), the containers on ``node1..3``, the NameNode and the
+    ResourceManager on ``master``. Executors run the packed environment of
+    ``make dist`` (``tfbs_env_archive``) with Spark's jars from its zip
+    (``spark.yarn.archive``), both on HDFS; data and run directory on HDFS
+    (two replicas of every block). Training is TensorFlowOnSpark with a ps,
+    two workers and the chief, one single-core executor each, sized by the
+    training job itself; predict writes its default submission path.
     """
     from tfbs.storage import write_text
 
@@ -139,8 +148,6 @@ def run_dag_on_yarn(airflow_env: dict[str, str], hadoop, yarn_archives: dict[str
         "spark.yarn.archive": yarn_archives["spark"],
         "spark.executor.memory": "768m",
         "spark.yarn.am.memory": "512m",
-        "spark.executorEnv.SPARK_LOCAL_IP": "127.0.0.1",
-        "spark.yarn.appMasterEnv.SPARK_LOCAL_IP": "127.0.0.1",
         # No Spark UI: attaching its handlers races with YARN adding its proxy
         # filter (a ConcurrentModificationException in Jetty, once in about a dozen applications here).
         "spark.ui.enabled": "false",
@@ -149,25 +156,24 @@ def run_dag_on_yarn(airflow_env: dict[str, str], hadoop, yarn_archives: dict[str
         "spark.yarn.am.extraJavaOptions": QUICK_JVM,
         "spark.executor.extraJavaOptions": QUICK_JVM,
     }
-    base = f"{hadoop.fs_default_fs}/tfbs"
-    write_text(f"{base}/regions/regions.bed", REGIONS)
+    base = f"{hosts.fs_default_fs}/tfbs"
+    write_text(hosts.by_address(f"{base}/regions/regions.bed"), REGIONS)
     env = {
-        **airflow_env,
-        **hadoop.env(),
+        **hosts.host_env(airflow_env),
         "AIRFLOW_CONN_SPARK_DEFAULT": connection("yarn", **{"deploy-mode": "client"}),
         "AIRFLOW_VAR_TFBS_SPARK_CONF": json.dumps(spark_conf),
         "AIRFLOW_VAR_TFBS_ENV_ARCHIVE": yarn_archives["env"],
     }
     run_conf = {
         "config": "conf/demo.yaml",
-        "overrides": [f"run_dir={base}/run", f"data.root={data_uri}", *SMALL_OVERRIDES],
+        "overrides": [f"run_dir={base}/run", f"data.root={data_uri}", *PIPELINE_OVERRIDES],
         "num_ps": 1,
         "num_workers": 2,
         "predict": {"regions": f"{base}/regions/regions.bed", "tf": "CTCF", "cell": "K562"},
     }
     started = time.monotonic()
-    done = dags_test(env, YARN_RUN_DATE, run_conf, timeout=1500)
+    done = dags_test(env, YARN_RUN_DATE, run_conf, timeout=1500, hosts=hosts)
     seconds = time.monotonic() - started
-    print(f"YARN DAG run: {seconds:.0f} s")
+    print(f"YARN DAG run across hosts: {seconds:.0f} s")
     states = task_states(env, YARN_RUN_DATE)
     return DagRun(done.returncode, done.stdout + done.stderr, states, f"{base}/run", seconds)

@@ -16,8 +16,9 @@ and logging never leak into the rest of the test session:
   and fails the run when it never does;
 - a training task that fails fails the DAG run at once: no retry, evaluation
   never starts;
-- the same DAG runs on the Hadoop mini cluster: data and run on HDFS, every
-  stage submitted to YARN.
+- the same DAG runs across hosts (``hadoop/hosts.py``): Airflow and the
+  drivers on a gateway host, every stage submitted to YARN, whose
+  containers run on three other hosts; data and run on HDFS.
 """
 
 from __future__ import annotations
@@ -50,17 +51,18 @@ from airflow_runs import (
     task_states,
 )
 from blake3 import blake3
-from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+from conftest import DEMO_CONFIG, PIPELINE_OVERRIDES, REPO
+from hostnet import placement_hosts
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
 def small_data(tmp_path_factory) -> Path:
-    """The small data set, written by ``tfbs generate`` as a user would."""
+    """The end-to-end runs' data set, written by ``tfbs generate`` as a user would."""
     root = tmp_path_factory.mktemp("airflow-data")
     command = [str(BIN / "tfbs"), "generate", "--config", str(DEMO_CONFIG)]
-    for override in [f"data.root={root}", f"run_dir={root / 'unused-run'}", *SMALL_OVERRIDES]:
+    for override in [f"data.root={root}", f"run_dir={root / 'unused-run'}", *PIPELINE_OVERRIDES]:
         command += ["--set", override]
     done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -73,7 +75,7 @@ def _small_run_conf(data: Path, run_dir: str, root: Path, *extra: str) -> dict:
     regions.write_text(REGIONS)
     return {
         "config": "conf/demo.yaml",
-        "overrides": [f"run_dir={run_dir}", f"data.root={data}", *SMALL_OVERRIDES, *extra],
+        "overrides": [f"run_dir={run_dir}", f"data.root={data}", *PIPELINE_OVERRIDES, *extra],
         "predict": {"regions": str(regions), "tf": "CTCF", "cell": "K562", "out": str(root / "F.CTCF.K562.tab.gz")},
     }
 
@@ -102,7 +104,10 @@ def _check_outputs(run: Path, submission: Path) -> None:
         assert (result["n_pos"], result["n_neg"]) == (kept["B"], kept["U"]), key
         for metric in ("auroc", "auprc", "recall_at_fdr_10", "recall_at_fdr_50"):
             assert 0.0 <= result[metric] <= 1.0, (key, metric)
-    assert 0.0 <= report["mean_auroc"] <= 1.0 and 0.0 <= report["mean_auprc"] <= 1.0
+        # A model that learned: above the motif scan of the TF's own motif, on every TF/cell.
+        assert result["auprc"] > report["baselines"][key]["motif_scan"]["auprc"], (key, report["baselines"][key])
+    assert report["below_motif_scan"] == []
+    assert report["mean_auroc"] > 0.9
     assert (run / "report" / "curves.png").stat().st_size > 1000
 
     # The DREAM submission: one probability per region, in the regions' order.
@@ -422,16 +427,17 @@ def test_a_failed_training_fails_the_run_without_retry(airflow_env, tmp_path):
 
 
 # --------------------------------------------------------------------------
-# The same DAG on the Hadoop mini cluster: HDFS and YARN
+# The same DAG across hosts: Airflow on the gateway, HDFS and YARN on the others
 # --------------------------------------------------------------------------
 
 
 @pytest.mark.cluster
-def test_airflow_runs_the_pipeline_on_yarn(dag_on_yarn, tmp_path):
-    """spark_default is ``yarn`` (client mode); data and run live on HDFS.
+def test_airflow_runs_the_pipeline_on_yarn(dag_on_yarn, hadoop, tmp_path):
+    """spark_default is ``yarn`` (client mode); data and run live on HDFS; the hosts are separate.
 
-    Deployed as on a cluster: executors run the packed environment of ``make
-    dist`` (``tfbs_env_archive``) with Spark's jars from its zip
+    Deployed as on a cluster: Airflow and the drivers on the gateway,
+    executors in the packed environment of ``make dist``
+    (``tfbs_env_archive``) with Spark's jars from its zip
     (``spark.yarn.archive``), both on HDFS (``airflow_runs.run_dag_on_yarn``;
     test_yarn.py checks the containers of the same run).
     """
@@ -442,9 +448,14 @@ def test_airflow_runs_the_pipeline_on_yarn(dag_on_yarn, tmp_path):
     for stage in STAGES:
         assert "--master yarn --conf" in run.output and f"jobs/{stage}.py --config" in run.output, stage
     assert "all 2 label files are there" in run.output
+    # The TF nodes on three hosts or more: the ps serves a worker on another host (gRPC across hosts).
+    placed = placement_hosts(run.output)
+    assert sorted(placed) == ["chief:0", "ps:0", "worker:0", "worker:1"], run.output[-6000:]
+    assert len(set(placed.values())) >= 3 and set(placed.values()) <= set(hadoop.nodes), placed
+    assert {placed["worker:0"], placed["worker:1"]} - {placed["ps:0"]}, placed
 
     local_run = tmp_path / "run"
-    download_tree(run.run_uri, local_run)
+    download_tree(hadoop.by_address(run.run_uri), local_run)
     version = json.loads((local_run / "models" / "LATEST").read_text())["version"]
     # With no ``out``, the submission goes with the model version that made it.
     _check_outputs(local_run, local_run / "models" / version / "report" / "F.CTCF.K562.tab.gz")

@@ -185,8 +185,8 @@ def test_killed_writer_leaves_old_or_new_file_local(tmp_path, mode, size, chunks
 
 
 @pytest.mark.parametrize("mode, size, chunks", [("stream", 2 << 20, 6), ("bytes", 4 << 20, 1)])
-def test_killed_writer_leaves_old_or_new_file_hdfs(hadoop, mode, size, chunks):
-    _check_killed_writer(f"{hadoop.fs_default_fs}/atomic/killed", mode, size, chunks, pause=0.05)
+def test_killed_writer_leaves_old_or_new_file_hdfs(hdfs, mode, size, chunks):
+    _check_killed_writer(f"{hdfs}/atomic/killed", mode, size, chunks, pause=0.05)
 
 
 def test_failed_write_keeps_the_old_file(tmp_path):
@@ -344,11 +344,11 @@ def test_push_honours_max_to_keep_file_mirror(tmp_path, monkeypatch):
     _check_max_to_keep(directory, monkeypatch)
 
 
-def test_push_honours_max_to_keep_hdfs(hadoop, tmp_path, monkeypatch):
+def test_push_honours_max_to_keep_hdfs(hdfs, tmp_path, monkeypatch):
     from tf_models.model_dir import model_directory
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    with model_directory(f"{hadoop.fs_default_fs}/atomic/max_to_keep/model") as directory:
+    with model_directory(f"{hdfs}/atomic/max_to_keep/model") as directory:
         _check_max_to_keep(directory, monkeypatch)
 
 
@@ -361,11 +361,11 @@ def _mirrors(root: Path) -> list[str]:
     return sorted(p.name for p in root.glob("tfbs-model-*"))
 
 
-def test_mirrors_are_removed(hadoop, tmp_path, monkeypatch):
+def test_mirrors_are_removed(hdfs, tmp_path, monkeypatch):
     from tf_models.model_dir import model_directory
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    uri = f"{hadoop.fs_default_fs}/atomic/mirrors/model"
+    uri = f"{hdfs}/atomic/mirrors/model"
     storage.write_text(f"{uri}/history.json", "[]")
 
     directory = model_directory(uri)
@@ -390,7 +390,7 @@ def test_mirrors_are_removed(hadoop, tmp_path, monkeypatch):
     assert not local.mirrored and local.local == str(tmp_path / "local-model")
 
 
-def test_train_on_hdfs_leaves_no_mirror(hadoop, tmp_path, monkeypatch):
+def test_train_on_hdfs_leaves_no_mirror(hdfs, tmp_path, monkeypatch):
     """A few steps of the real loop with the model on HDFS: checkpoints there, no mirror left."""
     import numpy as np
     import tensorflow as tf
@@ -424,7 +424,7 @@ def test_train_on_hdfs_leaves_no_mirror(hadoop, tmp_path, monkeypatch):
             "train.model.dna_center_bp=100",
         ],
     ).train
-    uri = f"{hadoop.fs_default_fs}/atomic/train/model"
+    uri = f"{hdfs}/atomic/train/model"
 
     result = train(cfg, uri, run, tf.distribute.get_strategy())
 
@@ -444,11 +444,11 @@ def test_train_on_hdfs_leaves_no_mirror(hadoop, tmp_path, monkeypatch):
     assert _mirrors(tmp_path) == []
 
 
-def test_local_export_one_copy_per_node_and_version(hadoop, tmp_path, monkeypatch):
+def test_local_export_one_copy_per_node_and_version(hdfs, tmp_path, monkeypatch):
     from tf_models.model_dir import export_cache, local_export
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    export = f"{hadoop.fs_default_fs}/atomic/export/model/export"
+    export = f"{hdfs}/atomic/export/model/export"
     storage.write_bytes(f"{export}/saved_model.pb", b"graph v1")
     storage.write_bytes(f"{export}/variables/variables.data-00000-of-00001", bytes(2 << 20))
     storage.write_bytes(f"{export}/variables/variables.index", b"checksums v1")

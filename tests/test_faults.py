@@ -546,22 +546,23 @@ def _chief_with_checkpoint(run_uri: str) -> Callable[[str], object]:
 
 
 @pytest.mark.cluster
-def test_a_killed_chief_resumes_from_hdfs(spark, hadoop, hdfs_dataset, tmp_path):
+def test_a_killed_chief_resumes_from_hdfs(spark, hadoop, hdfs, hdfs_dataset, tmp_path):
     from preprocess.build_shards import build_shards
 
-    base = f"{hadoop.fs_default_fs}/faults"
+    base = f"{hdfs}/faults"
+    data_uri = hadoop.by_address(hdfs_dataset)  # local Spark on this machine reaches the hosts by address
     shards_uri = f"{base}/shards"
     build_shards(
         spark,
         load_config(
             DEMO_CONFIG,
-            [*SMALL_OVERRIDES, f"data.root={hdfs_dataset}", f"run_dir={base}/preprocess", f"shards_dir={shards_uri}"],
+            [*SMALL_OVERRIDES, f"data.root={data_uri}", f"run_dir={base}/preprocess", f"shards_dir={shards_uri}"],
         ),
     )
     # Side by side: separate run directories, clusters and chiefs; each run
     # mostly waits on JVM, TensorFlow and HDFS start-ups.
     with ThreadPoolExecutor(max_workers=len(MASTERS)) as pool:
-        runs = [pool.submit(_chief_killed_then_resumed, s, base, hdfs_dataset, tmp_path) for s in MASTERS]
+        runs = [pool.submit(_chief_killed_then_resumed, s, base, data_uri, tmp_path) for s in MASTERS]
         for run in runs:
             run.result()
 
@@ -654,7 +655,7 @@ ModelDirectory(sys.argv[1], sys.argv[2]).push()
 
 
 @pytest.mark.cluster
-def test_a_chief_killed_while_pushing_its_checkpoint_state_leaves_a_resumable_run(hadoop, tmp_path):
+def test_a_chief_killed_while_pushing_its_checkpoint_state_leaves_a_resumable_run(hdfs, tmp_path):
     """The push the chief makes after each checkpoint, killed as it writes the state file: what
     HDFS then holds must restore (the newest whole checkpoint, or none), as a rerun reads it."""
     import subprocess
@@ -666,7 +667,7 @@ def test_a_chief_killed_while_pushing_its_checkpoint_state_leaves_a_resumable_ru
     local = tmp_path / "mirror"
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(30)), str(local / "checkpoints"), 3)
     manager.save(checkpoint_number=30)
-    model_uri = f"{hadoop.fs_default_fs}/faults/dying-push/model"
+    model_uri = f"{hdfs}/faults/dying-push/model"
     pushed = subprocess.run(
         [sys.executable, "-c", DYING_PUSH, model_uri, str(local)], capture_output=True, text=True, timeout=300
     )

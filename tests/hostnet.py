@@ -1,0 +1,185 @@
+"""The cluster of hosts (``hadoop/hosts.py``) from the tests' side.
+
+The tests run in the machine's own namespace, where the bridge reaches
+every host by address but no host name resolves: HDFS URIs and web
+addresses are turned into their address form (:meth:`HostCluster.by_address`),
+and a WebHDFS client follows the NameNode's redirects to DataNodes by name
+the same way. Commands meant for the cluster's users (spark-submit, Airflow)
+run on the ``gateway`` host, where names resolve as on a real gateway.
+
+What another host can reach of a run is measured here too: every TCP socket
+the processes on the hosts listen on, who owns it, and whether the
+``outsider`` host (on the bridge, named by no one, holding no secret) can
+connect to it.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+from hosts import OUTSIDER, HostCluster
+
+
+def webhdfs_client(cluster: HostCluster, user: str = "root") -> Any:
+    """A WebHDFS client (the ``hdfs`` package) that reaches the hosts by address.
+
+    The NameNode redirects reads and writes to a DataNode by its host name
+    (``http://node2:9864/...``); the session's adapter sends them to that
+    host's address instead, as ``/etc/hosts`` would on the gateway.
+    """
+    import requests
+    from hdfs import InsecureClient
+    from requests.adapters import HTTPAdapter
+
+    class ByAddress(HTTPAdapter):
+        def send(self, request, **kwargs):  # type: ignore[no-untyped-def]
+            request.url = cluster.by_address(request.url)
+            return super().send(request, **kwargs)
+
+    session = requests.Session()
+    session.mount("http://", ByAddress())
+    return InsecureClient(cluster.webhdfs_url, user=user, session=session)
+
+
+# ---------------------------------------------------------------------------
+# What the run exposes
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostListener:
+    """A TCP socket listening on a host, and who owns it."""
+
+    host: str
+    address: str
+    port: int
+    pid: int
+    kind: str
+
+    @property
+    def loopback(self) -> bool:
+        """Listening on 127.0.0.0/8 or ::1 only."""
+        return self.address.startswith("127.") or self.address == "::1"
+
+
+#: Java main classes and what they are.
+_JAVA_KINDS = {
+    "namenode.NameNode": "Hadoop NameNode",
+    "datanode.DataNode": "Hadoop DataNode",
+    "resourcemanager.ResourceManager": "Hadoop ResourceManager",
+    "nodemanager.NodeManager": "Hadoop NodeManager",
+    "YarnCoarseGrainedExecutorBackend": "Spark executor",
+    "CoarseGrainedExecutorBackend": "Spark executor",
+    "ExecutorLauncher": "Spark application master",
+    "ApplicationMaster": "Spark application master",
+    "SparkSubmit": "Spark driver",
+}
+
+
+def _kind(process: psutil.Process, port: int, tf_ports: set[int], reservation_port: int | None) -> str:
+    """What a listening process is: a Hadoop daemon, a part of Spark, a TF server, the reservation server..."""
+    try:
+        argv = process.cmdline()
+    except psutil.Error:
+        return "gone"
+    joined = " ".join(argv)
+    for marker, kind in _JAVA_KINDS.items():
+        if marker in joined:
+            return kind
+    if port in tf_ports:
+        return "TF gRPC server"
+    if port == reservation_port:
+        return "TFoS reservation server"
+    if "pyspark.daemon" in joined or "pyspark/daemon" in joined:
+        return "PySpark daemon"
+    name = Path(argv[0]).name if argv else "?"
+    return f"other {name}: {joined[:120]}"
+
+
+def listeners(cluster: HostCluster, tf_ports: set[int], reservation_port: int | None) -> list[HostListener]:
+    """Every TCP socket the processes of every host listen on, now, with its owner's kind.
+
+    A process's ``/proc/<pid>/net`` shows its own namespace, so each
+    host's sockets are read from its own processes.
+    """
+    found = set()
+    network = cluster.network
+    for host in network.hosts:
+        for pid in network.pids(host):
+            try:
+                process = psutil.Process(pid)
+                connections = process.net_connections(kind="tcp")
+            except psutil.Error:
+                continue
+            for connection in connections:
+                if connection.status == psutil.CONN_LISTEN:
+                    ip, port = connection.laddr.ip, connection.laddr.port
+                    address = cluster.address(host) if ip in ("0.0.0.0", "::", "::ffff:0.0.0.0") else ip
+                    kind = _kind(process, port, tf_ports, reservation_port)
+                    found.add(HostListener(host, address, port, pid, kind))
+    return sorted(found, key=lambda item: (item.host, item.port))
+
+
+#: Run on the outsider: which of the (address, port) pairs on stdin accept a TCP connection.
+_CONNECT_SCRIPT = """
+import socket, sys
+for line in sys.stdin:
+    address, port = line.split()
+    try:
+        socket.create_connection((address, int(port)), timeout=2).close()
+        print(address, port, "open")
+    except OSError as error:
+        print(address, port, type(error).__name__)
+"""
+
+
+def reachable_from_outsider(cluster: HostCluster, targets: Sequence[HostListener]) -> set[tuple[str, int]]:
+    """Which of ``targets`` the outsider host can open a TCP connection to."""
+    remote = [target for target in targets if not target.loopback]
+    lines = "".join(f"{target.address} {target.port}\n" for target in remote)
+    done = cluster.run(
+        OUTSIDER, [sys.executable, "-c", _CONNECT_SCRIPT], input=lines, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    return {
+        (address, int(port)) for address, port, state in map(str.split, done.stdout.splitlines()) if state == "open"
+    }
+
+
+def count_by_kind(found: Sequence[HostListener]) -> dict[str, int]:
+    """How many listeners of each kind."""
+    return dict(sorted(Counter(listener.kind for listener in found).items()))
+
+
+def outsider_exchange(cluster: HostCluster, address: str, port: int, payload: bytes) -> bytes:
+    """Connect from the outsider, send ``payload``, return what comes back before the peer closes (5 s at most)."""
+    script = (
+        "import socket, sys\n"
+        f"s = socket.create_connection(({address!r}, {port}), timeout=5)\n"
+        "s.sendall(sys.stdin.buffer.read())\n"
+        "got = b''\n"
+        "try:\n"
+        "    while chunk := s.recv(65536):\n"
+        "        got += chunk\n"
+        "except OSError:\n"
+        "    pass\n"
+        "sys.stdout.buffer.write(got)\n"
+    )
+    done = cluster.run(OUTSIDER, [sys.executable, "-c", script], input=payload, capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def placement_hosts(output: str) -> dict[str, str]:
+    """The host name of each TF node (``"worker:1": "node3"``), from the driver's placement lines."""
+    return {
+        f"{job}:{task}": hostname
+        for job, task, hostname in re.findall(r"tfbs placement: job=(\w+) task=(\d+) .*? hostname=(\S+)", output)
+    }

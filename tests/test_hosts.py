@@ -1,0 +1,158 @@
+"""The cluster of hosts itself (``hadoop/hosts.py``), and training on a Spark standalone master across them.
+
+Each host is a network namespace with an address and a name of its own: the
+NameNode and the ResourceManager see three DataNodes and three NodeManagers
+at three addresses, each under its own name; the gateway's own name maps to
+127.0.1.1, as Debian maps it; the outsider is named by no one. Without root
+nothing of it can be made, and the error says so.
+
+On a standalone master the training job sizes its application itself (one
+single-core executor per TF node), so ps, chief and workers land on three
+hosts; a count the workers cannot give is a one-line error.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+from hostnet import placement_hosts
+from hosts import GATEWAY, OUTSIDER
+from jvm import http_json
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
+
+HOSTS_PY = REPO / "hadoop" / "hosts.py"
+
+
+def test_each_host_has_its_own_address_and_name(hadoop):
+    beans = http_json(f"{hadoop.webhdfs_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")["beans"][0]
+    live = json.loads(beans["LiveNodes"])
+    # Each DataNode registered under its host's name, from its host's address.
+    assert {name.split(":")[0]: node["xferaddr"].split(":")[0] for name, node in live.items()} == {
+        node: hadoop.address(node) for node in hadoop.nodes
+    }
+    running = {node["nodeHostName"] for node in hadoop._yarn_nodes("RUNNING")}
+    assert running == set(hadoop.nodes)
+    assert len({hadoop.address(host) for host in [*hadoop.nodes, "master", GATEWAY, OUTSIDER]}) == 6
+
+    def on(host: str, script: str) -> str:
+        done = hadoop.run(host, ["sh", "-c", script], capture_output=True, text=True, timeout=30)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.split()
+
+    # The gateway knows itself as 127.0.1.1 (Debian's mapping), the others by address.
+    assert on(GATEWAY, "hostname; getent hosts gateway master node2") == [
+        "gateway", "127.0.1.1", "gateway", hadoop.address("master"), "master", hadoop.address("node2"), "node2",
+    ]  # fmt: skip
+    assert on("node1", "hostname; getent hosts node1 gateway") == [
+        "node1", hadoop.address("node1"), "node1", hadoop.address(GATEWAY), "gateway",
+    ]  # fmt: skip
+    # The outsider is on the bridge but named by no host.
+    assert hadoop.run("master", ["getent", "hosts", OUTSIDER], capture_output=True).returncode == 2
+    # The machine itself resolves none of the names: it reaches the hosts by address.
+    assert subprocess.run(["getent", "hosts", "node1"], capture_output=True).returncode == 2
+
+
+def test_the_command_line_reports_the_hosts_and_runs_on_them(hadoop):
+    status = subprocess.run(
+        [sys.executable, str(HOSTS_PY), "status", "--workdir", str(hadoop.workdir)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert status.returncode == 0, status.stderr
+    described = json.loads(status.stdout)
+    assert described["ready"] and described["hosts"] == hadoop.info.hosts
+    assert described["processes"]["master"] == 2 and described["processes"]["gateway"] == 0
+    assert all(described["processes"][node] == 2 for node in hadoop.nodes)
+    ran = subprocess.run(
+        [sys.executable, str(HOSTS_PY), "run", "--workdir", str(hadoop.workdir), GATEWAY, "--", "sh", "-c",
+         'hostname; echo "$HADOOP_CONF_DIR"'],
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert ran.stdout.split() == [GATEWAY, str(hadoop.conf_dir)], ran.stderr
+
+
+def test_without_root_the_hosts_cannot_be_made_and_the_error_says_so():
+    script = "import sys; sys.path.insert(0, 'hadoop'); from netns import require_namespaces; require_namespaces()"
+    done = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", script],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "ClusterError: the hosts are network namespaces, which only root can make" in done.stderr
+
+
+# ---------------------------------------------------------------------------
+# Spark standalone across the hosts
+# ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def standalone(hadoop):
+    """A Spark standalone master on ``master`` and a worker of two cores on each node."""
+    import pyspark
+
+    url = hadoop.start_spark(Path(pyspark.__file__).parent)
+    yield url
+    hadoop.stop_spark()
+
+
+def _train_on_gateway(hadoop, master: str, run_dir: Path, small_shards, *extra: str) -> subprocess.CompletedProcess:
+    """``tfbs train`` on the gateway against ``master``, on the session's shards (the hosts share its file system)."""
+    config, _ = small_shards
+    command = [sys.executable, "-m", "jobs.train", "--config", str(DEMO_CONFIG)]
+    overrides = [
+        *SMALL_OVERRIDES,
+        f"data.root={config.data.root}",
+        f"shards_dir={config.shards_uri}",
+        f"run_dir={run_dir}",
+        f"train.master={master}",
+        *extra,
+    ]
+    for override in overrides:
+        command += ["--set", override]
+    env = hadoop.host_env()
+    return hadoop.run(GATEWAY, command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+
+
+def test_a_standalone_master_trains_across_three_hosts(hadoop, standalone, small_shards, tmp_path):
+    started = time.monotonic()
+    done = _train_on_gateway(hadoop, standalone, tmp_path / "run", small_shards)
+    print(f"standalone training across hosts: {time.monotonic() - started:.0f} s")
+    assert done.returncode == 0, done.stderr[-6000:]
+    placed = placement_hosts(done.stderr)
+    assert sorted(placed) == ["chief:0", "ps:0", "worker:0", "worker:1"], done.stderr[-4000:]
+    assert len(set(placed.values())) >= 3 and set(placed.values()) <= set(hadoop.nodes), placed
+    # Each node registered the address its host reaches the driver from, not 127.0.1.1 or a guess.
+    addresses = dict(
+        line.split(" host=")[1].split(" hostname=") for line in done.stderr.splitlines() if "tfbs placement:" in line
+    )
+    assert {address: name.split()[0] for address, name in addresses.items()} == {
+        hadoop.address(name): name for name in set(placed.values())
+    }
+    assert "model: " in done.stdout
+
+
+def test_a_standalone_master_short_of_cores_is_a_one_line_error(hadoop, standalone, small_shards, tmp_path):
+    """Three workers of two cores cannot give seven single-core executors (1 ps, 5 workers, the chief)."""
+    done = _train_on_gateway(
+        hadoop, standalone, tmp_path / "run", small_shards, "train.num_workers=5", "train.executors_timeout_s=10"
+    )
+    assert done.returncode == 2, done.stderr[-4000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "error: training needs 7 Spark executors, one per TF node (1 chief + 1 ps + 5 workers); "
+        f"{standalone} gave 6 within 10 s (train.executors_timeout_s): give the cluster room for 1 more, "
+        "or train with fewer workers (train.num_workers)"
+    )
+    assert "Traceback" not in done.stderr
