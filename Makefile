@@ -8,7 +8,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-unit lint format bench bench-single-motif dist minicluster system-deps class-archive clean
+.PHONY: demo test test-unit lint format bench bench-single-motif dist minicluster cluster-up cluster-down system-deps class-archive clean
 
 demo: $(STAMP) class-archive
 	$(BIN)/tfbs demo --config conf/demo.yaml
@@ -54,6 +54,18 @@ dist: $(STAMP)
 MINICLUSTER_DIR ?= build/minicluster
 minicluster:
 	$(PYTHON) hadoop/minicluster.py start --workdir $(MINICLUSTER_DIR)
+
+# Hadoop on separate hosts of this machine (network namespaces; needs root):
+# master (NameNode, ResourceManager, a Spark standalone master), node1..3
+# (DataNode, NodeManager, Spark worker), gateway (submit from there), until
+# `make cluster-down`. It prints the addresses and how to submit; see hadoop/README.md.
+HOSTS_DIR ?= build/hosts
+cluster-up: $(STAMP)
+	$(PYTHON) hadoop/hosts.py up --workdir $(HOSTS_DIR) \
+		--spark-home "$$($(BIN)/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
+
+cluster-down:
+	$(PYTHON) hadoop/hosts.py down --workdir $(HOSTS_DIR)
 
 system-deps:
 	@bash scripts/system_deps.sh

@@ -142,6 +142,11 @@ def server_conf(dirs: HostDirs, size: NodeSize, master: str = MASTER) -> dict[st
             "yarn.nodemanager.pmem-check-enabled": "false",
             # finished containers' folders and logs stay 10 minutes, to read what they left
             "yarn.nodemanager.delete.debug-delay-sec": "600",
+            # A NodeManager restarted on its host keeps what it had localised
+            # (the packed environment: a minute of unpacking per node) and its
+            # containers' state, as on a cluster that restarts nodes in place.
+            "yarn.nodemanager.recovery.enabled": "true",
+            "yarn.nodemanager.recovery.dir": str(dirs.data / "nm-recovery"),
         },
         "capacity-scheduler.xml": {
             "yarn.scheduler.capacity.root.queues": "default",

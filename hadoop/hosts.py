@@ -16,6 +16,7 @@ HDFS keeps two replicas of every block. Needs root. Standard library only::
     python3 hadoop/hosts.py up     --workdir DIR [--spark-home PYSPARK_DIR]
     python3 hadoop/hosts.py status --workdir DIR
     python3 hadoop/hosts.py run    --workdir DIR gateway [-- COMMAND...]
+    python3 hadoop/hosts.py hdfs   --workdir DIR -- -put FILE /path       # `hdfs dfs`, from the gateway
     python3 hadoop/hosts.py down   --workdir DIR
 
 From Python (with ``hadoop/`` on ``sys.path``)::
@@ -238,6 +239,12 @@ class HostCluster:
     def run(self, host: str, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
         """Run ``argv`` on ``host`` to its end; ``kwargs`` go to :func:`subprocess.run`."""
         return subprocess.run(self.command(host, argv), **kwargs)
+
+    def hdfs_shell(self, arguments: Sequence[str]) -> list[str]:
+        """``hdfs dfs ARGUMENTS`` (Hadoop's FsShell) as a command of the gateway's client configuration."""
+        java = Path(self._started().java_home) / "bin" / "java"
+        lib = ensure_classpath(self.cache_dir)
+        return [str(java), "-cp", f"{self.conf_dir}:{lib}/*", "org.apache.hadoop.fs.FsShell", *arguments]
 
     # -- life cycle
 
@@ -530,7 +537,8 @@ def _announce(cluster: HostCluster) -> str:
         f"# ready in {info.startup_seconds} s; details: {cluster.info_file}",
         "# a shell on the gateway, HADOOP_CONF_DIR set (names resolve there, not on this machine):",
         f"#   python3 {me} run --workdir {workdir} gateway -- bash",
-        "# then, in the checkout: scripts/submit_yarn.sh <stage> -- --config conf/<yours>.yaml",
+        f"# files to HDFS: python3 {me} hdfs --workdir {workdir} -- -put build/dist/tfbs-env.tar.gz /dist/",
+        "# then, on the gateway, in the checkout: scripts/submit_yarn.sh <stage> -- --config conf/<yours>.yaml",
         f"# stop: python3 {me} down --workdir {workdir}",
         *(f"export {key}={shlex.quote(value)}" for key, value in cluster.env().items()),
     ]
@@ -540,7 +548,7 @@ def _announce(cluster: HostCluster) -> str:
 def parse_args(args: Sequence[str] | None = None) -> argparse.Namespace:
     """Parse the command line."""
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("action", choices=("up", "down", "status", "run"))
+    parser.add_argument("action", choices=("up", "down", "status", "run", "hdfs"))
     parser.add_argument("--workdir", required=True, type=Path, help="the hosts' configuration, data and logs")
     parser.add_argument("--nodes", type=int, default=3, help="up: hosts with a DataNode and a NodeManager")
     parser.add_argument("--spark-home", type=Path, help="up: also a Spark standalone master and workers, from here")
@@ -573,6 +581,8 @@ def main(args: Sequence[str] | None = None) -> int:
                 raise ClusterError("run: name a host: run --workdir DIR gateway -- COMMAND")
             argv = options.command or ["bash"]
             return cluster.run(options.host, argv, env=cluster.host_env(), cwd=os.getcwd()).returncode
+        if options.action == "hdfs":
+            return cluster.run(GATEWAY, cluster.hdfs_shell(options.command), env=cluster.host_env()).returncode
         status = cluster.status()
         print(json.dumps(status, indent=2))
         return 0 if status.get("ready") else 1

@@ -3,7 +3,9 @@
 # and Maven, which fetches Hadoop's mini cluster for the HDFS/YARN tests
 # (hadoop/pom.xml). Installs only what is missing (Debian/Ubuntu, apt-get).
 # TEST_DEPS=1 (`make test`) adds headless Chromium and its WebDriver, which
-# render the HTML report in tests/test_report_html.py; the demo needs neither.
+# render the HTML report in tests/test_report_html.py, and iproute2 and
+# util-linux (ip, unshare, setpriv), which make the hosts of hadoop/hosts.py;
+# the demo needs none of them.
 set -euo pipefail
 
 SUDO=""
@@ -20,6 +22,8 @@ command -v python3.11 >/dev/null 2>&1 || python3 -c 'import sys; sys.exit(sys.ve
 if [ "${TEST_DEPS:-0}" = "1" ]; then
   command -v chromium >/dev/null 2>&1 || missing+=(chromium)
   command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
+  command -v ip >/dev/null 2>&1 || missing+=(iproute2)
+  command -v unshare >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "installing: ${missing[*]}"

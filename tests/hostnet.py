@@ -15,6 +15,9 @@ connect to it.
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
+import os
 import re
 import sys
 from collections import Counter
@@ -103,28 +106,66 @@ def _kind(process: psutil.Process, port: int, tf_ports: set[int], reservation_po
     return f"other {name}: {joined[:120]}"
 
 
-def listeners(cluster: HostCluster, tf_ports: set[int], reservation_port: int | None) -> list[HostListener]:
-    """Every TCP socket the processes of every host listen on, now, with its owner's kind.
+def _listening_inodes(pid: int) -> dict[int, tuple[str, int]]:
+    """The listening TCP sockets of ``pid``'s network namespace: inode -> (address, port).
 
-    A process's ``/proc/<pid>/net`` shows its own namespace, so each
-    host's sockets are read from its own processes.
+    ``/proc/<pid>/net/tcp`` shows the namespace of ``pid`` (psutil reads the
+    caller's own, where none of the hosts' sockets are).
     """
+    found = {}
+    for name in ("tcp", "tcp6"):
+        try:
+            lines = Path(f"/proc/{pid}/net/{name}").read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if fields[3] != "0A":  # LISTEN
+                continue
+            hex_address, hex_port = fields[1].split(":")
+            raw = bytes.fromhex(hex_address)
+            # The kernel prints each 32-bit word in host (little-endian) order.
+            words = b"".join(raw[i : i + 4][::-1] for i in range(0, len(raw), 4))
+            address = ipaddress.ip_address(words)
+            if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+                address = address.ipv4_mapped
+            found[int(fields[9])] = (str(address), int(hex_port, 16))
+    return found
+
+
+def _socket_inodes(pid: int) -> set[int]:
+    """The socket inodes ``pid`` holds open."""
+    inodes = set()
+    try:
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                target = os.readlink(fd)
+                if target.startswith("socket:["):
+                    inodes.add(int(target[8:-1]))
+    except OSError:
+        pass
+    return inodes
+
+
+def listeners(cluster: HostCluster, tf_ports: set[int], reservation_port: int | None) -> list[HostListener]:
+    """Every TCP socket the processes of every host listen on, now, with its owner's kind."""
     found = set()
     network = cluster.network
     for host in network.hosts:
-        for pid in network.pids(host):
-            try:
-                process = psutil.Process(pid)
-                connections = process.net_connections(kind="tcp")
-            except psutil.Error:
-                continue
-            for connection in connections:
-                if connection.status == psutil.CONN_LISTEN:
-                    ip, port = connection.laddr.ip, connection.laddr.port
-                    address = cluster.address(host) if ip in ("0.0.0.0", "::", "::ffff:0.0.0.0") else ip
-                    kind = _kind(process, port, tf_ports, reservation_port)
-                    found.add(HostListener(host, address, port, pid, kind))
-    return sorted(found, key=lambda item: (item.host, item.port))
+        pids = network.pids(host)
+        if not pids:
+            continue
+        sockets = _listening_inodes(pids[0])
+        for pid in pids:
+            for inode in _socket_inodes(pid) & set(sockets):
+                ip, port = sockets[inode]
+                address = cluster.address(host) if ip in ("0.0.0.0", "::") else ip
+                try:
+                    kind = _kind(psutil.Process(pid), port, tf_ports, reservation_port)
+                except psutil.Error:
+                    continue
+                found.add(HostListener(host, address, port, pid, kind))
+    return sorted(found, key=lambda item: (item.host, item.port, item.pid))
 
 
 #: Run on the outsider: which of the (address, port) pairs on stdin accept a TCP connection.
@@ -158,23 +199,45 @@ def count_by_kind(found: Sequence[HostListener]) -> dict[str, int]:
     return dict(sorted(Counter(listener.kind for listener in found).items()))
 
 
-def outsider_exchange(cluster: HostCluster, address: str, port: int, payload: bytes) -> bytes:
-    """Connect from the outsider, send ``payload``, return what comes back before the peer closes (5 s at most)."""
-    script = (
-        "import socket, sys\n"
-        f"s = socket.create_connection(({address!r}, {port}), timeout=5)\n"
-        "s.sendall(sys.stdin.buffer.read())\n"
-        "got = b''\n"
-        "try:\n"
-        "    while chunk := s.recv(65536):\n"
-        "        got += chunk\n"
-        "except OSError:\n"
-        "    pass\n"
-        "sys.stdout.buffer.write(got)\n"
+#: Run on the outsider: send stdin's payload to each (address, port) of argv at once; print what each answered (hex).
+_EXCHANGE_SCRIPT = """
+import socket, sys, threading
+payload = sys.stdin.buffer.read()
+answers = {}
+
+def exchange(address, port):
+    got = b""
+    try:
+        with socket.create_connection((address, port), timeout=2) as s:
+            s.sendall(payload)
+            while chunk := s.recv(65536):  # until the peer closes, or 2 s without a byte
+                got += chunk
+    except OSError:
+        pass
+    answers[(address, port)] = got
+
+threads = [threading.Thread(target=exchange, args=(a, int(p))) for a, p in zip(sys.argv[1::2], sys.argv[2::2])]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+for (address, port), got in answers.items():
+    print(address, port, got.hex())
+"""
+
+
+def outsider_exchanges(cluster: HostCluster, targets: Sequence[tuple[str, int]], payload: bytes) -> dict:
+    """From the outsider, send ``payload`` to every target at once; what each answered before closing or 2 s of silence."""
+    argv = [str(part) for target in targets for part in target]
+    done = cluster.run(
+        OUTSIDER, [sys.executable, "-c", _EXCHANGE_SCRIPT, *argv], input=payload, capture_output=True, timeout=120
     )
-    done = cluster.run(OUTSIDER, [sys.executable, "-c", script], input=payload, capture_output=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    return done.stdout
+    answers = {}
+    for line in done.stdout.decode().splitlines():
+        address, port, *answer = line.split()
+        answers[(address, int(port))] = bytes.fromhex(answer[0] if answer else "")
+    return answers
 
 
 def placement_hosts(output: str) -> dict[str, str]:

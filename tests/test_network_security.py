@@ -49,10 +49,11 @@ class _Plant:
 @pytest.fixture
 def tfos_untouched(monkeypatch):
     """Undo, after the test, the node-side patches that unpickling an address installs."""
-    from tensorflowonspark import TFManager, TFSparkNode, reservation
+    from tensorflowonspark import TFManager, TFSparkNode, reservation, util
 
     monkeypatch.setattr(reservation, "Client", reservation.Client)
     monkeypatch.setattr(TFManager, "TFManager", TFManager.TFManager)
+    monkeypatch.setattr(util, "get_ip_address", util.get_ip_address)
     node_logger = logging.getLogger(TFSparkNode.__name__)
     monkeypatch.setattr(node_logger, "filters", list(node_logger.filters))
     return reservation
@@ -164,32 +165,37 @@ def test_tfos_own_client_gets_no_node_records(server, tfos_untouched):
 
 
 def test_unpickling_the_address_installs_the_node_patches(server, monkeypatch):
-    from tensorflowonspark import TFManager, reservation
+    import socket as sockets
+
+    from tensorflowonspark import TFManager, TFSparkNode, reservation, util
 
     from tf_models.tfos.reservation import HiddenBytes
-    from tf_models.tfos.tfos_patches import BoundManager, NodeReservationClient
+    from tf_models.tfos.tfos_patches import LocalManager, NodeReservationClient
 
     _, sent = server
     address = pickle.loads(pickle.dumps(sent))  # as a node task's closure is loaded
     assert tuple(address) == tuple(sent) and bytes(address.secret) == bytes(sent.secret)
     assert reservation.Client is NodeReservationClient
-    assert TFManager.TFManager is BoundManager
+    assert TFManager.TFManager is LocalManager
+    # The node registers the address of its route to the driver (here: loopback).
+    monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
+    assert util.get_ip_address() == LOOPBACK
     authkey = b"\x00'\"\\k" * 4
 
-    # TFoS's ps manager is "remote", which TFoS binds to every interface.
-    monkeypatch.setenv("SPARK_LOCAL_IP", LOOPBACK)
+    # TFoS's ps manager is "remote", which TFoS binds to every interface: here a Unix socket.
     manager = TFManager.start(authkey, ["control", "error"], "remote")
     try:
-        port = manager.address[1]
-        assert manager.address[0] == LOOPBACK
-        assert {item.ip for item in listening_sockets(manager._process.pid) if item.port == port} == {LOOPBACK}
-        # TFoS records the ps manager under its guess at the host's address;
-        # the node registers the address the manager is bound to.
+        assert isinstance(manager.address, str)
+        # No TCP port of its own (a fork, it holds this process's listening sockets too).
+        ours = {item.port for item in listening_sockets(os.getpid()) if item.pid == os.getpid()}
+        assert {item.port for item in listening_sockets(manager._process.pid)} <= ours
+        # TFoS records the ps manager as (host, port); the node registers its socket's path.
+        monkeypatch.setattr(TFSparkNode.TFSparkNode, "mgr", manager)
         client = reservation.Client(address)
-        client.register({"executor_id": 0, "job_name": "ps", "addr": ("192.0.2.7", port), "authkey": authkey})
+        client.register({"executor_id": 0, "job_name": "ps", "addr": ("192.0.2.7", 1), "authkey": authkey})
         [node] = client.get_reservations()
         client.close()
-        assert node["addr"] == (LOOPBACK, port)
+        assert node["addr"] == manager.address and node["hostname"] == sockets.gethostname()
         # ... and its authkey hidden, in every copy of the record.
         assert isinstance(node["authkey"], HiddenBytes) and bytes(node["authkey"]) == authkey
         assert "<redacted>" in repr(node) and repr(authkey)[2:-1] not in repr(node)
@@ -197,14 +203,14 @@ def test_unpickling_the_address_installs_the_node_patches(server, monkeypatch):
         manager.shutdown()
 
 
-def test_a_node_without_spark_local_ip_binds_tfos_own_host_address(monkeypatch):
+def test_a_node_registers_spark_local_ip_else_its_route_to_the_driver(monkeypatch):
     from tf_models.tfos import tfos_patches
 
     monkeypatch.delenv("SPARK_LOCAL_IP", raising=False)
-    monkeypatch.setattr(tfos_patches.tfos_util, "get_ip_address", lambda: "192.0.2.9")
-    assert tfos_patches.node_address() == "192.0.2.9"  # the address TFoS registers the node under
-    monkeypatch.setenv("SPARK_LOCAL_IP", LOOPBACK)
-    assert tfos_patches.node_address() == LOOPBACK
+    assert tfos_patches.node_address(LOOPBACK) == LOOPBACK
+    assert tfos_patches.node_address("localhost") == LOOPBACK
+    monkeypatch.setenv("SPARK_LOCAL_IP", "192.0.2.9")
+    assert tfos_patches.node_address(LOOPBACK) == "192.0.2.9"
 
 
 @pytest.mark.parametrize("authkey", [bytes(range(256)), b"it's", b'say "k"', b"both ' and \" \\'"])
@@ -213,8 +219,8 @@ def test_the_node_record_tfos_logs_before_registering_shows_no_authkey(tfos_unto
 
     from tf_models.tfos.tfos_patches import install_node_patches
 
-    install_node_patches()
-    install_node_patches()  # idempotent: one filter
+    install_node_patches(LOOPBACK)
+    install_node_patches(LOOPBACK)  # idempotent: one filter
     node_logger = logging.getLogger(TFSparkNode.__name__)
     assert len(node_logger.filters) == 1
     record = {"executor_id": 0, "port": 1, "authkey": authkey, "addr": ("127.0.0.1", 2)}
@@ -263,7 +269,7 @@ def test_training_listens_beyond_loopback_only_on_tf_grpc_ports(tfos_training):
     assert run.returncode == 0, run.output[-4000:]
     assert run.listeners.samples >= 10
     assert_only_tf_ports_beyond_loopback(run, num_nodes=4)
-    # Executor JVMs, PySpark workers and the ps manager were sampled too.
+    # Executor JVMs and PySpark workers were sampled too (the ps manager has no TCP port).
     processes = " ".join(item.process for item in run.listeners.seen)
     assert "CoarseGrainedExecutorBackend" in processes and "pyspark.daemon" in processes
 

@@ -231,6 +231,12 @@ def test_without_node_files_the_failed_task_is_named_from_spark():
         "TF node worker:0 (Spark executor 1, host 10.0.0.5) failed: ExecutorLostFailure (executor 1 "
         "exited caused by one of the running tasks) Reason: Command exited with code 137"
     )
+    # On YARN without Spark's UI the placement knows no executor: Spark's message does;
+    # the node registered its host's name beside its address.
+    on_yarn = [{**node, "spark_executor": None, "hostname": "node3"} for node in NODES]
+    assert describe_failure(lost, on_yarn).startswith(
+        "TF node worker:0 (Spark executor 1, host node3 (10.0.0.5)) failed:"
+    )
 
 
 def test_killed_worker_fails_fast_then_the_rerun_resumes(small_shards, tmp_path):

@@ -33,7 +33,9 @@ class ClusterSizeError(ClusterFailed, TfbsError):
 #: killed by SIGKILL``, or ``... failed:`` followed by the node's traceback.
 _NODE_FAILURE = re.compile(r"TF node (?P<node>\w+:\d+) \((?P<where>[^)]*)\) (?P<what>died: [^\n]*|failed:)")
 #: Spark's line for the task attempt that made it abort the job.
-_LOST_TASK = re.compile(r"Lost task (?P<index>\d+)\.\d+ in stage \S+ \(TID \d+\) \([^)]*\): (?P<reason>[^\n]*)")
+_LOST_TASK = re.compile(
+    r"Lost task (?P<index>\d+)\.\d+ in stage \S+ \(TID \d+\) \((?P<where>[^)]*)\): (?P<reason>[^\n]*)"
+)
 #: A Python exception line: ``ValueError: ...``, ``tensorflow...UnavailableError: ...``.
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")
 
@@ -140,9 +142,12 @@ def describe_failure(error: str, nodes: list[dict[str, Any]]) -> str:
     if lost is not None:
         for node in nodes:
             if node["tfos_index"] == int(lost["index"]):
+                # Spark says where the task ran: "node3 executor 4".
+                executor = node["spark_executor"] or lost["where"].rpartition(" ")[2]
+                host = f"{node['hostname']} ({node['host']})" if node.get("hostname") else node["host"]
                 return (
-                    f"TF node {node['job_name']}:{node['task_index']} (Spark executor "
-                    f"{node['spark_executor']}, host {node['host']}) failed: {lost['reason']}"
+                    f"TF node {node['job_name']}:{node['task_index']} (Spark executor {executor}, host {host}) "
+                    f"failed: {lost['reason']}"
                 )
     first = error.strip().splitlines()[0] if error.strip() else "no error recorded"
     return f"the TF node job failed: {first}"

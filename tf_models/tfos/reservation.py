@@ -7,7 +7,9 @@ keeps TFoS's message kinds and replaces the transport:
 
 * :class:`ReservationServer` binds the one address it is given (the
   driver's ``spark.driver.host``, see :func:`tf_models.tfos.run_cluster`)
-  and draws a fresh 256-bit secret for each run.
+  and draws a fresh 256-bit secret for each run. It listens only until
+  every node has the cluster's records: a few seconds at the start of a
+  training, not the hours it runs.
 * Every message is framed as ``length | HMAC-SHA256(secret, direction |
   payload) | payload``. The receiver checks the tag with
   :func:`hmac.compare_digest` before it unpickles anything: a caller
@@ -215,6 +217,8 @@ class ReservationServer(tfos_reservation.Server):
         super().__init__(count)
         self.host = host
         self.secret = HiddenBytes(secrets.token_bytes(SECRET_BYTES))
+        #: Nodes that fetched the whole cluster's records: when all have, nothing more is asked.
+        self.informed = 0
 
     def start(self) -> ReservationAddress:
         """Listen in a daemon thread; return the address (with the secret) nodes connect to.
@@ -229,7 +233,7 @@ class ReservationServer(tfos_reservation.Server):
         return ReservationAddress(self.host, port, self.secret)
 
     def _listen(self, server_sock: socket.socket) -> None:
-        """Serve until :meth:`stop`: one message, one reply, per readable connection."""
+        """Serve until :meth:`stop`, or until every node has the cluster's records: one message, one reply."""
         connections = [server_sock]
         try:
             while not self.done:
@@ -271,6 +275,13 @@ class ReservationServer(tfos_reservation.Server):
         if kind == "QUERY":
             return self.reservations.done()
         if kind == "QINFO":
+            if self.reservations.done():
+                # A node asks once before it registers and once when all have:
+                # after the last node's second ask, no node needs the server.
+                self.informed += 1
+                if self.informed >= self.reservations.required:
+                    self.done = True
+                    logger.info("tfbs reservations: every node has the cluster's records; no longer listening")
             return self.reservations.get()
         if kind == "STOP":
             self.done = True

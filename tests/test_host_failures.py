@@ -1,0 +1,400 @@
+"""Hosts lost and cut off during runs on YARN across hosts, and what another host sees of a run.
+
+Every run here is submitted from the gateway host with ``scripts/submit_yarn.sh``,
+as an operator submits a stage by hand, on the shards of the DAG's run
+(``dag_on_yarn``); the executors run on ``node1..3``.
+
+* A worker's host lost mid-training (every process of its namespace killed:
+  DataNode, NodeManager, containers): the run stops within a minute naming
+  the node and its host; the same command again resumes from the last
+  checkpoint on HDFS, on the hosts left, and finishes.
+* A DataNode host lost during preprocessing: the shards come out whole, the
+  same bytes as the DAG's undisturbed run.
+* A host cut off for 30 s during training (its link down, then up): the run
+  finishes within its timeout.
+* From the ``outsider`` host (on the bridge, named by no one, no secret):
+  every port the run's processes listen on is scanned; only Hadoop's
+  daemons, Spark's authenticated endpoints and TF's gRPC servers answer;
+  Spark's refuse a peer without the application's secret, the reservation
+  server an unsigned message; no secret or authkey is in any container log.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from conftest import PIPELINE_OVERRIDES, REPO, StreamedProcess
+from hostnet import (
+    HostListener,
+    count_by_kind,
+    listeners,
+    outsider_exchanges,
+    placement_hosts,
+    reachable_from_outsider,
+)
+from hosts import GATEWAY
+from netwatch import files_naming, read_spy, secret_forms
+
+from tfbs import storage
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
+
+SUBMIT = REPO / "scripts" / "submit_yarn.sh"
+#: Spark settings of every submission here (as the DAG's deployment gives them).
+SPARK_OPTIONS = [
+    "--conf", "spark.ui.enabled=false",
+    "--conf", "spark.executor.memory=768m",
+    "--conf", "spark.yarn.am.memory=512m",
+    "--conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "--conf", "spark.yarn.am.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+]  # fmt: skip
+#: A training long enough to lose a host in its middle: checkpoints every 100 of 600 steps.
+TRAINING = [*PIPELINE_OVERRIDES, "train.steps=600", "train.early_stopping_patience=null", "train.timeout_s=400"]
+#: From a host's loss to the stopped run.
+STOP_WITHIN_S = 60
+#: How long the link of a host stays down.
+CUT_OFF_S = 30
+#: What may answer a host that holds no secret: Hadoop's daemons, Spark's
+#: authenticated endpoints, TensorFlow's gRPC servers (no authentication of
+#: their own: tensorflow/tensorflow#11689).
+ALLOWED_KINDS = {
+    "Hadoop NameNode",
+    "Hadoop DataNode",
+    "Hadoop ResourceManager",
+    "Hadoop NodeManager",
+    "Spark driver",
+    "Spark executor",
+    "TF gRPC server",
+}
+APPLICATION = re.compile(r"application_\d+_\d+")
+
+
+@pytest.fixture(scope="module")
+def yarn_env(hadoop, yarn_archives) -> dict[str, str]:
+    """The environment of ``submit_yarn.sh`` on the gateway: the cluster and the archives on HDFS."""
+    return {
+        **hadoop.host_env(),
+        "TFBS_ENV_ARCHIVE": yarn_archives["env"],
+        "TFBS_SPARK_ARCHIVE": yarn_archives["spark"],
+        "TFBS_PYTHON": sys.executable,
+    }
+
+
+def _submit(hadoop, env, application: str, arguments: list[str], *submit_options: str) -> StreamedProcess:
+    """``submit_yarn.sh APPLICATION`` on the gateway, streamed."""
+    command = ["bash", str(SUBMIT), application, *SPARK_OPTIONS, *submit_options, "--", *arguments]
+    return StreamedProcess(hadoop.command(GATEWAY, command), env)
+
+
+def _stage_arguments(overrides: list[str]) -> list[str]:
+    arguments = ["--config", "conf/demo.yaml"]
+    for override in overrides:
+        arguments += ["--set", override]
+    return arguments
+
+
+def _wait_for(process: StreamedProcess, pattern: str, timeout: float = 600) -> re.Match:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(pattern, process.output)
+        if found:
+            return found
+        assert process.proc.poll() is None, f"ended before {pattern!r}:\n{process.output[-6000:]}"
+        time.sleep(0.2)
+    raise AssertionError(f"no {pattern!r} within {timeout} s:\n{process.output[-6000:]}")
+
+
+def _application_master_host(hadoop, output: str) -> str:
+    """The host of the application master (container 1) of the application ``output`` names."""
+    app = APPLICATION.search(output).group(0)
+    return hadoop.host_of_container(f"container_{app.removeprefix('application_')}_01_000001")
+
+
+def _victim(placed: dict[str, str], spare: set[str]) -> tuple[str, str]:
+    """A worker and its host, preferring a host that runs neither ``spare`` nor the chief."""
+    workers = sorted(node for node in placed if node.startswith("worker"))
+    ranked = sorted(workers, key=lambda node: (placed[node] in spare, placed[node] == placed["chief:0"]))
+    return ranked[0], placed[ranked[0]]
+
+
+# ---------------------------------------------------------------------------
+# A worker's host lost mid-training
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class HostLoss:
+    """A training that lost a worker's host, what an outsider saw during it, and the same command again."""
+
+    node: str
+    host: str
+    code: int
+    output: str
+    seconds_to_stop: float
+    seen: list[HostListener]
+    reachable: set[tuple[str, int]]
+    spark_answers: dict[tuple[str, int], bytes]
+    rerun_code: int
+    rerun_output: str
+    run_uri: str
+    secrets: list[bytes]
+    authkeys: list[bytes]
+    applications: list[str]
+
+
+def _train_watched(hadoop, env, overrides: list[str], spy: Path) -> StreamedProcess:
+    """``tfbs train`` on YARN under netwatch's spy, which records the run's secrets (tests/netwatch.py)."""
+    arguments = [str(spy), "-m", "jobs.train", *_stage_arguments(overrides)]
+    return _submit(hadoop, env, "tests/netwatch.py", arguments)
+
+
+@pytest.fixture(scope="module")
+def host_loss(hadoop, yarn_env, dag_on_yarn, tmp_path_factory) -> HostLoss:
+    scratch = tmp_path_factory.mktemp("host-loss")
+    run_uri = f"{hadoop.fs_default_fs}/host-loss/run"
+    overrides = [*TRAINING, f"data.root={hadoop.fs_default_fs}/dream/data", f"run_dir={run_uri}",
+                 f"shards_dir={dag_on_yarn.run_uri}/shards"]  # fmt: skip
+    first = _train_watched(hadoop, yarn_env, overrides, scratch / "spy-1.jsonl")
+    victim_host = ""
+    try:
+        _wait_for(first, r"chief: step [1-9]\d\d/")  # a checkpoint on HDFS
+        placed = placement_hosts(first.output)
+        tf_ports = {int(port) for port in re.findall(r"tfbs placement: .* port=(\d+)", first.output)}
+        # What an outsider reaches while the run trains.
+        seen = listeners(hadoop, tf_ports, reservation_port=None)
+        reachable = reachable_from_outsider(hadoop, seen)
+        spark = [(i.address, i.port) for i in seen if i.kind.startswith("Spark") and (i.address, i.port) in reachable]
+        spark_answers = outsider_exchanges(hadoop, spark, SPARK_RPC_WITHOUT_AUTH)
+        node, victim_host = _victim(placed, {_application_master_host(hadoop, first.output)})
+        hadoop.kill_host(victim_host)
+        killed_at = time.monotonic()
+        code = first.wait(timeout=STOP_WITHIN_S + 120)
+        seconds = time.monotonic() - killed_at
+    finally:
+        first.kill()
+    try:
+        # The ResourceManager declares the host lost (30 s without its NodeManager's heartbeat).
+        deadline = time.monotonic() + 90
+        while victim_host not in {n["nodeHostName"] for n in hadoop._yarn_nodes("LOST")}:
+            assert time.monotonic() < deadline, f"{victim_host} never lost at the ResourceManager"
+            time.sleep(1)
+        again = _train_watched(hadoop, yarn_env, overrides, scratch / "spy-2.jsonl")
+        try:
+            rerun_code = again.wait(timeout=900)
+        finally:
+            again.kill()
+    finally:
+        if victim_host:
+            hadoop.restart_host(victim_host)
+        # For a post-mortem: pytest keeps the last sessions' temporary folders.
+        (scratch / "first.log").write_text(first.output)
+        (scratch / "rerun.log").write_text(again.output if "again" in locals() else "")
+    secrets, authkeys = read_spy(scratch / "spy-1.jsonl")
+    secrets2, authkeys2 = read_spy(scratch / "spy-2.jsonl") if (scratch / "spy-2.jsonl").exists() else ([], [])
+    return HostLoss(
+        node, victim_host, code, first.output, seconds, seen, reachable, spark_answers, rerun_code, again.output,
+        run_uri, secrets + secrets2, authkeys + authkeys2,
+        sorted(set(APPLICATION.findall(first.output)) | set(APPLICATION.findall(again.output))),
+    )  # fmt: skip
+
+
+#: A well-formed Spark RPC request (Spark's transport framing: the frame's
+#: length, the message type RpcRequest = 3, a request id, the body's length,
+#: the body) from a peer that skipped the authentication the application
+#: requires. Spark answers it with an RpcFailure (type 5) or closes.
+_BODY = b"\x00" * 16
+SPARK_RPC_WITHOUT_AUTH = (
+    (8 + 1 + 8 + 4 + len(_BODY)).to_bytes(8, "big") + bytes([3]) + (1).to_bytes(8, "big")
+    + len(_BODY).to_bytes(4, "big") + _BODY
+)  # fmt: skip
+_RPC_FAILURE = 5
+
+
+def test_a_lost_worker_host_stops_the_run_naming_the_node_and_the_host(host_loss, hadoop):
+    loss = host_loss
+    print(f"{loss.node} on {loss.host} lost: the command exited {loss.seconds_to_stop:.1f} s later")
+    assert loss.code != 0, loss.output[-4000:]
+    assert loss.seconds_to_stop < STOP_WITHIN_S
+    error = re.search(
+        r"training stopped: (TF node \S+ \(Spark executor \S+, host (\S+) \(([\d.]+)\)\)[^\n]*)", loss.output
+    )
+    assert error is not None, loss.output[-4000:]
+    # The node named is one the lost host ran (the first whose loss reached Spark), with that host.
+    placed = placement_hosts(loss.output)
+    named = error.group(1).split()[2]
+    assert placed[named] == loss.host == error.group(2) and error.group(3) == hadoop.address(loss.host)
+    assert "Run the same command again to resume from the checkpoint at step" in loss.output
+
+
+def test_the_same_command_resumes_on_the_hosts_left_and_finishes(host_loss, hadoop):
+    loss = host_loss
+    assert loss.rerun_code == 0, loss.rerun_output[-6000:]
+    resumed = re.search(r"resuming from the checkpoint at step (\d+) of 600", loss.rerun_output)
+    assert resumed is not None and int(resumed.group(1)) >= 100, loss.rerun_output[-4000:]
+    placed = placement_hosts(loss.rerun_output)
+    assert len(placed) == 4 and loss.host not in placed.values(), placed
+    (export,) = re.findall(r"model: (\S+)/export \(version", loss.rerun_output)
+    history = json.loads(storage.read_text(hadoop.by_address(f"{export}/history.json")))
+    assert history[-1]["step"] == 600
+    assert storage.exists(hadoop.by_address(f"{export}/export/tfbs_metadata.json"))
+
+
+def test_an_outsider_reaches_only_hadoop_spark_and_tf_servers(host_loss):
+    loss = host_loss
+    reached = [item for item in loss.seen if (item.address, item.port) in loss.reachable]
+    print("listening:", count_by_kind(loss.seen))
+    print("reached from the outsider:", count_by_kind(reached))
+    assert {item.kind for item in reached} <= ALLOWED_KINDS, [i for i in reached if i.kind not in ALLOWED_KINDS]
+    assert count_by_kind(reached)["TF gRPC server"] == 4
+    # Every socket beyond loopback answers the outsider (no firewall: this is what the processes expose).
+    assert {(i.address, i.port) for i in loss.seen if not i.loopback} == loss.reachable
+    # Nothing of TFoS listens while training: no manager, the reservation server closed once every node had the cluster.
+    assert not [i for i in loss.seen if not i.loopback and ("TFoS" in i.kind or i.kind.startswith("other"))]
+
+
+def test_sparks_endpoints_refuse_a_peer_without_the_applications_secret(host_loss):
+    answers = host_loss.spark_answers
+    assert len(answers) >= 4, "the driver's and the executors' endpoints were reachable"
+    for endpoint, answer in answers.items():
+        # Nothing, or one RpcFailure frame (the error that refused it): never a response.
+        assert answer == b"" or (answer[8] == _RPC_FAILURE and int.from_bytes(answer[:8], "big") == len(answer)), (
+            endpoint, answer[:200],
+        )  # fmt: skip
+
+
+def test_no_secret_or_authkey_in_any_container_log(host_loss, hadoop):
+    loss = host_loss
+    assert len(loss.secrets) == 2 and len(loss.authkeys) == 8, (len(loss.secrets), len(loss.authkeys))
+    logs = [path for app in loss.applications for entry in hadoop.container_logs(app).values()
+            for path in entry.directory.iterdir()]  # fmt: skip
+    assert len({path.parent for path in logs}) >= 10  # two applications' masters and executors
+    secrets = loss.secrets + loss.authkeys
+    assert files_naming(logs, secrets) == {}
+    output = (loss.output + loss.rerun_output).encode()
+    assert not [form for secret in secrets for form in secret_forms(secret) if form in output]
+
+
+# ---------------------------------------------------------------------------
+# The reservation server, from the outsider
+# ---------------------------------------------------------------------------
+
+#: Run on the gateway: a reservation server for two nodes on the gateway's address, until stdin closes.
+_RESERVATION_SERVER = """
+import logging, sys
+logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+from tf_models.tfos.reservation import ReservationServer
+server = ReservationServer(2, sys.argv[1])
+address = server.start()
+print(address[1], flush=True)
+sys.stdin.read()
+"""
+
+
+def test_the_reservation_server_refuses_an_outsiders_unsigned_message(hadoop, tmp_path):
+    import pickle
+    import struct
+
+    planted = tmp_path / "planted"
+    server = hadoop.popen(
+        GATEWAY, [sys.executable, "-c", _RESERVATION_SERVER, hadoop.address(GATEWAY)], cwd=REPO,
+        env=hadoop.host_env(), stdin=-1, stdout=-1, stderr=-1, text=True,
+    )  # fmt: skip
+    try:
+        port = int(server.stdout.readline())
+        # What TFoS's own client sends: a bare pickle, here one that would create a file if loaded.
+        payload = pickle.dumps({"type": "QINFO", "data": _Plant(planted)})
+        target = (hadoop.address(GATEWAY), port)
+        answers = outsider_exchanges(hadoop, [target], struct.pack(">I", len(payload)) + payload)
+    finally:
+        _, log = server.communicate(timeout=30)  # closes its stdin: the server ends
+    assert answers == {target: b""}
+    assert not planted.exists()
+    assert f"refused a message from ('{hadoop.address('outsider')}'" in log, log
+
+
+class _Plant:
+    """A pickle whose loading creates ``path``: the proof that something was unpickled."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
+
+
+# ---------------------------------------------------------------------------
+# A DataNode host lost during preprocessing
+# ---------------------------------------------------------------------------
+
+
+def _shard_digests(root: str) -> dict[str, str]:
+    """Every file under ``root`` but the manifest (which names its folder and time): relative path -> BLAKE3."""
+    return {
+        uri[len(root) :]: storage.blake3_of(uri)[0]
+        for uri in storage.list_files(root)
+        if not uri.endswith("/manifest.json")
+    }
+
+
+def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop, yarn_env, dag_on_yarn):
+    run_uri = f"{hadoop.fs_default_fs}/datanode-loss/run"
+    overrides = [*PIPELINE_OVERRIDES, f"data.root={hadoop.fs_default_fs}/dream/data", f"run_dir={run_uri}"]
+    preprocess = _submit(hadoop, yarn_env, "preprocess", _stage_arguments(overrides), "--num-executors", "3")
+    victim = ""
+    try:
+        _wait_for(preprocess, r"\[Stage 1:")  # the labels read, the shards being written
+        executors = set(re.findall(r"Registered executor .*?\((\d+\.\d+\.\d+\.\d+):\d+\)", preprocess.output))
+        hosts = {name for name in hadoop.nodes if hadoop.address(name) in executors}
+        spare = {_application_master_host(hadoop, preprocess.output)}
+        victim = sorted(hosts - spare or hosts)[0]
+        hadoop.kill_host(victim)
+        code = preprocess.wait(timeout=900)
+    finally:
+        preprocess.kill()
+        if victim:
+            hadoop.restart_host(victim)
+    assert code == 0, preprocess.output[-6000:]
+    print(f"preprocessing lost {victim} (a DataNode, a NodeManager and its executors) and finished")
+    undisturbed = hadoop.by_address(f"{dag_on_yarn.run_uri}/shards")
+    disturbed = hadoop.by_address(f"{run_uri}/shards")
+    digests = _shard_digests(disturbed)
+    assert len(digests) > 20 and digests == _shard_digests(undisturbed)
+    manifest, reference = (json.loads(storage.read_text(f"{root}/manifest.json")) for root in (disturbed, undisturbed))
+    assert manifest["counts"] == reference["counts"] and manifest["fingerprint"] == reference["fingerprint"]
+
+
+# ---------------------------------------------------------------------------
+# A host cut off during training
+# ---------------------------------------------------------------------------
+
+
+def test_a_host_cut_off_for_30_s_during_training_leaves_a_run_that_finishes_in_time(hadoop, yarn_env, dag_on_yarn):
+    run_uri = f"{hadoop.fs_default_fs}/cut-off/run"
+    overrides = [*TRAINING, f"data.root={hadoop.fs_default_fs}/dream/data", f"run_dir={run_uri}",
+                 f"shards_dir={dag_on_yarn.run_uri}/shards"]  # fmt: skip
+    started = time.monotonic()
+    training = _submit(hadoop, yarn_env, "train", _stage_arguments(overrides))
+    victim = ""
+    try:
+        _wait_for(training, r"chief: step [1-9]\d\d/")
+        node, victim = _victim(placement_hosts(training.output), set())
+        hadoop.cut_off(victim)
+        cut_at = time.monotonic()
+        time.sleep(CUT_OFF_S)
+        hadoop.reconnect(victim)
+        code = training.wait(timeout=400)
+        finished = time.monotonic()
+    finally:
+        if victim:
+            hadoop.reconnect(victim)
+        training.kill()
+    print(f"{node}'s host {victim} cut off for {CUT_OFF_S} s: the run ended {finished - cut_at:.0f} s after the cut")
+    assert finished - started < 400  # train.timeout_s, start-up included
+    assert code == 0, training.output[-6000:]
+    assert "chief: step 600/600" in training.output
