@@ -56,7 +56,7 @@ Run-time parameters ("Trigger DAG w/ config", or ``airflow dags trigger -c
 ``num_ps``, ``num_workers``
     the TensorFlowOnSpark cluster of training: passed to the job as
     ``train.num_ps`` / ``train.num_workers`` (they win over the
-    configuration), and the training application asks for ``num_ps +
+    configuration); the training job sizes its application itself, ``num_ps +
     num_workers + 1`` executors of one core each (the chief's included; use
     ``num_ps: 0`` for ``train.strategy=multi_worker_mirrored``).
 ``force``
@@ -383,8 +383,8 @@ class StageSubmitOperator(SparkSubmitOperator):
 
     Everything that depends on the run (params) or the deployment (Variables)
     is set in :meth:`prepare` when the task runs: application, arguments,
-    environment, Spark settings, the packed environment and, for training,
-    one single-core executor per TensorFlow node.
+    environment, Spark settings and the packed environment (training sizes
+    its own executors, one per TensorFlow node).
     """
 
     def __init__(self, *, stage: str, **kwargs: Any) -> None:
@@ -427,9 +427,6 @@ class StageSubmitOperator(SparkSubmitOperator):
         if self.stage == "train":
             num_ps, num_workers = int(params["num_ps"]), int(params["num_workers"])
             args += ["--set", f"train.num_ps={num_ps}", "--set", f"train.num_workers={num_workers}"]
-            # TensorFlowOnSpark runs one TF node per executor: ps, workers and the chief.
-            self._num_executors = num_ps + num_workers + 1
-            self._executor_cores = 1
             # Spark runs it on GPU nodes from the container's working directory
             # (train.gpu_discovery_script: ./get_gpus_resources.sh).
             self.files = str(deployment.project_dir / "scripts" / GPU_DISCOVERY_SCRIPT)

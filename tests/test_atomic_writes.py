@@ -358,7 +358,7 @@ def test_push_honours_max_to_keep_hdfs(hdfs, tmp_path, monkeypatch):
 
 
 def _mirrors(root: Path) -> list[str]:
-    return sorted(p.name for p in root.glob("tfbs-model-*"))
+    return sorted(p.name for p in root.glob("tfbs-*/mirrors/tfbs-model-*"))
 
 
 def test_mirrors_are_removed(hdfs, tmp_path, monkeypatch):
@@ -461,7 +461,7 @@ def test_local_export_one_copy_per_node_and_version(hdfs, tmp_path, monkeypatch)
     second = local_export(export)
     assert second != first and Path(second, "variables", "variables.index").read_bytes() == b"checksums v2"
     assert [p.name for p in export_cache().iterdir()] == [Path(second).name]  # v1 removed
-    assert export_cache().parent == tmp_path and export_cache().stat().st_mode & 0o777 == 0o700
+    assert export_cache().parent.parent == tmp_path and export_cache().stat().st_mode & 0o777 == 0o700
 
 
 if __name__ == "__main__":

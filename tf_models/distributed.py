@@ -142,8 +142,10 @@ def node_executor_conf(train: TrainConfig) -> dict[str, str]:
 def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...], motif_seeds=None):
     """The manifest's training run, its remote record files copied where this node reads them."""
     from tf_models.train_loop import TrainingRun
+    from tfbs.private_dirs import records_cache
 
-    run = TrainingRun.from_manifest(manifest).readable_by_tensorflow(config.train.record_cache_dir, download)
+    cache = str(records_cache(config.train.record_cache_dir))
+    run = TrainingRun.from_manifest(manifest).readable_by_tensorflow(cache, download)
     return dataclasses.replace(run, motif_seeds=motif_seeds)
 
 
@@ -436,6 +438,7 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
                 num_workers=cfg.num_workers,
                 shutdown_timeout=cfg.timeout_s,
                 executors_timeout=cfg.executors_timeout_s,
+                private_network=cfg.tf_network == "private",
                 # Each node records the pid of its TF process here, and the
                 # driver logs it: which OS process is worker:1.
                 node_dir=f"{model_uri}/{NODE_DIR}",

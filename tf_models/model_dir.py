@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import shutil
-import stat
 import tempfile
 import time
 import weakref
@@ -32,15 +31,16 @@ from pathlib import Path
 from types import TracebackType
 
 from tfbs import storage
+from tfbs.private_dirs import user_temp_dir
 
 log = logging.getLogger("tfbs.train")
 
 #: TensorFlow's checkpoint state files: they name the newest checkpoint.
 STATE_FILES = ("checkpoint",)
-#: Temporary mirrors are made under the system's temporary directory with this prefix.
+#: Temporary mirrors are made under ``<tmp>/tfbs-<user>/mirrors`` with this prefix.
 MIRROR_PREFIX = "tfbs-model-"
-#: Copies of remote exports, shared by a user's processes on a node: ``<tmp>/tfbs-exports-<uid>``.
-EXPORT_CACHE = "tfbs-exports"
+#: Copies of remote exports, shared by a user's processes on a node: ``<tmp>/tfbs-<user>/exports``.
+EXPORT_CACHE = "exports"
 #: Export files up to this size are hashed to tell versions apart (all but the variables' data).
 _HASHED_BYTES = 1 << 20
 #: A copy of an export still unfinished after this long was left by a killed process.
@@ -159,7 +159,7 @@ def model_directory(uri: str) -> ModelDirectory:
     """The model directory of ``uri``: itself if local, else a fresh temporary mirror (close it when done)."""
     if not storage.is_remote(uri):
         return ModelDirectory(uri, storage.local_path(uri))
-    return ModelDirectory(uri, tempfile.mkdtemp(prefix=MIRROR_PREFIX), temporary=True)
+    return ModelDirectory(uri, tempfile.mkdtemp(prefix=MIRROR_PREFIX, dir=user_temp_dir("mirrors")), temporary=True)
 
 
 def local_export(export_uri: str) -> str:
@@ -186,7 +186,7 @@ def local_export(export_uri: str) -> str:
 
 
 def export_cache() -> Path:
-    """This user's directory of export copies on this node, created private (mode 700).
+    """This user's directory of export copies on this node, ``<tmp>/tfbs-<user>/exports`` (mode 700).
 
     Raises
     ------
@@ -194,12 +194,7 @@ def export_cache() -> Path:
         If the directory exists but is not this user's alone: a model loaded
         from it would run whatever graph another user put there.
     """
-    root = Path(tempfile.gettempdir()) / f"{EXPORT_CACHE}-{os.getuid()}"
-    root.mkdir(mode=0o700, exist_ok=True)
-    info = root.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or info.st_mode & 0o022:
-        raise PermissionError(f"{root}: not a private directory of this user; remove it or set TMPDIR")
-    return root
+    return user_temp_dir(EXPORT_CACHE)
 
 
 def _digest(data: bytes) -> str:

@@ -374,14 +374,22 @@ class TrainConfig(_Section):
     positive_fraction: float | None = Field(
         None, gt=0, lt=1, description="share of positives per batch (None: as drawn by preprocessing)"
     )
-    record_cache_dir: str = Field(
-        "/tmp/tfbs-records",
+    record_cache_dir: str | None = Field(
+        None,
         min_length=1,
-        description="local folder, the same on every node, for copies of remote (hdfs://) training records",
+        description="local folder, the same on every node, for copies of remote (hdfs://) training records "
+        "(default /tmp/tfbs-{user}/records; {user} is the user's name); made mode 700, refused if anyone else "
+        "owns or can open it",
     )
     worker_wait_timeout_s: int = Field(3600, gt=0, description="how long ps/workers wait for the chief")
     executors_timeout_s: int = Field(
         120, gt=0, description="how long training waits for its executors (one per TF node) before it stops"
+    )
+    tf_network: Literal["private", "open"] = Field(
+        "private",
+        description="private: each TF node's TensorFlow in a network namespace of its own (loopback only), its "
+        "peers reached through tunnels sealed with the run's secret; open: TF's gRPC servers on every interface "
+        "of their hosts, answering anyone who reaches them (for hosts that refuse network namespaces)",
     )
     timeout_s: int = Field(7200, gt=0, description="the whole distributed run, start-up included")
     gpus_per_worker: int = Field(

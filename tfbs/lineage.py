@@ -60,6 +60,7 @@ OPERATIONAL_TRAIN_KEYS = frozenset(
         "record_cache_dir",
         "worker_wait_timeout_s",
         "executors_timeout_s",
+        "tf_network",
         "timeout_s",
         "gpus_per_worker",
         "gpu_discovery_script",

@@ -51,6 +51,7 @@ from blake3 import blake3
 
 from tfbs import interrupts
 from tfbs.errors import MissingInputError
+from tfbs.storage_gateway import GATEWAY_FD_ENV, GatewayHandler
 
 _REMOTE_SCHEMES = ("hdfs", "gs", "gcs", "s3", "s3a")
 _GCS_SCHEMES = ("gs", "gcs")
@@ -143,6 +144,12 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     parsed = urlparse(uri)
     if parsed.scheme in ("", "file"):
         return pafs.LocalFileSystem(), local_path(uri)
+    gateway = os.environ.get(GATEWAY_FD_ENV)
+    if gateway is not None and parsed.scheme in _REMOTE_SCHEMES:
+        # A process in a private network (a TF node): through its parent.
+        real_path = _gcs_path(parsed) if parsed.scheme in _GCS_SCHEMES else parsed.path or "/"
+        base = f"{parsed.scheme}:/" if parsed.scheme in _GCS_SCHEMES else f"{parsed.scheme}://{parsed.netloc}"
+        return _gateway_filesystem(base, int(gateway), os.getpid()), real_path
     if parsed.scheme in _GCS_SCHEMES:
         # Read on every call, not at import: Spark workers and tests set it
         # after this module may already be loaded.
@@ -151,6 +158,13 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
     if parsed.scheme in _HDFS_SCHEMES:
         return _hdfs_filesystem(uri)
     return pafs.FileSystem.from_uri(uri)
+
+
+@functools.lru_cache(maxsize=8)
+def _gateway_filesystem(base: str, fd: int, pid: int) -> pafs.FileSystem:
+    """The remote file system ``base`` through the parent's storage gateway (:mod:`tfbs.storage_gateway`)."""
+    del pid
+    return pafs.PyFileSystem(GatewayHandler(base, fd))
 
 
 def _gcs_path(parsed: ParseResult) -> str:
@@ -437,10 +451,13 @@ def _hdfs_native_client(fs: pafs.FileSystem) -> Any:
     return client if hasattr(client, "rename") else None
 
 
-def _replace_file(fs: pafs.FileSystem, temporary: str, path: str) -> None:
+def replace_file(fs: pafs.FileSystem, temporary: str, path: str) -> None:
     """Rename the closed file ``temporary`` over ``path`` (same directory), in one step where the file system can."""
     if isinstance(fs, pafs.LocalFileSystem):
         os.replace(temporary, path)  # rename(2): atomic, replaces an existing file
+        return
+    if isinstance(fs, pafs.PyFileSystem) and isinstance(fs.handler, GatewayHandler):
+        fs.handler.replace(temporary, path)  # the parent renames on the real file system
         return
     client = _hdfs_native_client(fs)
     if client is not None:
@@ -504,7 +521,7 @@ class AtomicOutput:
             interrupts.raise_if_interrupted(self._path)
             self._stream.close()
             if self._temporary is not None:
-                _replace_file(self._fs, self._temporary, self._path)
+                replace_file(self._fs, self._temporary, self._path)
         except BaseException:
             self._discard()
             raise

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import argparse
 import logging
+import secrets
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
 from tf_models.tfos.failures import ClusterFailed, ClusterSizeError, describe_failure, failure_message
-from tf_models.tfos.node import CHIEF, NODE_DIR_ARG, NodeMain
+from tf_models.tfos.node import CHIEF, NODE_DIR_ARG, TF_NETWORK_SECRET_ARG, NodeMain
 from tf_models.tfos.node_files import read_node_files
+from tf_models.tfos.sealed import SECRET_BYTES, HiddenBytes
 from tf_models.tfos.spark_status import await_executors, node_stage_id, spark_placement
 from tf_models.tfos.task import NodeEntry
 
@@ -199,6 +201,7 @@ def run_cluster(
     shutdown_timeout: int = 300,
     node_dir: str | None = None,
     executors_timeout: float = 120,
+    private_network: bool = True,
 ) -> list[dict[str, Any]]:
     """Run ``node_main`` on a TF cluster of one chief, ``num_ps`` ps and ``num_workers`` workers.
 
@@ -273,6 +276,14 @@ def run_cluster(
 
     args = dict(node_args)
     args.setdefault("run_id", uuid.uuid4().hex)
+    if private_network:
+        # To the nodes inside the task closures, over Spark's own (authenticated, encrypted) channel.
+        args[TF_NETWORK_SECRET_ARG] = HiddenBytes(secrets.token_bytes(SECRET_BYTES))
+    else:
+        logger.warning(
+            "tfbs cluster: the TF network is open (train.tf_network: open): each node's gRPC server answers "
+            "anyone who reaches its host, on the port of its placement line"
+        )
     if node_dir:
         args[NODE_DIR_ARG] = node_dir
     # A Namespace, not a dict: TFoS checks `'num_gpus' in tf_args` and then

@@ -28,6 +28,8 @@ CHIEF, PS, WORKER = "chief", "ps", "worker"
 
 #: Key of ``node_args`` under which :func:`tf_models.tfos.run_cluster` passes ``node_dir``.
 NODE_DIR_ARG = "node_dir"
+#: Key of ``node_args`` under which it passes the TF network's secret (nodes then run in private networks).
+TF_NETWORK_SECRET_ARG = "tf_network_secret"
 
 NodeMain = Callable[[dict, "NodeInfo"], None]
 

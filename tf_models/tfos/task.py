@@ -10,17 +10,92 @@ task fails at once, naming the node.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
+import json
 import multiprocessing
 import os
 import signal
 import socket
 import sys
 import traceback
+from dataclasses import dataclass
 from typing import Any
 
+from tf_models.tfos import private_network
 from tf_models.tfos.failures import exception_line, exit_reason, node_label
-from tf_models.tfos.node import NODE_DIR_ARG, PS, NodeInfo, NodeMain
+from tf_models.tfos.node import NODE_DIR_ARG, PS, TF_NETWORK_SECRET_ARG, NodeInfo, NodeMain
 from tf_models.tfos.node_files import write_node_file
+from tf_models.tfos.tunnel import TunnelAgent
+from tfbs.storage_gateway import GATEWAY_FD_ENV, StorageGateway
+
+
+@dataclass(frozen=True)
+class PrivateNetwork:
+    """What a node needs to run its TensorFlow in a private network (:mod:`tf_models.tfos.private_network`).
+
+    Attributes
+    ----------
+    secret : bytes
+        The run's TF network secret: the tunnels' key.
+    task : str
+        This node, ``job:index``.
+    cluster_spec : dict of str to list of str
+        The real cluster: each task's host and the port its tunnel agent listens on.
+    """
+
+    secret: bytes = dataclasses.field(repr=False)
+    task: str
+    cluster_spec: dict[str, list[str]]
+
+
+def _private_main(
+    node_main: NodeMain,
+    network: PrivateNetwork,
+    control: socket.socket,
+    storage: socket.socket,
+    args: dict,
+    info: NodeInfo,
+) -> None:
+    """``node_main`` in a private network: the namespace, the gateway to storage, the virtual cluster."""
+    private_network.enter(control, network.cluster_spec, network.task)
+    os.environ[GATEWAY_FD_ENV] = str(storage.fileno())
+    virtual = private_network.virtual_cluster(network.cluster_spec)
+    if "TF_CONFIG" in os.environ:
+        task = {"type": info.job_name, "index": info.task_index}
+        os.environ["TF_CONFIG"] = json.dumps({"cluster": virtual, "task": task})
+    node_main(args, dataclasses.replace(info, cluster_spec=virtual))
+
+
+class _Watch:
+    """What the watcher runs beside a node in a private network: its storage gateway and its tunnel agent."""
+
+    def __init__(self, network: PrivateNetwork, control: socket.socket, storage: socket.socket) -> None:
+        self.gateway = StorageGateway(storage).start()
+        self.inside: private_network.Inside | None = None
+        self.agent: TunnelAgent | None = None
+        try:
+            self.inside = private_network.Inside(control)
+        except (private_network.PrivateNetworkUnavailable, ConnectionError):
+            return  # the node process reports why, through its pipe
+        addresses = private_network.real_addresses(network.cluster_spec)
+        self.agent = TunnelAgent(
+            network.secret,
+            network.task,
+            addresses[network.task],
+            {task: address for task, address in addresses.items() if task != network.task},
+            self.inside.listeners,
+            private_network.virtual_ports(network.cluster_spec)[network.task],
+            self.inside.fresh_socket,
+        )
+        self.agent.start()
+
+    def close(self) -> None:
+        if self.agent is not None:
+            self.agent.stop()
+        if self.inside is not None:
+            self.inside.close()
+        self.gateway.close()
 
 
 def _spark_executor_id() -> str | None:
@@ -101,7 +176,13 @@ def _child_main(node_main: NodeMain, args: dict, info: NodeInfo, conn: Any, pare
         os._exit(code)
 
 
-def run_isolated(node_main: NodeMain, args: dict, info: NodeInfo, node_dir: str | None = None) -> None:
+def run_isolated(
+    node_main: NodeMain,
+    args: dict,
+    info: NodeInfo,
+    node_dir: str | None = None,
+    network: PrivateNetwork | None = None,
+) -> None:
     """Run ``node_main`` in a forked child process, watch it, and fail here when it fails or dies.
 
     Why a child process: TFoS runs chief and worker nodes inside the PySpark
@@ -137,6 +218,9 @@ def run_isolated(node_main: NodeMain, args: dict, info: NodeInfo, node_dir: str 
     node_dir : str or None
         Where to write this node's file (see
         :mod:`tf_models.tfos.node_files`); ``None`` writes nothing.
+    network : PrivateNetwork or None
+        Run the node's TensorFlow in a private network, this watcher its
+        tunnel agent and storage gateway; ``None``: on the host's network.
 
     Raises
     ------
@@ -145,15 +229,25 @@ def run_isolated(node_main: NodeMain, args: dict, info: NodeInfo, node_dir: str 
         ``TF node worker:1 (...) died: its process was killed by SIGKILL``.
     """
     recv_end, send_end = multiprocessing.Pipe(duplex=False)
+    # The node process's ends, and the watcher's: its network's sockets, its storage gateway.
+    pairs = [socket.socketpair(), socket.socketpair()] if network else []
     sys.stdout.flush()  # or the child would print the parent's buffered output again
     sys.stderr.flush()
     parent_pid = os.getpid()
     pid = os.fork()
     if pid == 0:
         recv_end.close()
-        _child_main(node_main, args, info, send_end, parent_pid)  # never returns
+        main = node_main
+        if network is not None:
+            for watcher_end, _ in pairs:
+                watcher_end.close()
+            main = functools.partial(_private_main, node_main, network, pairs[0][1], pairs[1][1])
+        _child_main(main, args, info, send_end, parent_pid)  # never returns
     send_end.close()
+    for _, node_end in pairs:
+        node_end.close()
     print(f"tfbs node process: job={info.job_name} task={info.task_index} pid={pid}", file=sys.stderr, flush=True)
+    watch = _Watch(network, pairs[0][0], pairs[1][0]) if network is not None else None
     if node_dir:
         write_node_file(node_dir, info, pid, str(args.get("run_id")))
     try:
@@ -161,6 +255,8 @@ def run_isolated(node_main: NodeMain, args: dict, info: NodeInfo, node_dir: str 
     except EOFError:  # the child died without reporting (killed, crashed)
         error = None
     _, status = os.waitpid(pid, 0)
+    if watch is not None:
+        watch.close()
     label = node_label(info.job_name, info.task_index, info.spark_executor_id, info.hostname, pid)
     if error is not None:
         state, reason = "failed", exception_line(error)
@@ -241,7 +337,11 @@ class NodeEntry:
             # nodes; TFoS passes the watcher's error on and fails the task.
             # The death signal stops the watcher outliving a killed task.
             set_parent_death_signal()
-        run_isolated(self.node_main, args, info, node_dir=args.get(NODE_DIR_ARG))
+        secret = args.pop(TF_NETWORK_SECRET_ARG, None)
+        network = None
+        if secret is not None:
+            network = PrivateNetwork(secret, f"{info.job_name}:{info.task_index}", info.cluster_spec)
+        run_isolated(self.node_main, args, info, node_dir=args.get(NODE_DIR_ARG), network=network)
         if info.job_name == PS:
             # TFoS's ps task waits for None on its manager's control queue.
             # The node has returned, so the chief is done: the ps stops

@@ -1,0 +1,82 @@
+"""A user's caches on a shared machine: made private, refused when anyone else could touch them."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import sys
+from pathlib import Path
+
+import pytest
+
+from tfbs.private_dirs import private_dir, records_cache
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_a_private_dir_is_made_mode_700_at_every_new_level(tmp_path):
+    folder = private_dir(tmp_path / "tfbs-someone" / "records" / "abc")
+    for level in (folder, folder.parent, folder.parent.parent):
+        assert level.stat().st_mode & 0o777 == 0o700
+    assert private_dir(folder) == folder  # as it is: accepted again
+
+
+@pytest.mark.parametrize("defect", ["other_owner", "open_to_group", "a_link"])
+def test_a_folder_anyone_else_could_write_in_is_refused(tmp_path, defect):
+    target = tmp_path / "tfbs-someone" / "records"
+    if defect == "a_link":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        target.parent.mkdir(mode=0o700)
+        target.symlink_to(tmp_path / "elsewhere")
+        reason = "a link or a file"
+    else:
+        target.mkdir(parents=True, mode=0o700)
+        target.parent.chmod(0o700)
+        if defect == "other_owner":
+            os.chown(target, 65534, 65534)  # made first by another user (as root, this test may)
+            reason = "owned by uid 65534"
+        else:
+            target.chmod(0o770)
+            reason = "open to others (mode 770)"
+    with pytest.raises(PermissionError, match=re.escape(reason)):
+        private_dir(target)
+
+
+def test_records_go_to_a_folder_of_the_user_by_default(monkeypatch, tmp_path):
+    monkeypatch.setattr("tfbs.private_dirs.RECORDS_ROOT", str(tmp_path / "tfbs-{user}" / "records"))
+    folder = records_cache()
+    assert folder == tmp_path / f"tfbs-{getpass.getuser()}" / "records"
+    assert folder.stat().st_mode & 0o777 == 0o700 and folder.stat().st_uid == os.geteuid()
+
+
+@pytest.fixture
+def shared_tmp():
+    """A folder like /tmp (everyone may create in it, sticky), removed afterwards."""
+    folder = Path(tempfile.mkdtemp(prefix="tfbs-shared-", dir="/tmp"))
+    folder.chmod(0o1777)
+    yield folder
+    shutil.rmtree(folder)
+
+
+def test_another_user_can_neither_read_nor_take_the_cache(shared_tmp):
+    """``nobody`` lists nothing in root's records, and its own cache lands in a folder of its own."""
+    tmp_path = shared_tmp
+    ours = private_dir(tmp_path / "tfbs-root" / "records")
+    (ours / "part-00000.rec").write_bytes(b"private records")
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path\n"
+        "try:\n    print(list(Path(sys.argv[2]).iterdir()))\nexcept PermissionError as e:\n    print('refused')\n"
+        "from tfbs.private_dirs import records_cache\n"
+        "print(records_cache(sys.argv[3] + '/tfbs-{user}/records'))\n"
+    )
+    done = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", script,
+         str(REPO), str(ours), str(tmp_path)],
+        capture_output=True, text=True, timeout=60, cwd="/",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["refused", f"{tmp_path}/tfbs-nobody/records"]
