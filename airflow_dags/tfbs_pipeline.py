@@ -162,10 +162,15 @@ GPU_DISCOVERY_SCRIPT = "get_gpus_resources.sh"
 HADOOP_CONF_IN_CONTAINER = "./__spark_conf__/__hadoop_conf__"
 
 #: Settings of every YARN submission: Spark authenticates and encrypts its
-#: connections. No secret is given: Spark on YARN draws one per application
+#: connections and its local spills (the job refuses a YARN session with any
+#: of them off, unless its configuration sets spark.allow_insecure). No secret is given: Spark on YARN draws one per application
 #: and hands it to the containers through YARN's credentials, never on a
 #: command line or in a log.
-YARN_NETWORK_CONF = {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
+YARN_NETWORK_CONF = {
+    "spark.authenticate": "true",
+    "spark.network.crypto.enabled": "true",
+    "spark.io.encryption.enabled": "true",
+}
 
 #: Environment of a submission on a local master: everything of the run (the
 #: driver, its UI and block manager, local-cluster executors) binds to

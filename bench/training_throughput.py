@@ -6,7 +6,12 @@ a fresh ``tfbs train`` CLI subprocess with its own run directory:
 - ``local``: the training loop in one process (``train.strategy=local``);
 - ``ps_2_workers``: TensorFlowOnSpark, ParameterServerStrategy, 1 ps + 2
   workers + the chief on ``local-cluster[4,1,1024]`` (the default);
-- ``ps_1_worker``: the same with one worker, ``local-cluster[3,1,1024]``.
+- ``ps_1_worker``: the same with one worker, ``local-cluster[3,1,1024]``;
+- ``ps_2_workers_open``: ``ps_2_workers`` with TF's gRPC servers on the
+  host's network (``train.tf_network=open``) instead of private networks
+  behind sealed tunnels: ``ps_2_workers`` against it is what the
+  protection costs (issue 31's target: under 10 %; pinned as well,
+  ``ps_2_workers_pinned_open``).
 
 Unpinned, every process may use every core, and one process already uses
 both: a second worker then has no core of its own and cannot show scaling.
@@ -85,6 +90,9 @@ CONFIGURATIONS: dict[str, list[str]] = {
         "train.master=local-cluster[3,1,1024]",
     ],
 }
+# The same with TF's gRPC servers on the host's network instead of private
+# ones behind sealed tunnels (train.tf_network): what the protection costs.
+CONFIGURATIONS["ps_2_workers_open"] = [*CONFIGURATIONS["ps_2_workers"], "train.tf_network=open"]
 
 #: The pinned configurations (``--pinned``): each computing process on a core of its own.
 PINNED: dict[str, list[str]] = {
@@ -103,6 +111,10 @@ PINNED: dict[str, list[str]] = {
     ],
     "ps_2_workers_pinned": [
         *CONFIGURATIONS["ps_2_workers"],
+        'train.node_cpus={"worker:0": "0", "worker:1": "1", "chief": "0-1", "ps": "0-1"}',
+    ],
+    "ps_2_workers_pinned_open": [
+        *CONFIGURATIONS["ps_2_workers_open"],
         'train.node_cpus={"worker:0": "0", "worker:1": "1", "chief": "0-1", "ps": "0-1"}',
     ],
     "allreduce_2_pinned": [
@@ -232,6 +244,12 @@ def main() -> None:
     summary: dict = {"steady_examples_per_s": medians}
     if {"ps_2_workers", "local"} <= medians.keys():
         summary["ratio_ps_2_workers_to_local"] = medians["ps_2_workers"] / medians["local"]
+    if {"ps_2_workers", "ps_2_workers_open"} <= medians.keys():
+        summary["ratio_private_to_open_tf_network"] = medians["ps_2_workers"] / medians["ps_2_workers_open"]
+    if {"ps_2_workers_pinned", "ps_2_workers_pinned_open"} <= medians.keys():
+        summary["ratio_pinned_private_to_open_tf_network"] = (
+            medians["ps_2_workers_pinned"] / medians["ps_2_workers_pinned_open"]
+        )
     if {"ps_2_workers", "ps_1_worker"} <= medians.keys():
         summary["ratio_ps_2_workers_to_ps_1_worker"] = medians["ps_2_workers"] / medians["ps_1_worker"]
     if {"ps_2_workers_pinned", "ps_1_worker_pinned"} <= medians.keys():

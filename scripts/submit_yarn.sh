@@ -19,8 +19,9 @@
 # Nothing needs to be installed on the cluster's nodes: executors run
 # ./environment/bin/python from the archive, with Spark's jars from the zip.
 #
-# Spark authenticates and encrypts its connections (spark.authenticate,
-# spark.network.crypto.enabled). No secret is given: Spark on YARN draws one
+# Spark authenticates and encrypts its connections and its local spills
+# (spark.authenticate, spark.network.crypto.enabled, spark.io.encryption.enabled;
+# a job refuses to run on YARN with any of them off). No secret is given: Spark on YARN draws one
 # per application and hands it to its containers through YARN's credentials,
 # so it is on no command line and in no log. (The TF cluster's reservations
 # carry a secret of their own, in the task closures these connections carry.)
@@ -66,6 +67,7 @@ conf=(
   --conf spark.yarn.appMasterEnv.HADOOP_CONF_DIR=./__spark_conf__/__hadoop_conf__
   --conf spark.authenticate=true
   --conf spark.network.crypto.enabled=true
+  --conf spark.io.encryption.enabled=true
 )
 if [ -n "${SPARK_LOCAL_IP:-}" ]; then
   conf+=(--conf "spark.executorEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP" --conf "spark.yarn.appMasterEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP")

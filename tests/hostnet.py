@@ -86,8 +86,8 @@ _JAVA_KINDS = {
 }
 
 
-def _kind(process: psutil.Process, port: int, tf_ports: set[int], reservation_port: int | None) -> str:
-    """What a listening process is: a Hadoop daemon, a part of Spark, a TF server, the reservation server..."""
+def _kind(process: psutil.Process, port: int, named_ports: dict[int, str]) -> str:
+    """What a listening process is: a Hadoop daemon, a part of Spark, one of ``named_ports``' kinds..."""
     try:
         argv = process.cmdline()
     except psutil.Error:
@@ -96,10 +96,8 @@ def _kind(process: psutil.Process, port: int, tf_ports: set[int], reservation_po
     for marker, kind in _JAVA_KINDS.items():
         if marker in joined:
             return kind
-    if port in tf_ports:
-        return "TF gRPC server"
-    if port == reservation_port:
-        return "TFoS reservation server"
+    if port in named_ports:
+        return named_ports[port]
     if "pyspark.daemon" in joined or "pyspark/daemon" in joined:
         return "PySpark daemon"
     name = Path(argv[0]).name if argv else "?"
@@ -147,8 +145,13 @@ def _socket_inodes(pid: int) -> set[int]:
     return inodes
 
 
-def listeners(cluster: HostCluster, tf_ports: set[int], reservation_port: int | None) -> list[HostListener]:
-    """Every TCP socket the processes of every host listen on, now, with its owner's kind."""
+def listeners(cluster: HostCluster, named_ports: dict[int, str]) -> list[HostListener]:
+    """Every TCP socket the processes of every host listen on, now, with its owner's kind.
+
+    ``named_ports``: the kind of the ports a run's log names (a TF node's
+    placement port, the reservation server's), which a process's command
+    line does not tell.
+    """
     found = set()
     network = cluster.network
     for host in network.hosts:
@@ -161,7 +164,7 @@ def listeners(cluster: HostCluster, tf_ports: set[int], reservation_port: int | 
                 ip, port = sockets[inode]
                 address = cluster.address(host) if ip in ("0.0.0.0", "::") else ip
                 try:
-                    kind = _kind(psutil.Process(pid), port, tf_ports, reservation_port)
+                    kind = _kind(psutil.Process(pid), port, named_ports)
                 except psutil.Error:
                     continue
                 found.add(HostListener(host, address, port, pid, kind))

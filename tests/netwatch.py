@@ -241,24 +241,28 @@ def watched_run(module_args: list[str], spy_file: Path, cwd: Path, timeout: floa
     return WatchedRun(proc.returncode, output, sampler, secrets, authkeys)
 
 
-def tf_ports(output: str) -> set[int]:
-    """The TF gRPC ports of the cluster, from the driver's "tfbs placement" lines."""
+def placement_ports(output: str) -> set[int]:
+    """The TF nodes' ports, from the driver's "tfbs placement" lines: their tunnel agents'."""
     return {int(port) for port in re.findall(r"tfbs placement: .* port=(\d+)", output)}
 
 
-def assert_only_tf_ports_beyond_loopback(run: WatchedRun, num_nodes: int) -> None:
-    """Nothing of the run listened beyond loopback but one TF gRPC port per TF node, all seen.
+def assert_nothing_beyond_loopback(run: WatchedRun, num_nodes: int) -> None:
+    """Nothing of the run listened beyond loopback: not Spark, not TFoS, not TensorFlow.
 
-    Also checks that the sampler ran while the cluster was up: it saw the
-    reservation server (on loopback) and every TF port.
+    Each TF node's placement port (its tunnel agent's) was seen on loopback,
+    and so was the reservation server: the sampler ran while the cluster was
+    up. TF's own gRPC servers listen in the nodes' private networks, which
+    no socket of this machine's network shows.
     """
-    ports = tf_ports(run.output)
+    ports = placement_ports(run.output)
     assert len(ports) == num_nodes, run.output[-4000:]
     exposed = run.listeners.beyond_loopback()
-    assert {listener.port for listener in exposed} == ports, sorted(exposed, key=lambda item: item.port)
+    assert exposed == set(), sorted(exposed, key=lambda item: item.port)
+    on_loopback = {item.port for item in run.listeners.seen if item.loopback}
+    assert ports <= on_loopback, (ports, on_loopback)
     reservations = re.search(r"tfbs reservations: listening on (\S+):(\d+)", run.output)
     assert reservations is not None and reservations.group(1) == "127.0.0.1", run.output[-4000:]
-    assert int(reservations.group(2)) in {item.port for item in run.listeners.seen if item.loopback}
+    assert int(reservations.group(2)) in on_loopback
 
 
 def assert_no_secret_written(run: WatchedRun, paths: list[Path], num_nodes: int) -> None:

@@ -60,9 +60,12 @@ TRAINING = [*PIPELINE_OVERRIDES, "train.steps=600", "train.early_stopping_patien
 STOP_WITHIN_S = 60
 #: How long the link of a host stays down.
 CUT_OFF_S = 30
-#: What may answer a host that holds no secret: Hadoop's daemons, Spark's
-#: authenticated endpoints, TensorFlow's gRPC servers (no authentication of
-#: their own: tensorflow/tensorflow#11689).
+#: A TF node's placement port: its tunnel agent (tf_models/tfos/tunnel.py).
+TUNNEL_AGENT = "TF tunnel agent"
+#: What a host that holds no secret may reach: Hadoop's daemons, Spark's
+#: authenticated endpoints, the TF nodes' tunnel agents (which answer nothing
+#: without the run's secret). TensorFlow's gRPC servers listen in private
+#: networks, reachable by no host.
 ALLOWED_KINDS = {
     "Hadoop NameNode",
     "Hadoop DataNode",
@@ -70,8 +73,10 @@ ALLOWED_KINDS = {
     "Hadoop NodeManager",
     "Spark driver",
     "Spark executor",
-    "TF gRPC server",
+    TUNNEL_AGENT,
 }
+#: What a gRPC client sends first (HTTP/2's connection preface): what a caller of a TF server would send.
+GRPC_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(9)
 APPLICATION = re.compile(r"application_\d+_\d+")
 
 
@@ -140,6 +145,7 @@ class HostLoss:
     seen: list[HostListener]
     reachable: set[tuple[str, int]]
     spark_answers: dict[tuple[str, int], bytes]
+    agent_answers: dict[tuple[str, int], bytes]
     rerun_code: int
     rerun_output: str
     run_uri: str
@@ -165,12 +171,16 @@ def host_loss(hadoop, yarn_env, dag_on_yarn, tmp_path_factory) -> HostLoss:
     try:
         _wait_for(first, r"chief: step [1-9]\d\d/")  # a checkpoint on HDFS
         placed = placement_hosts(first.output)
-        tf_ports = {int(port) for port in re.findall(r"tfbs placement: .* port=(\d+)", first.output)}
+        # A TF node's placement port is its tunnel agent's: its TF server listens in a private network.
+        agents = {int(port): TUNNEL_AGENT for port in re.findall(r"tfbs placement: .* port=(\d+)", first.output)}
         # What an outsider reaches while the run trains.
-        seen = listeners(hadoop, tf_ports, reservation_port=None)
+        seen = listeners(hadoop, agents)
         reachable = reachable_from_outsider(hadoop, seen)
         spark = [(i.address, i.port) for i in seen if i.kind.startswith("Spark") and (i.address, i.port) in reachable]
         spark_answers = outsider_exchanges(hadoop, spark, SPARK_RPC_WITHOUT_AUTH)
+        agent_answers = outsider_exchanges(
+            hadoop, [(i.address, i.port) for i in seen if i.kind == TUNNEL_AGENT], GRPC_PREFACE
+        )
         node, victim_host = _victim(placed, {_application_master_host(hadoop, first.output)})
         hadoop.kill_host(victim_host)
         killed_at = time.monotonic()
@@ -198,7 +208,8 @@ def host_loss(hadoop, yarn_env, dag_on_yarn, tmp_path_factory) -> HostLoss:
     secrets, authkeys = read_spy(scratch / "spy-1.jsonl")
     secrets2, authkeys2 = read_spy(scratch / "spy-2.jsonl") if (scratch / "spy-2.jsonl").exists() else ([], [])
     return HostLoss(
-        node, victim_host, code, first.output, seconds, seen, reachable, spark_answers, rerun_code, again.output,
+        node, victim_host, code, first.output, seconds, seen, reachable, spark_answers, agent_answers, rerun_code,
+        again.output,
         run_uri, secrets + secrets2, authkeys + authkeys2,
         sorted(set(APPLICATION.findall(first.output)) | set(APPLICATION.findall(again.output))),
     )  # fmt: skip
@@ -251,10 +262,13 @@ def test_an_outsider_reaches_only_hadoop_spark_and_tf_servers(host_loss):
     print("listening:", count_by_kind(loss.seen))
     print("reached from the outsider:", count_by_kind(reached))
     assert {item.kind for item in reached} <= ALLOWED_KINDS, [i for i in reached if i.kind not in ALLOWED_KINDS]
-    assert count_by_kind(reached)["TF gRPC server"] == 4
+    assert count_by_kind(reached)[TUNNEL_AGENT] == 4
+    # A TF client's first bytes at each agent: nothing back, the connection closed.
+    assert set(loss.agent_answers.values()) == {b""} and len(loss.agent_answers) == 4
     # Every socket beyond loopback answers the outsider (no firewall: this is what the processes expose).
     assert {(i.address, i.port) for i in loss.seen if not i.loopback} == loss.reachable
-    # Nothing of TFoS listens while training: no manager, the reservation server closed once every node had the cluster.
+    # Nothing of TFoS listens while training: no manager, the reservation server closed once every node had the cluster;
+    # nothing of TensorFlow on any host's network.
     assert not [i for i in loss.seen if not i.loopback and ("TFoS" in i.kind or i.kind.startswith("other"))]
 
 
@@ -398,3 +412,21 @@ def test_a_host_cut_off_for_30_s_during_training_leaves_a_run_that_finishes_in_t
     assert finished - started < 400  # train.timeout_s, start-up included
     assert code == 0, training.output[-6000:]
     assert "chief: step 600/600" in training.output
+
+
+# ---------------------------------------------------------------------------
+# Spark's protection, kept on
+# ---------------------------------------------------------------------------
+
+
+def test_a_yarn_session_with_authentication_off_is_refused_in_one_line(hadoop, yarn_env, dag_on_yarn):
+    """As a deployment's ``tfbs_spark_conf`` or a spark-submit option could turn it off: the job refuses."""
+    overrides = [*PIPELINE_OVERRIDES, f"data.root={hadoop.fs_default_fs}/dream/data",
+                 f"run_dir={dag_on_yarn.run_uri}"]  # fmt: skip
+    evaluate = _submit(hadoop, yarn_env, "evaluate", _stage_arguments(overrides), "--conf", "spark.authenticate=false")
+    code = evaluate.wait(timeout=300)
+    assert code == 2, evaluate.output[-4000:]
+    assert evaluate.output.strip().splitlines()[-1] == (
+        "error: spark.conf: spark.authenticate off on YARN: other tenants could join or read this application; "
+        "set it true, or set spark.allow_insecure: true to run anyway"
+    )

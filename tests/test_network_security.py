@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from netwatch import (
     assert_no_secret_written,
-    assert_only_tf_ports_beyond_loopback,
+    assert_nothing_beyond_loopback,
     listening_sockets,
 )
 
@@ -272,7 +272,14 @@ def test_the_node_record_tfos_logs_before_registering_shows_no_authkey(tfos_unto
     [
         ("local[2]", {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK}),
         ("local-cluster[4,1,1024]", {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK}),
-        ("yarn", {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}),
+        (
+            "yarn",
+            {
+                "spark.authenticate": "true",
+                "spark.network.crypto.enabled": "true",
+                "spark.io.encryption.enabled": "true",
+            },
+        ),
         ("spark://master:7077", {}),
     ],
 )
@@ -295,12 +302,12 @@ def test_a_local_session_listens_on_loopback_only(spark):
 # ---------------------------------------------------------------------------
 
 
-def test_training_listens_beyond_loopback_only_on_tf_grpc_ports(tfos_training):
-    """(a) One ps, two workers, the chief: four TF gRPC ports, nothing else beyond loopback."""
+def test_training_listens_on_nothing_beyond_loopback(tfos_training):
+    """(a) One ps, two workers, the chief: four tunnel agents on loopback, TF's servers in private networks."""
     _, run = tfos_training
     assert run.returncode == 0, run.output[-4000:]
     assert run.listeners.samples >= 10
-    assert_only_tf_ports_beyond_loopback(run, num_nodes=4)
+    assert_nothing_beyond_loopback(run, num_nodes=4)
     # Executor JVMs and PySpark workers were sampled too (the ps manager has no TCP port).
     processes = " ".join(item.process for item in run.listeners.seen)
     assert "CoarseGrainedExecutorBackend" in processes and "pyspark.daemon" in processes

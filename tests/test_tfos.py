@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from conftest import DEMO_CONFIG, MOTIF_OVERRIDES, REPO, SMALL_OVERRIDES
-from netwatch import assert_no_secret_written, assert_only_tf_ports_beyond_loopback, watched_run
+from netwatch import assert_no_secret_written, assert_nothing_beyond_loopback, watched_run
 
 from tfbs.storage import local_path
 
@@ -90,7 +90,7 @@ def test_all_reduce_training_on_local_cluster(small_shards, tmp_path):
     run = watched_run(args, tmp_path / "spy.jsonl", REPO)
     assert run.returncode == 0, run.output[-4000:]
     _check_training(run_dir, run.output, "multi_worker_mirrored", {("chief", "0"), ("worker", "0"), ("worker", "1")})
-    assert_only_tf_ports_beyond_loopback(run, num_nodes=3)
+    assert_nothing_beyond_loopback(run, num_nodes=3)
     assert_no_secret_written(run, [run_dir], num_nodes=3)
 
 

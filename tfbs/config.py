@@ -73,6 +73,11 @@ class SparkConfig(_Section):
         None,
         description="local folder of the driver JVM's class archive (tfbs.class_archive); null: none",
     )
+    allow_insecure: bool = Field(
+        False,
+        description="run on YARN even with Spark's authentication or encryption off (spark.authenticate, "
+        "spark.network.crypto.enabled, spark.io.encryption.enabled); false: such a session is refused",
+    )
 
     @field_validator("class_archive_dir")
     @classmethod

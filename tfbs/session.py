@@ -16,10 +16,21 @@ from pyspark.sql import SparkSession
 
 from tfbs.class_archive import with_archive
 from tfbs.config import SparkConfig
+from tfbs.errors import ConfigError
 from tfbs.interrupts import note_interrupts, raise_if_interrupted
 
 #: The one address every Spark service of a one-machine run binds to.
 LOOPBACK = "127.0.0.1"
+
+#: Spark's protection of a YARN run: authentication (a secret per
+#: application, handed to the containers in YARN's credentials), encryption
+#: of its connections (which carry the task closures, and in them the TF
+#: cluster's secrets) and of what it spills and shuffles to local disks.
+YARN_SECURITY = {
+    "spark.authenticate": "true",
+    "spark.network.crypto.enabled": "true",
+    "spark.io.encryption.enabled": "true",
+}
 
 
 def is_one_machine(master: str) -> bool:
@@ -37,12 +48,13 @@ def network_conf(master: str) -> dict[str, str]:
     starts: Spark binds its web UIs to ``SPARK_LOCAL_IP`` or else every
     interface, and executors inherit the driver JVM's environment.
 
-    YARN: ``spark.authenticate`` with no secret given, so Spark draws one
-    per application and hands it to the containers through YARN's
-    credentials (no secret in the configuration, a log or a command line),
-    and ``spark.network.crypto.enabled``, so RPC and block transfers, which
-    carry the task closures and with them the TF cluster's reservation
-    secret, are encrypted.
+    YARN: :data:`YARN_SECURITY`. ``spark.authenticate`` with no secret
+    given, so Spark draws one per application and hands it to the
+    containers through YARN's credentials (no secret in the configuration,
+    a log or a command line); ``spark.network.crypto.enabled``, so RPC and
+    block transfers, which carry the task closures and with them the TF
+    cluster's secrets, are encrypted; ``spark.io.encryption.enabled``, so
+    spills and shuffle files on the nodes' disks are too.
 
     Parameters
     ----------
@@ -57,7 +69,7 @@ def network_conf(master: str) -> dict[str, str]:
     if is_one_machine(master):
         return {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK}
     if master.startswith("yarn"):
-        return {"spark.authenticate": "true", "spark.network.crypto.enabled": "true"}
+        return dict(YARN_SECURITY)
     return {}
 
 
@@ -139,7 +151,38 @@ def build_session(
         settings["spark.driver.extraJavaOptions"] = driver_options
     for key, value in settings.items():
         builder = builder.config(key, value)
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    _check_security(session, spark.allow_insecure)
+    return session
+
+
+def _check_security(session: SparkSession, allow_insecure: bool) -> None:
+    """Refuse a YARN session whose authentication or encryption is off, unless the configuration allows it.
+
+    Checked on the session as it runs, whoever set it up: the job itself,
+    ``spark-submit``'s options, a DAG's ``tfbs_spark_conf`` Variable.
+
+    Raises
+    ------
+    ConfigError
+        If a setting of :data:`YARN_SECURITY` is off and ``spark.allow_insecure`` is not set.
+    """
+    conf = session.sparkContext.getConf()
+    if not (conf.get("spark.master") or "").startswith("yarn"):
+        return
+    off = sorted(key for key, value in YARN_SECURITY.items() if (conf.get(key) or "false").lower() != value)
+    if not off:
+        return
+    if not allow_insecure:
+        session.stop()
+        raise ConfigError(
+            f"spark.conf: {', '.join(off)} off on YARN: other tenants could join or read this application; "
+            "set it true, or set spark.allow_insecure: true to run anyway"
+        )
+    logging.getLogger("tfbs").warning(
+        "Spark on YARN with %s off (spark.allow_insecure): other tenants may join or read this application",
+        ", ".join(off),
+    )
 
 
 @contextmanager

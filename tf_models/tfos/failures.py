@@ -32,6 +32,8 @@ class ClusterSizeError(ClusterFailed, TfbsError):
 #: ``TF node worker:1 (Spark executor 3, host h, pid 42) died: its process was
 #: killed by SIGKILL``, or ``... failed:`` followed by the node's traceback.
 _NODE_FAILURE = re.compile(r"TF node (?P<node>\w+:\d+) \((?P<where>[^)]*)\) (?P<what>died: [^\n]*|failed:)")
+#: A node's task resubmitted after its executor was lost (tfos_patches.NodeReservationClient).
+_RETRIED_TASK = re.compile(r"TF node task (?P<index>\d+) is not retried \(attempt \d+\): (?P<reason>[^\n]*)")
 #: Spark's line for the task attempt that made it abort the job.
 _LOST_TASK = re.compile(
     r"Lost task (?P<index>\d+)\.\d+ in stage \S+ \(TID \d+\) \((?P<where>[^)]*)\): (?P<reason>[^\n]*)"
@@ -114,6 +116,13 @@ def exception_line(traceback_text: str) -> str:
     return found[:300] or "see the node's executor log"
 
 
+def _placed_label(node: dict[str, Any], executor: str | None) -> str:
+    """``TF node worker:1 (Spark executor 4, host node3 (10.0.0.13))``, from a placement record."""
+    host = f"{node['hostname']} ({node['host']})" if node.get("hostname") else node["host"]
+    where = f"Spark executor {executor}, host {host}" if executor is not None else f"host {host}"
+    return f"TF node {node['job_name']}:{node['task_index']} ({where})"
+
+
 def describe_failure(error: str, nodes: list[dict[str, Any]]) -> str:
     """One line naming the TF node that failed the node job, and why.
 
@@ -138,17 +147,18 @@ def describe_failure(error: str, nodes: list[dict[str, Any]]) -> str:
         if match["what"].startswith("died"):
             return f"TF node {match['node']} ({match['where']}) {match['what']}"
         return f"TF node {match['node']} ({match['where']}) failed: {exception_line(error[match.end() :])}"
+    retried = _RETRIED_TASK.search(error)
+    if retried is not None:
+        for node in nodes:
+            if node["tfos_index"] == int(retried["index"]):
+                return f"{_placed_label(node, node['spark_executor'])} lost: {retried['reason']}"
     lost = _LOST_TASK.search(error)
     if lost is not None:
         for node in nodes:
             if node["tfos_index"] == int(lost["index"]):
                 # Spark says where the task ran: "node3 executor 4".
                 executor = node["spark_executor"] or lost["where"].rpartition(" ")[2]
-                host = f"{node['hostname']} ({node['host']})" if node.get("hostname") else node["host"]
-                return (
-                    f"TF node {node['job_name']}:{node['task_index']} (Spark executor {executor}, host {host}) "
-                    f"failed: {lost['reason']}"
-                )
+                return f"{_placed_label(node, executor)} failed: {lost['reason']}"
     first = error.strip().splitlines()[0] if error.strip() else "no error recorded"
     return f"the TF node job failed: {first}"
 

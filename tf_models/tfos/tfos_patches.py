@@ -104,13 +104,27 @@ class LocalManager(tfos_manager.TFManager):
 
 
 class NodeReservationClient(ReservationClient):
-    """The node's reservation client: the host name in the record, the manager as local, the authkey hidden.
+    """The node's reservation client: no retried node, the host name in the record, the manager local, the authkey hidden.
 
     TFoS records a "remote" (ps) manager as ``(host, port)``;
     :class:`LocalManager` listens on a Unix socket instead, so the record
     names that. The authkey is registered as :class:`HiddenBytes`, which
     prints as ``<redacted>`` in every later copy of the record.
     """
+
+    def __init__(self, server_addr: Any) -> None:
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        if task is not None and task.attemptNumber() > 0:
+            # Spark resubmits a node whose executor was lost without counting
+            # it as a failure; the TF cluster cannot take it back, and the
+            # reservation server is gone. Say so, naming the node's task.
+            raise RuntimeError(
+                f"TF node task {task.partitionId()} is not retried (attempt {task.attemptNumber()}): "
+                "its first attempt was lost with its executor"
+            )
+        super().__init__(server_addr)
 
     def register(self, reservation: dict) -> Any:
         node = dict(reservation)
