@@ -165,19 +165,20 @@ sys.path.insert(0, sys.argv[1])
 from tf_models.tfos import private_network
 cluster = {"ps": ["10.9.9.1:1"], "worker": ["10.9.9.2:2"]}
 parent, child = socket.socketpair()
+report_in, report_out = socket.socketpair()
 pid = os.fork()
 if pid == 0:
     parent.close()
     private_network.enter(child, cluster, "worker:0")
     server = socket.create_server(("0.0.0.0", 20001))  # what TF does: every interface, of its own network
     interfaces = sorted(name for _, name in socket.if_nameindex())
-    child.sendall(json.dumps({"interfaces": interfaces, "uid": os.getuid()}).encode().ljust(256))
+    report_out.sendall(json.dumps({"interfaces": interfaces, "uid": os.getuid()}).encode().ljust(256))
     connection, _ = server.accept()
     connection.sendall(b"inside")
     os._exit(0)
 child.close()
 inside = private_network.Inside(parent)
-report = json.loads(inside._control.recv(256))
+report = json.loads(report_in.recv(256))
 fresh = inside.fresh_socket()
 fresh.connect(("127.0.0.1", 20001))
 report["through_the_handed_socket"] = fresh.recv(16).decode()

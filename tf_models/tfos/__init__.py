@@ -29,11 +29,18 @@ Modules:
 :mod:`~tf_models.tfos.failures`
     :class:`ClusterFailed` and the one-line explanation of a failed node.
 :mod:`~tf_models.tfos.reservation`
-    TFoS's reservation exchange, signed with a per-run secret and bound to
+    TFoS's reservation exchange, sealed with a per-run secret and bound to
     one interface.
+:mod:`~tf_models.tfos.sealed`
+    Connections sealed with a run's secret: the handshake, ChaCha20-Poly1305 frames.
+:mod:`~tf_models.tfos.private_network`
+    A node's TensorFlow in a network namespace of its own; the virtual cluster.
+:mod:`~tf_models.tfos.tunnel`
+    The watcher's tunnel agent: a node's TF connections, sealed, between private networks.
 :mod:`~tf_models.tfos.tfos_patches`
-    Every run-time change to TFoS: the signed reservations, ps managers off
-    the wildcard address, authkeys that print as ``<redacted>``.
+    Every run-time change to TFoS: the sealed reservations, nodes' addresses
+    from their route to the driver, ps managers on Unix sockets, authkeys
+    that print as ``<redacted>``.
 
 Each node task runs on its own Spark executor. TFoS uses ``InputMode.TENSORFLOW``
 with ``master_node='chief'`` (TFoS exports ``TF_CONFIG`` only then).
@@ -91,14 +98,16 @@ and how it shaped this package:
 * TFoS's reservation server listened on every interface of the driver,
   unpickled whatever it received and gave any caller every node's manager
   authkey; ps managers listened on every interface; TFoS logged the
-  authkeys at INFO into the executor logs. :mod:`~tf_models.tfos.tfos_patches`
-  changes that, and is the only place TFoS is patched: reservations are
-  signed with a per-run secret (checked before anything is unpickled) on
-  ``spark.driver.host`` only, ps managers listen on the executor's
-  ``SPARK_LOCAL_IP`` (or TFoS's host address), and authkeys print as
-  ``<redacted>``. TensorFlow's own gRPC servers still listen on every
-  interface: TF hard-codes that bind (one port per node, the ``port=`` of
-  the placement lines); keep those ports behind the cluster's firewall.
+  authkeys at INFO into the executor logs; nodes registered a guessed
+  address (127.0.1.1 on a Debian host without a default route).
+  :mod:`~tf_models.tfos.tfos_patches` changes that, and is the only place
+  TFoS is patched: reservations are sealed with a per-run secret (nothing
+  unpickled before it opens) on ``spark.driver.host`` only, managers listen
+  on Unix sockets, nodes register the address of their route to the
+  driver, and authkeys print as ``<redacted>``. TensorFlow's own gRPC
+  servers listen on every interface (TF hard-codes that bind) of a network
+  namespace of their own (:mod:`~tf_models.tfos.private_network`), reached
+  only through the nodes' sealed tunnels (:mod:`~tf_models.tfos.tunnel`).
 * Where node output goes: Python workers write to their executor's stderr.
   On standalone / ``local-cluster`` that is
   ``$SPARK_HOME/work/<app-id>/<executor-id>/stderr``. With pip pyspark,

@@ -34,6 +34,7 @@ import errno
 import fcntl
 import json
 import os
+import signal
 import socket
 import struct
 import threading
@@ -49,6 +50,7 @@ _SIOCGIFFLAGS = 0x8913
 _SIOCSIFFLAGS = 0x8914
 _IFF_UP = 0x1
 _IFREQ = struct.Struct("16sH14x")
+_PR_SET_PDEATHSIG = 1
 
 
 class PrivateNetworkUnavailable(RuntimeError):
@@ -145,9 +147,12 @@ def enter(control: socket.socket, cluster_spec: dict[str, list[str]], task: str)
     """In the node process, right after the fork: go private and hand the watcher its sockets.
 
     Sends the watcher (over ``control``) a listening socket on each peer's
-    virtual address, then serves its requests for fresh, unconnected
-    sockets of the namespace (through which it reaches this node's own TF
-    server) from a daemon thread.
+    virtual address, then forks a helper that serves its requests for fresh,
+    unconnected sockets of the namespace (through which it reaches this
+    node's own TF server). A process, not a thread: TensorFlow holds this
+    process's interpreter lock while it waits for its peers to connect
+    (``MultiWorkerMirroredStrategy()`` does), and those connections wait
+    for the sockets the helper hands over.
 
     Raises
     ------
@@ -166,7 +171,13 @@ def enter(control: socket.socket, cluster_spec: dict[str, list[str]], task: str)
     socket.send_fds(control, [header], [listener.fileno() for listener in listeners.values()])
     for listener in listeners.values():
         listener.close()  # the watcher holds them now
-    threading.Thread(target=_serve_sockets, args=(control,), name="tfbs-private-sockets", daemon=True).start()
+    if os.fork() == 0:
+        _libc_call("prctl", _PR_SET_PDEATHSIG, signal.SIGKILL)  # gone with the node process
+        try:
+            _serve_sockets(control)
+        finally:
+            os._exit(0)
+    control.close()  # the helper's now
 
 
 def _serve_sockets(control: socket.socket) -> None:
