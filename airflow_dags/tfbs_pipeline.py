@@ -94,6 +94,12 @@ environment variables), read when a task runs, never when the file is parsed:
 ``tfbs_hadoop_conf_dir``
     ``HADOOP_CONF_DIR`` and ``YARN_CONF_DIR`` for spark-submit and the
     sensor (default: the worker's own, passed through).
+``tfbs_principal``, ``tfbs_keytab``
+    a Kerberos-secured cluster: each task gets a ticket of its own from the
+    keytab (``kinit`` into a cache of the task's, removed after it) for the
+    sensor's and the jobs' HDFS clients, and spark-submit is given
+    ``--principal``/``--keytab`` (client mode: the keytab stays on the
+    worker; containers get delegation tokens).
 
 Every run writes to the configuration's ``run_dir``, so runs never overlap
 (``max_active_runs=1``). Training is not retried: a TensorFlowOnSpark cluster
@@ -111,8 +117,10 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import shutil
 import socket
 import subprocess
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -198,6 +206,8 @@ class Deployment:
     env_archive: str = ""
     spark_conf: dict[str, str] | None = None
     hadoop_conf_dir: str = ""
+    principal: str = ""
+    keytab: str = ""
 
     @classmethod
     def from_variables(cls) -> Deployment:
@@ -212,6 +222,8 @@ class Deployment:
             env_archive=Variable.get("tfbs_env_archive", default=""),
             spark_conf={str(key): str(value) for key, value in spark_conf.items()},
             hadoop_conf_dir=Variable.get("tfbs_hadoop_conf_dir", default=""),
+            principal=Variable.get("tfbs_principal", default=""),
+            keytab=Variable.get("tfbs_keytab", default=""),
         )
 
     @property
@@ -307,6 +319,53 @@ def _hadoop_env(conf_dir: str) -> Iterator[None]:
             os.environ["HADOOP_CONF_DIR"] = saved
 
 
+@contextlib.contextmanager
+def kerberos_ticket(deployment: Deployment) -> Iterator[dict[str, str]]:
+    """A ticket of the deployment's principal in a cache of this task's own; its ``KRB5CCNAME``.
+
+    Nothing (an empty dict) when no principal is configured. The cache is
+    made from the keytab (``kinit -kt``), in a private folder, and removed
+    when the block ends.
+
+    Raises
+    ------
+    AirflowFailException
+        If ``kinit`` fails (a wrong keytab or principal: no retry helps).
+    """
+    if not deployment.principal:
+        yield {}
+        return
+    if not deployment.keytab:
+        raise AirflowFailException("Variable tfbs_principal is set: set tfbs_keytab beside it")
+    folder = tempfile.mkdtemp(prefix="tfbs-krb5cc-")
+    env = {"KRB5CCNAME": f"FILE:{folder}/cc"}
+    try:
+        done = subprocess.run(
+            ["kinit", "-kt", deployment.keytab, deployment.principal],
+            env={**os.environ, **env}, capture_output=True, text=True,
+        )  # fmt: skip
+        if done.returncode != 0:
+            raise AirflowFailException(f"kinit {deployment.principal}: {done.stderr.strip()}")
+        yield env
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _environ(extra: dict[str, str]) -> Iterator[None]:
+    """``os.environ`` with ``extra`` for the duration (the sensor's in-process HDFS client reads it)."""
+    saved = {key: os.environ.get(key) for key in extra}
+    os.environ.update(extra)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 class LabelFilesSensor(BaseSensorOperator):
     """Waits until every label file exists; returns their list as its XCom.
 
@@ -328,7 +387,7 @@ class LabelFilesSensor(BaseSensorOperator):
             uris = [deployment.resolve(uri) for uri in params["labels"]]
         else:
             uris = configured_labels(deployment, params["config"], list(params["overrides"]))
-        with _hadoop_env(deployment.hadoop_conf_dir):
+        with _hadoop_env(deployment.hadoop_conf_dir), kerberos_ticket(deployment) as ticket, _environ(ticket):
             missing = [uri for uri in uris if not file_exists(uri)]
         if missing:
             self.log.info("waiting for %d of %d label files: %s", len(missing), len(uris), ", ".join(missing))
@@ -363,7 +422,10 @@ class InputChangesOperator(BaseOperator):
         if deployment.hadoop_conf_dir:
             env |= {"HADOOP_CONF_DIR": deployment.hadoop_conf_dir, "YARN_CONF_DIR": deployment.hadoop_conf_dir}
         self.log.info("running %s", " ".join(command))
-        done = subprocess.run(command, cwd=deployment.project_dir, env=env, capture_output=True, text=True)
+        with kerberos_ticket(deployment) as ticket:
+            done = subprocess.run(
+                command, cwd=deployment.project_dir, env={**env, **ticket}, capture_output=True, text=True
+            )
         for line in (done.stderr + done.stdout).splitlines():
             self.log.info("%s", line)
         said = (done.stdout.strip().splitlines() or [""])[-1]
@@ -428,6 +490,8 @@ class StageSubmitOperator(SparkSubmitOperator):
             for env_key in ("spark.executorEnv", "spark.yarn.appMasterEnv"):
                 conf[f"{env_key}.HADOOP_CONF_DIR"] = HADOOP_CONF_IN_CONTAINER
         self.conf = {**conf, **(deployment.spark_conf or {})}
+        if deployment.principal:
+            self.principal, self.keytab = deployment.principal, deployment.keytab
 
         if self.stage == "train":
             num_ps, num_workers = int(params["num_ps"]), int(params["num_workers"])
@@ -448,8 +512,12 @@ class StageSubmitOperator(SparkSubmitOperator):
         params = context["params"]
         if self.stage == "predict" and not params["predict"].get("tf"):
             raise AirflowSkipException("no predict.tf and predict.cell given: nothing to score")
-        self.prepare(Deployment.from_variables(), params)
-        super().execute(context)
+        deployment = Deployment.from_variables()
+        self.prepare(deployment, params)
+        with kerberos_ticket(deployment) as ticket:
+            # The driver's own HDFS client reads the ticket; Spark's JVM logs in from the keytab.
+            self.env_vars = {**(self.env_vars or {}), **ticket}
+            super().execute(context)
 
     def _get_hook(self):
         # The stage runs in the project directory, as it does by hand.

@@ -8,7 +8,7 @@ Every host listens on the standard ports: each has a network of its own.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,7 +163,9 @@ def server_conf(dirs: HostDirs, size: NodeSize, master: str = MASTER) -> dict[st
     }
 
 
-def hadoop_command(java: Path, lib: Path, dirs: HostDirs, role: Role, *args: str) -> list[str]:
+def hadoop_command(
+    java: Path, lib: Path, dirs: HostDirs, role: Role, *args: str, jvm_options: Sequence[str] = ()
+) -> list[str]:
     """The command line of a Hadoop daemon (or ``NameNode -format``) on one host."""
     return [
         str(java),
@@ -178,6 +180,7 @@ def hadoop_command(java: Path, lib: Path, dirs: HostDirs, role: Role, *args: str
         # Without Hadoop's native library the NodeManager sets each localised
         # file's permissions with a `chmod` of its own; vfork makes each cheaper.
         "-Djdk.lang.Process.launchMechanism=VFORK",
+        *jvm_options,
         "-cp",
         f"{dirs.conf}:{lib}/*",
         role.main_class,

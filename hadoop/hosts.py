@@ -35,6 +35,7 @@ import logging
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -48,8 +49,10 @@ from urllib.parse import urlsplit, urlunsplit
 import host_daemons as daemons
 from containers import ContainerLogs, ContainerProcess, container_logs, container_processes
 from jvm import DEFAULT_CACHE_DIR, LOG4J_PROPERTIES, ClusterError, ensure_classpath, find_java_home, http_json, site_xml
+from kdc import KDC_PORT, REALM, Kdc
 from netns import Host, HostNetwork, free_subnet, require_namespaces
 from procs import rss_mb
+from secure_conf import Security, client_settings, java_options, server_settings, service_principals
 
 log = logging.getLogger("hosts")
 
@@ -91,6 +94,10 @@ class HostsInfo:
     spark_home: str = ""
     spark_nodes: list[str] = field(default_factory=list)
     startup_seconds: float = 0.0
+    #: Secure mode: the realm (empty: none), the users with keytabs, how often tokens are renewed.
+    realm: str = ""
+    users: list[str] = field(default_factory=list)
+    token_renew_s: int = 3600
 
 
 class HostCluster:
@@ -112,6 +119,13 @@ class HostCluster:
         What each node offers YARN and Spark standalone.
     startup_timeout
         Seconds to wait for the daemons to serve.
+    secure
+        Kerberos for every daemon and client (a KDC on ``master``,
+        :mod:`secure_conf`), principals and keytabs made at each start.
+    users
+        Secure mode: the tenants (``alice``) with a principal and a keytab.
+    token_renew_s
+        Secure mode: delegation tokens expire unless renewed this often.
     """
 
     def __init__(
@@ -122,6 +136,9 @@ class HostCluster:
         cache_dir: Path = DEFAULT_CACHE_DIR,
         size: daemons.NodeSize = DEFAULT_SIZE,
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
+        secure: bool = False,
+        users: Sequence[str] = ("alice",),
+        token_renew_s: int = 3600,
     ) -> None:
         if nodes < 2:
             raise ValueError("at least 2 nodes: HDFS keeps two replicas")
@@ -133,10 +150,54 @@ class HostCluster:
         if self.info_file.is_file():
             self.info = HostsInfo(**json.loads(self.info_file.read_text()))
         self.node_count = len(self.info.nodes) if self.info else nodes
+        self._secure = (secure, tuple(users), token_renew_s)
         #: The processes this object started, by (host, role name).
         self._processes: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
 
     # -- names and addresses
+
+    @property
+    def security(self) -> Security | None:
+        """The secure cluster's settings, or None."""
+        info = self._started()
+        if not info.realm:
+            return None
+        return Security(info.realm, self.kdc.krb5_conf, tuple(info.users), info.token_renew_s)
+
+    @property
+    def kdc(self) -> Kdc:
+        """The realm's KDC (secure mode), on ``master``."""
+        return Kdc(self.workdir / "kdc", self.address(daemons.MASTER), self._started().realm or REALM)
+
+    def keytab(self, name: str) -> Path:
+        """The keytab of a host's daemons or of a user (secure mode)."""
+        return self.kdc.folder / "keytabs" / f"{name}.keytab"
+
+    def login(self, user: str) -> dict[str, str]:
+        """Secure mode: ``user``'s ticket, from its keytab, in a cache of its own; the environment that uses it.
+
+        ``KRB5CCNAME`` and ``KRB5_CONFIG`` for MIT's library (hdfs-native,
+        ``kinit``), ``JDK_JAVA_OPTIONS`` for every JVM a client starts.
+        """
+        security = self.security
+        if security is None:
+            return {}
+        cache = self.kdc.folder / f"ccache-{user}"
+        env = {
+            "KRB5CCNAME": f"FILE:{cache}",
+            "KRB5_CONFIG": str(security.krb5_conf),
+            "JDK_JAVA_OPTIONS": " ".join(java_options(security)),
+        }
+        principal = self.kdc.principal(user)
+        done = subprocess.run(
+            ["kinit", "-kt", str(self.keytab(user)), principal],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+        )
+        if done.returncode != 0:
+            raise ClusterError(f"kinit {principal}: {done.stderr.strip()}")
+        return env
 
     @property
     def prefix(self) -> str:
@@ -152,6 +213,11 @@ class HostCluster:
     def conf_dir(self) -> Path:
         """The client configuration of the gateway: HADOOP_CONF_DIR and YARN_CONF_DIR there."""
         return self.workdir / "conf"
+
+    @property
+    def machine_conf_dir(self) -> Path:
+        """A client configuration for this machine's own namespace (no ``fs.defaultFS``)."""
+        return self.workdir / "conf-machine"
 
     def _started(self) -> HostsInfo:
         if self.info is None:
@@ -217,9 +283,13 @@ class HostCluster:
         return f"spark://{daemons.MASTER}:{daemons.SPARK_MASTER_PORT}"
 
     def env(self) -> dict[str, str]:
-        """Environment of a client on the gateway: the cluster's configuration and JDK."""
+        """Environment of a client on the gateway: the cluster's configuration and JDK (and realm, if secure)."""
         info = self._started()
-        return {"HADOOP_CONF_DIR": info.conf_dir, "YARN_CONF_DIR": info.conf_dir, "JAVA_HOME": info.java_home}
+        env = {"HADOOP_CONF_DIR": info.conf_dir, "YARN_CONF_DIR": info.conf_dir, "JAVA_HOME": info.java_home}
+        security = self.security
+        if security is not None:
+            env |= {"KRB5_CONFIG": str(security.krb5_conf), "JDK_JAVA_OPTIONS": " ".join(java_options(security))}
+        return env
 
     # -- running things on the hosts
 
@@ -260,12 +330,11 @@ class HostCluster:
         require_namespaces()
         started = time.monotonic()
         java_home = find_java_home()
-        lib = ensure_classpath(self.cache_dir)
+        ensure_classpath(self.cache_dir)  # fetched before the hosts exist: Maven needs the network
         self._stop_leftovers()
         shutil.rmtree(self.workdir / "hosts", ignore_errors=True)
         self.conf_dir.mkdir(parents=True, exist_ok=True)
-        for name, properties in daemons.client_conf().items():
-            (self.conf_dir / name).write_text(site_xml(properties))
+        secure, users, token_renew_s = self._secure
         self.info = HostsInfo(
             prefix=self.prefix,
             subnet=free_subnet(self.prefix),
@@ -274,20 +343,24 @@ class HostCluster:
             java_home=str(java_home),
             hosts={},
             nodes=node_names(self.node_count),
+            realm=REALM if secure else "",
+            users=list(users) if secure else [],
+            token_renew_s=token_renew_s,
         )
         hosts = layout(self.info.subnet, self.node_count)
         self.info = HostsInfo(**{**asdict(self.info), "hosts": {host.name: host.address for host in hosts}})
         self._write_info()  # first, so that `down` finds the hosts even if starting fails
         try:
             self.network.create()
+            if secure:
+                self._start_kdc()
+            self._write_client_conf()
             for host in hosts:
                 self._write_host_conf(host.name)
             log.info("hosts up: %s", ", ".join(f"{host.name} {host.address}" for host in hosts))
-            self._format_hdfs(java_home, lib)
+            self._format_hdfs()
             for host, role in self._hadoop_daemons():
-                self._launch(
-                    host, role, daemons.hadoop_command(java_home / "bin" / "java", lib, self.host_dirs(host), role)
-                )
+                self._launch(host, role, self._daemon_command(host, role))
             self._wait_ready(self.startup_timeout)
         except BaseException:
             self.stop()
@@ -310,20 +383,78 @@ class HostCluster:
             placed += [(node, daemons.DATANODE), (node, daemons.NODEMANAGER)]
         return placed
 
+    def _start_kdc(self) -> None:
+        """Secure mode: the realm's KDC on ``master``, the daemons' and the users' keytabs."""
+        kdc = self.kdc
+        kdc.create()
+        for host in self.network.hosts.values():
+            roles = {role.name for where, role in self._hadoop_daemons() if where == host.name}
+            principals = service_principals(host.name, host.address, roles)
+            if principals:
+                kdc.keytab(host.name, principals)
+        for user in self._started().users:
+            kdc.keytab(user, [user])
+        with open(kdc.folder / "krb5kdc.out", "ab") as output:
+            self._processes[(daemons.MASTER, "KDC")] = self.popen(
+                daemons.MASTER, kdc.command(), env={**os.environ, **kdc.env()}, stdin=subprocess.DEVNULL,
+                stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
+            )  # fmt: skip
+        deadline = time.monotonic() + 30
+        while True:  # the daemons log in from their keytabs as they start
+            try:
+                socket.create_connection((kdc.address, KDC_PORT), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise ClusterError(
+                        f"the KDC does not answer on {kdc.address}:{KDC_PORT}; see {kdc.folder}"
+                    ) from None
+                time.sleep(0.2)
+
+    def _write_client_conf(self) -> None:
+        """The gateway's ``HADOOP_CONF_DIR`` (with the secure mode's client settings), and the machine's.
+
+        The machine's (:attr:`machine_conf_dir`) has no ``fs.defaultFS``: a
+        path without a scheme stays a local path there, where names of the
+        hosts do not resolve; URIs give the NameNode's address.
+        """
+        files = daemons.client_conf()
+        security = self.security
+        if security is not None:
+            for name, properties in client_settings(security, daemons.MASTER).items():
+                files[name] = {**files[name], **properties}
+        self.machine_conf_dir.mkdir(parents=True, exist_ok=True)
+        for name, properties in files.items():
+            (self.conf_dir / name).write_text(site_xml(properties))
+            machine = {key: value for key, value in properties.items() if key != "fs.defaultFS"}
+            (self.machine_conf_dir / name).write_text(site_xml(machine))
+
     def _write_host_conf(self, host: str) -> None:
         dirs = self.host_dirs(host)
         for folder in (dirs.conf, dirs.data, dirs.logs, dirs.tmp, dirs.container_logs):
             folder.mkdir(parents=True, exist_ok=True)
-        for name, properties in daemons.server_conf(dirs, self.size).items():
+        files = daemons.server_conf(dirs, self.size)
+        security = self.security
+        if security is not None:
+            for name, properties in server_settings(security, daemons.MASTER, self.keytab(host)).items():
+                files[name] = {**files[name], **properties}
+        for name, properties in files.items():
             (dirs.conf / name).write_text(site_xml(properties))
         (dirs.conf / "log4j.properties").write_text(LOG4J_PROPERTIES)
 
-    def _format_hdfs(self, java_home: Path, lib: Path) -> None:
+    def _daemon_command(self, host: str, role: daemons.Role, *args: str) -> list[str]:
+        """A Hadoop daemon's command line on ``host`` (with Kerberos's settings in secure mode)."""
+        info = self._started()
+        security = self.security
+        options = java_options(security) if security is not None else []
+        java = Path(info.java_home) / "bin" / "java"
+        lib = ensure_classpath(self.cache_dir)
+        return daemons.hadoop_command(java, lib, self.host_dirs(host), role, *args, jvm_options=options)
+
+    def _format_hdfs(self) -> None:
         dirs = self.host_dirs(daemons.MASTER)
-        argv = daemons.hadoop_command(
-            java_home / "bin" / "java", lib, dirs, daemons.NAMENODE, "-format", "-force", "-nonInteractive"
-        )
-        env = daemons.daemon_env(os.environ, java_home, dirs, None)
+        argv = self._daemon_command(daemons.MASTER, daemons.NAMENODE, "-format", "-force", "-nonInteractive")
+        env = self._daemon_env(dirs, None, None)
         done = self.run(daemons.MASTER, argv, env=env, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise ClusterError(
@@ -332,13 +463,19 @@ class HostCluster:
 
     def _launch(self, host: str, role: daemons.Role, argv: Sequence[str], spark_home: Path | None = None) -> None:
         dirs = self.host_dirs(host)
-        env = daemons.daemon_env(os.environ, Path(self._started().java_home), dirs, spark_home, role)
+        env = self._daemon_env(dirs, spark_home, role)
         with open(dirs.logs / f"{role.name}.log", "ab") as output:
             # A session of its own: a Ctrl-C meant for the caller does not reach the daemons.
             self._processes[(host, role.name)] = self.popen(
                 host, argv, cwd=dirs.root, env=env, stdin=subprocess.DEVNULL, stdout=output,
                 stderr=subprocess.STDOUT, start_new_session=True,
             )  # fmt: skip
+
+    def _daemon_env(self, dirs: daemons.HostDirs, spark_home: Path | None, role: daemons.Role | None) -> dict[str, str]:
+        env = daemons.daemon_env(os.environ, Path(self._started().java_home), dirs, spark_home, role)
+        if self.security is not None:
+            env["KRB5_CONFIG"] = str(self.kdc.krb5_conf)
+        return env
 
     def stop(self) -> None:
         """Kill every process on every host and remove the hosts; no-op if none are there."""
@@ -431,11 +568,9 @@ class HostCluster:
     def restart_host(self, host: str, timeout: float = DEFAULT_STARTUP_TIMEOUT) -> None:
         """Start ``host``'s daemons again (its data kept) and wait until they serve."""
         info = self._started()
-        java = Path(info.java_home) / "bin" / "java"
-        lib = ensure_classpath(self.cache_dir)
         for where, role in self._hadoop_daemons():
             if where == host:
-                self._launch(host, role, daemons.hadoop_command(java, lib, self.host_dirs(host), role))
+                self._launch(host, role, self._daemon_command(host, role))
         if host in info.spark_nodes:
             self._launch_spark_worker(host, Path(info.spark_home))
         self._wait_ready(timeout)

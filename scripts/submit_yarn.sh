@@ -16,6 +16,10 @@
 #                       (build/dist/spark-jars.zip by default)
 #   TFBS_PYTHON         the driver's Python, default this checkout's .venv
 #   SPARK_LOCAL_IP      passed on to the application master and executors when set
+#   TFBS_PRINCIPAL, TFBS_KEYTAB   a Kerberos-secured cluster: Spark logs in from
+#                       the keytab (--principal/--keytab; in client mode the keytab
+#                       stays on this machine, containers get delegation tokens), and
+#                       the driver's own HDFS client gets a ticket of its own
 # Nothing needs to be installed on the cluster's nodes: executors run
 # ./environment/bin/python from the archive, with Spark's jars from the zip.
 #
@@ -48,6 +52,16 @@ done
 [ "${1:-}" = "--" ] && shift
 : "${HADOOP_CONF_DIR:?set HADOOP_CONF_DIR to the client configuration of the cluster}"
 
+if [ -n "${TFBS_PRINCIPAL:-}" ]; then
+  : "${TFBS_KEYTAB:?set TFBS_KEYTAB beside TFBS_PRINCIPAL}"
+  submit_options+=(--principal "$TFBS_PRINCIPAL" --keytab "$TFBS_KEYTAB")
+  # The driver's HDFS client (hdfs-native) reads a ticket cache: this submission's own.
+  ticket_dir=$(mktemp -d)
+  trap 'KRB5CCNAME="FILE:$ticket_dir/cc" kdestroy -q 2>/dev/null; rm -rf "$ticket_dir"' EXIT
+  export KRB5CCNAME="FILE:$ticket_dir/cc"
+  kinit -kt "$TFBS_KEYTAB" "$TFBS_PRINCIPAL"
+fi
+
 python="${TFBS_PYTHON:-$PWD/.venv/bin/python}"
 env_archive="${TFBS_ENV_ARCHIVE:-build/dist/tfbs-env.tar.gz}"
 spark_archive="${TFBS_SPARK_ARCHIVE:-build/dist/spark-jars.zip}"
@@ -76,6 +90,7 @@ case "$stage" in
   *.py) application=$stage ;;
   *) application=jobs/$stage.py ;;
 esac
-exec "$SPARK_HOME/bin/spark-submit" --master yarn --deploy-mode client \
+# Not exec: the ticket cache goes when spark-submit ends.
+"$SPARK_HOME/bin/spark-submit" --master yarn --deploy-mode client \
   --archives "$env_archive#environment" "${conf[@]}" "${submit_options[@]}" \
   "$application" "$@"

@@ -3,9 +3,10 @@
 # and Maven, which fetches Hadoop's mini cluster for the HDFS/YARN tests
 # (hadoop/pom.xml). Installs only what is missing (Debian/Ubuntu, apt-get).
 # TEST_DEPS=1 (`make test`) adds headless Chromium and its WebDriver, which
-# render the HTML report in tests/test_report_html.py, and iproute2 and
+# render the HTML report in tests/test_report_html.py; iproute2 and
 # util-linux (ip, unshare, setpriv), which make the hosts of hadoop/hosts.py;
-# the demo needs none of them.
+# MIT Kerberos (a KDC, kinit) and curl (SPNEGO), which secure them.
+# The demo needs none of them.
 set -euo pipefail
 
 SUDO=""
@@ -24,6 +25,10 @@ if [ "${TEST_DEPS:-0}" = "1" ]; then
   command -v chromedriver >/dev/null 2>&1 || missing+=(chromium-driver)
   command -v ip >/dev/null 2>&1 || missing+=(iproute2)
   command -v unshare >/dev/null 2>&1 && command -v setpriv >/dev/null 2>&1 || missing+=(util-linux)
+  command -v krb5kdc >/dev/null 2>&1 || missing+=(krb5-kdc)
+  command -v kadmin.local >/dev/null 2>&1 || missing+=(krb5-admin-server)
+  command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
+  command -v curl >/dev/null 2>&1 || missing+=(curl)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "installing: ${missing[*]}"

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import DEMO_CONFIG, PIPELINE_OVERRIDES, REPO
+from conftest import DEMO_CONFIG, PIPELINE_OVERRIDES, REPO, TENANT
 from hosts import GATEWAY
 
 from tfbs.class_archive import with_archive
@@ -36,7 +36,8 @@ AIRFLOW = BIN / "airflow"
 REGIONS = "chr8\t10000\t10200\nchr8\t10050\t10250\nchr21\t5000\t5200\n"
 #: Deployment Variables a developer's shell might set; the tests choose their own.
 _DEPLOYMENT_VARIABLES = [
-    f"AIRFLOW_VAR_TFBS_{name}" for name in ("PROJECT_DIR", "ENV_ARCHIVE", "SPARK_CONF", "HADOOP_CONF_DIR")
+    f"AIRFLOW_VAR_TFBS_{name}"
+    for name in ("PROJECT_DIR", "ENV_ARCHIVE", "SPARK_CONF", "HADOOP_CONF_DIR", "PRINCIPAL", "KEYTAB")
 ]
 
 
@@ -132,7 +133,8 @@ YARN_RUN_DATE = "2026-02-02"
 def run_dag_on_yarn(airflow_env: dict[str, str], hosts, yarn_archives: dict[str, str], data_uri: str) -> DagRun:
     """The whole DAG, run by Airflow on the gateway host, with ``spark_default`` on YARN (client mode).
 
-    Deployed as on a cluster of separate hosts: the scheduler, its tasks and
+    Deployed as on a Kerberos-secured cluster of separate hosts (the
+    tenant's principal and keytab as Variables): the scheduler, its tasks and
     the drivers on ``gateway`` (whose own name maps to 127.0.1.1, as Debian
     maps it), the containers on ``node1..3``, the NameNode and the
     ResourceManager on ``master``. Executors run the packed environment of
@@ -163,6 +165,9 @@ def run_dag_on_yarn(airflow_env: dict[str, str], hosts, yarn_archives: dict[str,
         "AIRFLOW_CONN_SPARK_DEFAULT": connection("yarn", **{"deploy-mode": "client"}),
         "AIRFLOW_VAR_TFBS_SPARK_CONF": json.dumps(spark_conf),
         "AIRFLOW_VAR_TFBS_ENV_ARCHIVE": yarn_archives["env"],
+        # The secure cluster: each task takes a ticket from the tenant's keytab.
+        "AIRFLOW_VAR_TFBS_PRINCIPAL": hosts.kdc.principal(TENANT),
+        "AIRFLOW_VAR_TFBS_KEYTAB": str(hosts.keytab(TENANT)),
     }
     run_conf = {
         "config": "conf/demo.yaml",

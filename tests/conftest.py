@@ -12,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -255,19 +256,34 @@ def motif_shards(spark, tmp_path_factory) -> tuple[PipelineConfig, dict]:
     return config, build_shards(spark, config)
 
 
+#: The tenant the tests run as on the secure cluster: its Kerberos principal and HDFS user.
+TENANT = "alice"
+#: Delegation tokens of the secure cluster expire unless renewed this often: the DAG's run outlives several.
+TOKEN_RENEW_S = 60
+
+
 @pytest.fixture(scope="session")
 def hadoop(tmp_path_factory):
     """HDFS and YARN on hosts of their own (hadoop/hosts.py): ``master``, ``node1..3``, ``gateway``, ``outsider``.
 
     Each host a network namespace on one bridge, each daemon a JVM of its
-    own. Needs root: without it the tests using it fail, naming what is missing.
+    own, all of it Kerberos-secured (a KDC on ``master``). The session holds
+    :data:`TENANT`'s ticket: clients of this machine (hdfs-native, JVMs
+    started from here) reach HDFS as that user. Needs root: without it the
+    tests using it fail, naming what is missing.
     """
     from hosts import HostCluster
 
     workdir = tmp_path_factory.mktemp("hosts")
-    with HostCluster(workdir) as cluster:
+    saved = dict(os.environ)
+    with HostCluster(workdir, secure=True, users=(TENANT, "bob"), token_renew_s=TOKEN_RENEW_S) as cluster:
         print(f"cluster of hosts: ready in {cluster.info.startup_seconds} s, {cluster.status()['rss_mb']} MB RSS")
-        yield cluster
+        os.environ.update({**cluster.login(TENANT), "HADOOP_CONF_DIR": str(cluster.machine_conf_dir)})
+        try:
+            yield cluster
+        finally:
+            os.environ.clear()
+            os.environ.update(saved)
     # HDFS's blocks and the NodeManagers' localized archives are GBs a session
     # (pytest keeps three sessions' temp dirs); the logs stay for a post-mortem.
     for bulky in workdir.glob("hosts/*/data"):
@@ -282,10 +298,10 @@ def hdfs(hadoop) -> str:
 
 @pytest.fixture(scope="session")
 def webhdfs(hadoop):
-    """An independent HDFS client for the checks: WebHDFS over the NameNode's HTTP port."""
-    from hostnet import webhdfs_client
+    """An independent HDFS client for the checks: WebHDFS over the NameNode's HTTP port, with SPNEGO."""
+    from hostnet import WebHdfs
 
-    return webhdfs_client(hadoop)
+    return WebHdfs(hadoop)
 
 
 @pytest.fixture(scope="session")
@@ -308,18 +324,21 @@ def dist_archive(request: pytest.FixtureRequest) -> Path:
 
 
 @pytest.fixture(scope="session")
-def yarn_archives(hadoop, webhdfs, dist_archive) -> dict[str, str]:
+def yarn_archives(hadoop, dist_archive) -> dict[str, str]:
     """``make dist``'s packed environment and Spark jars, on the cluster's HDFS.
 
     Readable by all, so YARN localises each once per node into its public
     cache and every later application reuses it. Keys: ``env`` and ``spark``.
-    Uploaded over WebHDFS: ~140 MB/s here (two replicas), where HDFS RPC
-    writes through pyarrow manage ~5 MB/s. The URIs name the hosts
-    (``hdfs://master:8020/dist/...``), as the gateway and the containers see them.
+    The URIs name the hosts (``hdfs://master:8020/dist/...``), as the
+    gateway and the containers see them.
     """
+    from tfbs import storage
+
     archives = {}
     for key, name in [("env", "tfbs-env.tar.gz"), ("spark", "spark-jars.zip")]:
-        webhdfs.upload(f"/dist/{name}", str(dist_archive / name), overwrite=True, chunk_size=1 << 22)
+        started = time.monotonic()
+        storage.upload_file(dist_archive / name, f"{hadoop.fs_by_address}/dist/{name}")
+        print(f"{name}: uploaded in {time.monotonic() - started:.0f} s")
         archives[key] = f"{hadoop.fs_default_fs}/dist/{name}"
     return archives
 

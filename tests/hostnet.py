@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import json
 import os
 import re
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -30,25 +32,60 @@ import psutil
 from hosts import OUTSIDER, HostCluster
 
 
-def webhdfs_client(cluster: HostCluster, user: str = "root") -> Any:
-    """A WebHDFS client (the ``hdfs`` package) that reaches the hosts by address.
+class WebHdfs:
+    """WebHDFS through ``curl --negotiate``: SPNEGO with the session's Kerberos ticket.
 
-    The NameNode redirects reads and writes to a DataNode by its host name
-    (``http://node2:9864/...``); the session's adapter sends them to that
-    host's address instead, as ``/etc/hosts`` would on the gateway.
+    The checks' HDFS client, independent of the pipeline's (hdfs-native in
+    the driver and the tasks, Spark's Java client for DataFrames). The
+    NameNode redirects a read to a DataNode by its host name and a
+    delegation token; ``--resolve`` sends it to that host's address, as
+    ``/etc/hosts`` would on the gateway.
     """
-    import requests
-    from hdfs import InsecureClient
-    from requests.adapters import HTTPAdapter
 
-    class ByAddress(HTTPAdapter):
-        def send(self, request, **kwargs):  # type: ignore[no-untyped-def]
-            request.url = cluster.by_address(request.url)
-            return super().send(request, **kwargs)
+    def __init__(self, cluster: HostCluster) -> None:
+        self.base = f"{cluster.webhdfs_url}/webhdfs/v1"
+        self.resolve = [
+            option
+            for name, address in cluster.info.hosts.items()
+            for port in (9864, 9870)
+            for option in ("--resolve", f"{name}:{port}:{address}")
+        ]
 
-    session = requests.Session()
-    session.mount("http://", ByAddress())
-    return InsecureClient(cluster.webhdfs_url, user=user, session=session)
+    def _get(self, path: str, op: str, *, with_ticket: bool = True) -> subprocess.CompletedProcess[bytes]:
+        auth = ["--negotiate", "-u", ":"] if with_ticket else []
+        command = ["curl", "-sS", "-L", *auth, *self.resolve, "-w", "\n%{http_code}", f"{self.base}{path}?op={op}"]
+        return subprocess.run(command, capture_output=True, timeout=120)
+
+    def call(self, path: str, op: str, *, with_ticket: bool = True) -> tuple[int, bytes]:
+        """``op`` on ``path``: the last response's status and body."""
+        done = self._get(path, op, with_ticket=with_ticket)
+        assert done.returncode == 0, done.stderr.decode()
+        body, _, code = done.stdout.rpartition(b"\n")
+        return int(code), body
+
+    def _json(self, path: str, op: str) -> Any:
+        code, body = self.call(path, op)
+        assert code == 200, (path, op, code, body[:500])
+        return json.loads(body)
+
+    def read(self, path: str) -> bytes:
+        """The file's bytes."""
+        code, body = self.call(path, "OPEN")
+        assert code == 200, (path, code, body[:500])
+        return body
+
+    def list(self, path: str) -> list[str]:
+        """The names in a directory, sorted."""
+        return sorted(s["pathSuffix"] for s in self._json(path, "LISTSTATUS")["FileStatuses"]["FileStatus"])
+
+    def status(self, path: str) -> dict[str, Any]:
+        """The file's status (``length``, ``replication``, ``owner``...)."""
+        return dict(self._json(path, "GETFILESTATUS")["FileStatus"])
+
+    def block_hosts(self, path: str) -> list[set[str]]:
+        """The hosts holding each block of the file, as the NameNode reports them."""
+        blocks = self._json(path, "GETFILEBLOCKLOCATIONS")["BlockLocations"]["BlockLocation"]
+        return [{name.split(":")[0] for name in block["hosts"]} for block in blocks]
 
 
 # ---------------------------------------------------------------------------

@@ -546,19 +546,12 @@ def _chief_with_checkpoint(run_uri: str) -> Callable[[str], object]:
 
 
 @pytest.mark.cluster
-def test_a_killed_chief_resumes_from_hdfs(spark, hadoop, hdfs, hdfs_dataset, tmp_path):
-    from preprocess.build_shards import build_shards
-
+def test_a_killed_chief_resumes_from_hdfs(hadoop, hdfs, hdfs_dataset, tmp_path):
     base = f"{hdfs}/faults"
     data_uri = hadoop.by_address(hdfs_dataset)  # local Spark on this machine reaches the hosts by address
     shards_uri = f"{base}/shards"
-    build_shards(
-        spark,
-        load_config(
-            DEMO_CONFIG,
-            [*SMALL_OVERRIDES, f"data.root={data_uri}", f"run_dir={base}/preprocess", f"shards_dir={shards_uri}"],
-        ),
-    )
+    # In a process of its own, as a user runs it: its JVM logs in to the secure cluster from the ticket cache.
+    Stage("preprocess", [f"data.root={data_uri}", f"run_dir={base}/preprocess", f"shards_dir={shards_uri}"]).run()
     # Side by side: separate run directories, clusters and chiefs; each run
     # mostly waits on JVM, TensorFlow and HDFS start-ups.
     with ThreadPoolExecutor(max_workers=len(MASTERS)) as pool:

@@ -1,19 +1,23 @@
-"""HDFS for real, on hosts of their own (``hadoop/hosts.py``): the storage
-layer's round trips from this machine, and the whole pipeline with its data
-and run directory on ``hdfs://`` (the DAG's run on YARN across hosts, shared
-with test_yarn.py and test_airflow_dag.py), every block on two hosts.
+"""HDFS for real, on Kerberos-secured hosts of their own (``hadoop/hosts.py``):
+the storage layer's round trips from this machine, a client without a
+ticket refused, and the whole pipeline with its data and run directory on
+``hdfs://`` (the DAG's run on YARN across hosts, shared with test_yarn.py
+and test_airflow_dag.py), every block on two hosts.
 
 The pipeline reads and writes through its own clients (hdfs-native in the
 driver and the tasks, Spark's Hadoop client for DataFrames); every check of
-what it wrote goes through a third, independent one: WebHDFS (the ``hdfs``
-package), following the NameNode's redirects to the DataNodes' hosts.
+what it wrote goes through a third, independent one: WebHDFS through
+``curl --negotiate`` (SPNEGO), following the NameNode's redirects to the
+DataNodes' hosts.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import urllib.request
+import os
+import subprocess
+import sys
 
 import pytest
 from airflow_runs import REGIONS
@@ -40,7 +44,7 @@ def test_storage_round_trips(hdfs, webhdfs, tmp_path):
 
     with storage.open_output(f"{base}/labels.tsv.gz") as out:  # compressed by its name
         out.write(b"chr\tstart\tstop\tK562\n")
-    assert gzip.decompress(_read(webhdfs, "/roundtrip/labels.tsv.gz")).startswith(b"chr\t")
+    assert gzip.decompress(webhdfs.read("/roundtrip/labels.tsv.gz")).startswith(b"chr\t")
 
     # A staged directory replaces the old one whole (a rename on HDFS).
     storage.write_text(f"{base}/staging/manifest.json", "{}")
@@ -60,52 +64,50 @@ def test_storage_round_trips(hdfs, webhdfs, tmp_path):
     assert (tmp_path / "down" / "checkpoints" / "checkpoint").read_text() == "state"
 
 
-def _read(client, path: str) -> bytes:
-    with client.read(path) as reader:
-        return reader.read()
-
-
-def _block_hosts(hadoop, path: str) -> list[set[str]]:
-    """The hosts holding each block of ``path``, as the NameNode reports them."""
-    url = f"{hadoop.webhdfs_url}/webhdfs/v1{path}?op=GETFILEBLOCKLOCATIONS&user.name=root"
-    with urllib.request.urlopen(url, timeout=30) as response:
-        blocks = json.load(response)["BlockLocations"]["BlockLocation"]
-    return [{name.split(":")[0] for name in block["hosts"]} for block in blocks]
-
-
 def test_everything_the_run_wrote_is_on_hdfs(dag_on_yarn, hadoop, webhdfs):
     """The pipeline's run on YARN (conftest's ``dag_on_yarn``): data and run directory on HDFS."""
     assert dag_on_yarn.returncode == 0, dag_on_yarn.output[-4000:]
     run = _path(dag_on_yarn.run_uri)
-    manifest = json.loads(_read(webhdfs, f"{run}/shards/manifest.json"))
+    manifest = json.loads(webhdfs.read(f"{run}/shards/manifest.json"))
     assert manifest["tfs"] == ["CTCF", "FOXA1"]
     assert all(entry["path"].startswith("hdfs://master:8020/") for entry in manifest["parquet"]["train"])
     # Every block of what the run wrote on two of the three DataNode hosts.
     shard = _path(manifest["parquet"]["train"][0]["path"])
     assert webhdfs.status(shard)["replication"] == 2
-    assert all(len(hosts) == 2 and hosts <= set(hadoop.nodes) for hosts in _block_hosts(hadoop, shard))
+    assert all(len(hosts) == 2 and hosts <= set(hadoop.nodes) for hosts in webhdfs.block_hosts(shard))
     assert webhdfs.list(f"{run}/shards/records/train") == ["negatives-0", "positives"]
 
-    version = json.loads(_read(webhdfs, f"{run}/models/LATEST"))["version"]
+    version = json.loads(webhdfs.read(f"{run}/models/LATEST"))["version"]
     model = f"{run}/models/{version}"
-    assert json.loads(_read(webhdfs, f"{model}/lineage.json"))["manifest_digest"] == manifest_digest(manifest)
-    history = json.loads(_read(webhdfs, f"{model}/history.json"))
+    assert json.loads(webhdfs.read(f"{model}/lineage.json"))["manifest_digest"] == manifest_digest(manifest)
+    history = json.loads(webhdfs.read(f"{model}/history.json"))
     assert [entry["step"] for entry in history] == [100, 200, 300]
     assert "checkpoint" in webhdfs.list(f"{model}/checkpoints")
     assert any(name.startswith("ckpt-300") for name in webhdfs.list(f"{model}/checkpoints"))
     assert webhdfs.list(f"{model}/best")
     assert any(name.startswith("events.out.tfevents") for name in webhdfs.list(f"{model}/tensorboard"))
     assert {"saved_model.pb", "variables", "tfbs_metadata.json"} <= set(webhdfs.list(f"{model}/export"))
-    assert json.loads(_read(webhdfs, f"{model}/export/tfbs_metadata.json"))["strategy"] == "parameter_server"
+    assert json.loads(webhdfs.read(f"{model}/export/tfbs_metadata.json"))["strategy"] == "parameter_server"
     assert webhdfs.status(f"{model}/history.png")["length"] > 1000
     # The ps and workers were released by the chief's marker on HDFS.
-    assert json.loads(_read(webhdfs, f"{model}/_TRAINING_DONE"))["status"] == "ok"
+    assert json.loads(webhdfs.read(f"{model}/_TRAINING_DONE"))["status"] == "ok"
 
-    report = json.loads(_read(webhdfs, f"{run}/report/report.json"))
+    report = json.loads(webhdfs.read(f"{run}/report/report.json"))
     assert len(report["results"]) == 6 and set(report["baselines"]) == set(report["results"])
     assert report["version"] == version
     for name in ("report.json", "curves.png", "baselines.png"):
         assert webhdfs.status(f"{model}/report/{name}")["length"] > 1000
         assert webhdfs.status(f"{run}/report/{name}")["length"] > 1000
-    submission = gzip.decompress(_read(webhdfs, f"{model}/report/F.CTCF.K562.tab.gz")).decode().splitlines()
+    submission = gzip.decompress(webhdfs.read(f"{model}/report/F.CTCF.K562.tab.gz")).decode().splitlines()
     assert [line.split("\t")[:3] for line in submission] == [line.split("\t") for line in REGIONS.splitlines()]
+
+
+def test_a_client_without_a_ticket_is_refused(hdfs, webhdfs, tmp_path):
+    """HDFS believes no user name a client merely asserts: no Kerberos ticket (or token), no answer."""
+    storage.write_text(f"{hdfs}/roundtrip/tenant.txt", "the tenant's")
+    assert webhdfs.call("/roundtrip/tenant.txt", "OPEN", with_ticket=False)[0] == 401
+    assert webhdfs.call("/roundtrip/tenant.txt", "OPEN&user.name=alice", with_ticket=False)[0] == 401
+    script = f"import hdfs_native; print(hdfs_native.Client({hdfs!r}).read('/roundtrip/tenant.txt').read())"
+    env = {**os.environ, "KRB5CCNAME": f"FILE:{tmp_path / 'no-ticket'}"}
+    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "No Kerberos credentials available" in done.stderr, done.stderr[-2000:]

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import PIPELINE_OVERRIDES, REPO, StreamedProcess
+from conftest import PIPELINE_OVERRIDES, REPO, TENANT, StreamedProcess
 from hostnet import (
     HostListener,
     count_by_kind,
@@ -88,6 +88,9 @@ def yarn_env(hadoop, yarn_archives) -> dict[str, str]:
         "TFBS_ENV_ARCHIVE": yarn_archives["env"],
         "TFBS_SPARK_ARCHIVE": yarn_archives["spark"],
         "TFBS_PYTHON": sys.executable,
+        # The secure cluster: Spark logs in from the tenant's keytab, the driver's HDFS client from a ticket.
+        "TFBS_PRINCIPAL": hadoop.kdc.principal(TENANT),
+        "TFBS_KEYTAB": str(hadoop.keytab(TENANT)),
     }
 
 
@@ -281,6 +284,37 @@ def test_sparks_endpoints_refuse_a_peer_without_the_applications_secret(host_los
         assert answer == b"" or (answer[8] == _RPC_FAILURE and int.from_bytes(answer[:8], "big") == len(answer)), (
             endpoint, answer[:200],
         )  # fmt: skip
+
+
+def _random_windows(data: bytes, size: int = 20) -> list[bytes]:
+    """The windows of ``data`` that look random (mostly unprintable): a token's password, a key."""
+    windows = (data[i : i + size] for i in range(len(data) - size + 1))
+    return [w for w in windows if sum(32 <= b < 127 for b in w) < size // 2]
+
+
+def test_no_keytab_or_token_reaches_a_container_or_a_log(host_loss, hadoop):
+    """Spark logs in from the tenant's keytab on the gateway; containers get delegation tokens, never the keytab."""
+    loss = host_loss
+    keytab = hadoop.keytab(TENANT).read_bytes()
+    containers = [
+        d
+        for app in loss.applications
+        for d in hadoop.workdir.glob(f"hosts/*/data/nm-local/usercache/*/appcache/{app}/container_*")
+    ]
+    assert len(containers) >= 10
+    files = [
+        path
+        for container in containers
+        for path in container.rglob("*")
+        if path.is_file() and path.stat().st_size < 1 << 20
+    ]
+    assert not [path for path in files if path.suffix == ".keytab" or path.read_bytes() == keytab]
+    tokens = [path for path in files if path.name == "container_tokens"]
+    assert tokens  # YARN handed every container its delegation tokens
+    secrets = [window for path in tokens for window in _random_windows(path.read_bytes())] + _random_windows(keytab)
+    logs = [path for app in loss.applications for entry in hadoop.container_logs(app).values()
+            for path in entry.directory.iterdir()]  # fmt: skip
+    assert files_naming(logs, secrets) == {}
 
 
 def test_no_secret_or_authkey_in_any_container_log(host_loss, hadoop):

@@ -1,0 +1,102 @@
+"""Hadoop's secure mode on the hosts: Kerberos for every daemon and client, tokens for containers.
+
+Standard library only. What :mod:`hosts` adds to each host's configuration
+when the cluster is secure, and the principals each host's keytab holds:
+
+* every RPC authenticated by Kerberos and encrypted (``hadoop.rpc.protection
+  privacy``), service-level authorization on;
+* HDFS block tokens, and SASL on the DataNodes' data transfer
+  (``dfs.data.transfer.protection privacy``), so DataNodes need no
+  privileged ports; WebHDFS through SPNEGO (``HTTP/*`` principals);
+* YARN's daemons on their own principals; containers get delegation tokens
+  from the application (``HADOOP_TOKEN_FILE_LOCATION``), never a keytab;
+* delegation tokens to be renewed every ``token_renew_s`` seconds, so a
+  test sees a run outlive several renewals.
+
+Service principals name their host as the hosts name it (``nn/master``),
+fixed rather than ``_HOST``, so a client that reaches the NameNode by
+address (this machine's own namespace) asks for the same principal.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Security:
+    """A secure cluster's settings: the realm, the clients' ``krb5.conf``, the users and how long tokens last."""
+
+    realm: str
+    krb5_conf: Path
+    users: tuple[str, ...]
+    token_renew_s: int = 3600
+
+
+def service_principals(host: str, address: str, roles: set[str]) -> list[str]:
+    """The principals (without realm) one host's keytab holds, for the daemons it runs.
+
+    ``HTTP/<host>`` and ``HTTP/<address>``: SPNEGO for clients that name the
+    host and for those that reach it by address.
+    """
+    by_role = {"NameNode": "nn", "DataNode": "dn", "ResourceManager": "rm", "NodeManager": "nm"}
+    found = [f"{by_role[role]}/{host}" for role in sorted(roles) if role in by_role]
+    return [*found, f"HTTP/{host}", f"HTTP/{address}"] if found else []
+
+
+def client_settings(security: Security, master: str) -> dict[str, dict[str, str]]:
+    """What a client of the secure cluster needs to know (file name -> properties)."""
+    realm = security.realm
+    return {
+        "core-site.xml": {
+            "hadoop.security.authentication": "kerberos",
+            "hadoop.security.authorization": "true",
+            "hadoop.rpc.protection": "privacy",
+        },
+        "hdfs-site.xml": {
+            "dfs.namenode.kerberos.principal": f"nn/{master}@{realm}",
+            "dfs.datanode.kerberos.principal": f"dn/_HOST@{realm}",
+            "dfs.block.access.token.enable": "true",
+            "dfs.data.transfer.protection": "privacy",
+        },
+        "yarn-site.xml": {
+            "yarn.resourcemanager.principal": f"rm/{master}@{realm}",
+            "yarn.nodemanager.principal": f"nm/_HOST@{realm}",
+        },
+    }
+
+
+def server_settings(security: Security, master: str, keytab: Path) -> dict[str, dict[str, str]]:
+    """A secure host's daemon settings (file name -> properties), on top of :func:`client_settings`."""
+    client = client_settings(security, master)
+    renew_ms = str(security.token_renew_s * 1000)
+    # Each test user may do what the HDFS superuser may: the pipeline writes at the root of the namespace.
+    groups = ";".join(f"{user}=supergroup" for user in security.users)
+    return {
+        "core-site.xml": {
+            **client["core-site.xml"],
+            "hadoop.user.group.static.mapping.overrides": f"{groups};",
+        },
+        "hdfs-site.xml": {
+            **client["hdfs-site.xml"],
+            "dfs.namenode.keytab.file": str(keytab),
+            "dfs.datanode.keytab.file": str(keytab),
+            "dfs.web.authentication.kerberos.principal": "*",
+            "dfs.web.authentication.kerberos.keytab": str(keytab),
+            # SASL on data transfer stands for the privileged ports Hadoop's launcher would need (jsvc).
+            "ignore.secure.ports.for.testing": "true",
+            "dfs.namenode.delegation.token.renew-interval": renew_ms,
+        },
+        "yarn-site.xml": {
+            **client["yarn-site.xml"],
+            "yarn.resourcemanager.keytab": str(keytab),
+            "yarn.nodemanager.keytab": str(keytab),
+            "yarn.resourcemanager.delegation.token.renew-interval": renew_ms,
+        },
+    }
+
+
+def java_options(security: Security) -> list[str]:
+    """What a JVM of the cluster (a daemon, a client) needs to find the realm."""
+    return [f"-Djava.security.krb5.conf={security.krb5_conf}", "-Dsun.security.krb5.disableReferrals=true"]
