@@ -61,7 +61,7 @@ minicluster:
 # `make cluster-down`. It prints the addresses and how to submit; see hadoop/README.md.
 HOSTS_DIR ?= build/hosts
 cluster-up: $(STAMP)
-	$(PYTHON) hadoop/hosts.py up --workdir $(HOSTS_DIR) \
+	$(PYTHON) hadoop/hosts.py up --workdir $(HOSTS_DIR) $(if $(SECURE),--secure) \
 		--spark-home "$$($(BIN)/python -c 'import os, pyspark; print(os.path.dirname(pyspark.__file__))')"
 
 cluster-down:

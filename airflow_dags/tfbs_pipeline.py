@@ -458,6 +458,8 @@ class StageSubmitOperator(SparkSubmitOperator):
         super().__init__(task_id=stage, name=f"{DAG_ID}.{stage}", **kwargs)
         self.stage = stage
         self.project_dir = str(_PROJECT_DIR)
+        #: ``KRB5CCNAME`` of the task's own ticket while it runs (see :func:`kerberos_ticket`).
+        self._ticket_env: dict[str, str] = {}
 
     def prepare(self, deployment: Deployment, params: dict[str, Any]) -> None:
         """Set the submission from the run's params and the deployment."""
@@ -516,7 +518,7 @@ class StageSubmitOperator(SparkSubmitOperator):
         self.prepare(deployment, params)
         with kerberos_ticket(deployment) as ticket:
             # The driver's own HDFS client reads the ticket; Spark's JVM logs in from the keytab.
-            self.env_vars = {**(self.env_vars or {}), **ticket}
+            self._ticket_env = ticket
             super().execute(context)
 
     def _get_hook(self):
@@ -529,6 +531,16 @@ class StageSubmitOperator(SparkSubmitOperator):
             hook._conf = {**YARN_NETWORK_CONF, **hook._conf}
         elif hook._connection["master"].startswith("local"):
             hook._env_vars = {**LOCAL_NETWORK_ENV, **(hook._env_vars or {})}
+        # The ticket goes to spark-submit's own process only: on YARN the provider
+        # hands env_vars to the application master too, which has tokens.
+        build_command = hook._build_spark_submit_command
+
+        def build_with_ticket(application: str) -> list[str]:
+            command = build_command(application)
+            hook._env = {**(hook._env or {}), **self._ticket_env}
+            return command
+
+        hook._build_spark_submit_command = build_with_ticket
         return hook
 
 

@@ -39,6 +39,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -151,6 +152,8 @@ class HostCluster:
             self.info = HostsInfo(**json.loads(self.info_file.read_text()))
         self.node_count = len(self.info.nodes) if self.info else nodes
         self._secure = (secure, tuple(users), token_renew_s)
+        #: Secure mode: the environment of each user's ticket, once logged in (see :meth:`get`).
+        self._tickets: dict[str, dict[str, str]] = {}
         #: The processes this object started, by (host, role name).
         self._processes: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
 
@@ -507,17 +510,45 @@ class HostCluster:
 
     # -- readiness
 
+    def get(self, url: str) -> bytes:
+        """GET a daemon's web endpoint; in secure mode through SPNEGO (``curl --negotiate``) as the first user.
+
+        Raises
+        ------
+        OSError
+            If it does not answer 200.
+        """
+        if self.security is None:
+            with urllib.request.urlopen(url, timeout=10) as response:
+                return bytes(response.read())
+        user = self._started().users[0]
+        if user not in self._tickets:
+            self._tickets[user] = self.login(user)
+        env = {**os.environ, **self._tickets[user]}
+        done = subprocess.run(
+            ["curl", "-sS", "--negotiate", "-u", ":", "-w", "\n%{http_code}", url],
+            env=env, capture_output=True, timeout=30,
+        )  # fmt: skip
+        body, _, code = done.stdout.rpartition(b"\n")
+        if done.returncode != 0 or code != b"200":
+            raise OSError(f"GET {url}: {code.decode() or done.stderr.decode().strip()}")
+        return body
+
+    def get_json(self, url: str) -> Any:
+        """:meth:`get` a JSON document."""
+        return json.loads(self.get(url))
+
     def readiness(self, nodes: Sequence[str] | None = None) -> str | None:
         """What does not serve yet (``None`` when HDFS and YARN serve with ``nodes``, default all)."""
         expected = set(self.nodes if nodes is None else nodes)
         try:
-            beans = http_json(f"{self.webhdfs_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")["beans"]
+            beans = self.get_json(f"{self.webhdfs_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")["beans"]
             if not beans or beans[0]["Safemode"]:
                 return "NameNode: in safe mode"
             live = {name.split(":")[0] for name in json.loads(beans[0]["LiveNodes"])}
             if not expected <= live:
                 return f"DataNode: {', '.join(sorted(expected - live))} not live at the NameNode"
-            state = http_json(f"{self.rm_url}/ws/v1/cluster/info")["clusterInfo"]["state"]
+            state = self.get_json(f"{self.rm_url}/ws/v1/cluster/info")["clusterInfo"]["state"]
             if state != "STARTED":
                 return f"ResourceManager: {state}"
             running = {node["nodeHostName"] for node in self._yarn_nodes("RUNNING")}
@@ -537,7 +568,7 @@ class HostCluster:
     def _yarn_nodes(self, state: str) -> list[dict[str, Any]]:
         # "nodes" is null, not an empty object, while no node is in that state
         found: list[dict[str, Any]] = (
-            http_json(f"{self.rm_url}/ws/v1/cluster/nodes?states={state}")["nodes"] or {}
+            self.get_json(f"{self.rm_url}/ws/v1/cluster/nodes?states={state}")["nodes"] or {}
         ).get("node", [])
         return found
 
@@ -677,6 +708,13 @@ def _announce(cluster: HostCluster) -> str:
         f"# stop: python3 {me} down --workdir {workdir}",
         *(f"export {key}={shlex.quote(value)}" for key, value in cluster.env().items()),
     ]
+    if info.realm:
+        user = info.users[0]
+        lines += [
+            f"# Kerberos realm {info.realm}: log in as {user} (keytabs of {', '.join(info.users)} in {cluster.kdc.folder}/keytabs)",
+            f"#   kinit -kt {shlex.quote(str(cluster.keytab(user)))} {cluster.kdc.principal(user)}",
+            f"#   or: export TFBS_PRINCIPAL={cluster.kdc.principal(user)} TFBS_KEYTAB={shlex.quote(str(cluster.keytab(user)))}",
+        ]
     return "\n".join(lines)
 
 
@@ -688,6 +726,8 @@ def parse_args(args: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--nodes", type=int, default=3, help="up: hosts with a DataNode and a NodeManager")
     parser.add_argument("--spark-home", type=Path, help="up: also a Spark standalone master and workers, from here")
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE_DIR, help="holds lib/, the class path")
+    parser.add_argument("--secure", action="store_true", help="up: Kerberos (a KDC on master, keytabs for --users)")
+    parser.add_argument("--users", default="alice", help="up --secure: the tenants, comma-separated")
     parser.add_argument("host", nargs="?", help="run: the host to run COMMAND on")
     args = list(sys.argv[1:] if args is None else args)
     split = args.index("--") if "--" in args else len(args)
@@ -700,7 +740,10 @@ def main(args: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code (``status``: 0 only when all serve)."""
     options = parse_args(args)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s", datefmt="%H:%M:%S")
-    cluster = HostCluster(options.workdir, nodes=options.nodes, cache_dir=options.cache_dir)
+    cluster = HostCluster(
+        options.workdir, nodes=options.nodes, cache_dir=options.cache_dir,
+        secure=options.secure, users=options.users.split(","),
+    )  # fmt: skip
     try:
         if options.action == "up":
             cluster.start()

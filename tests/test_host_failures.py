@@ -345,7 +345,7 @@ sys.stdin.read()
 """
 
 
-def test_the_reservation_server_refuses_an_outsiders_unsigned_message(hadoop, tmp_path):
+def test_the_reservation_server_refuses_an_outsiders_unsealed_message(hadoop, tmp_path):
     import pickle
     import struct
 
@@ -364,7 +364,7 @@ def test_the_reservation_server_refuses_an_outsiders_unsigned_message(hadoop, tm
         _, log = server.communicate(timeout=30)  # closes its stdin: the server ends
     assert answers == {target: b""}
     assert not planted.exists()
-    assert f"refused a message from ('{hadoop.address('outsider')}'" in log, log
+    assert f"refused a connection from ('{hadoop.address('outsider')}'" in log, log
 
 
 class _Plant:

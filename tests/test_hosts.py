@@ -23,7 +23,6 @@ import pytest
 from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
 from hostnet import placement_hosts
 from hosts import GATEWAY, OUTSIDER
-from jvm import http_json
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
@@ -31,7 +30,7 @@ HOSTS_PY = REPO / "hadoop" / "hosts.py"
 
 
 def test_each_host_has_its_own_address_and_name(hadoop):
-    beans = http_json(f"{hadoop.webhdfs_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")["beans"][0]
+    beans = hadoop.get_json(f"{hadoop.webhdfs_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")["beans"][0]
     live = json.loads(beans["LiveNodes"])
     # Each DataNode registered under its host's name, from its host's address.
     assert {name.split(":")[0]: node["xferaddr"].split(":")[0] for name, node in live.items()} == {

@@ -215,11 +215,12 @@ def test_unpickling_the_address_installs_the_node_patches(server, monkeypatch):
     authkey = b"\x00'\"\\k" * 4
 
     # TFoS's ps manager is "remote", which TFoS binds to every interface: here a Unix socket.
+    # A fork holds the listening sockets this process had when it forked (some closed here since).
+    ours = {item.port for item in listening_sockets(os.getpid()) if item.pid == os.getpid()}
     manager = TFManager.start(authkey, ["control", "error"], "remote")
     try:
         assert isinstance(manager.address, str)
-        # No TCP port of its own (a fork, it holds this process's listening sockets too).
-        ours = {item.port for item in listening_sockets(os.getpid()) if item.pid == os.getpid()}
+        # No TCP port of its own.
         assert {item.port for item in listening_sockets(manager._process.pid)} <= ours
         # TFoS records the ps manager as (host, port); the node registers its socket's path.
         monkeypatch.setattr(TFSparkNode.TFSparkNode, "mgr", manager)

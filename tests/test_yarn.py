@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 
 import pytest
 from airflow_runs import STAGES
+from conftest import TENANT, TOKEN_RENEW_S
 from containers import application_of
 
 from tfbs import storage
@@ -59,8 +59,7 @@ def _node_containers(output: str) -> dict[str, str]:
 def _served_log(hadoop, container: str, name: str) -> str:
     """A container's log file as its host's NodeManager serves it (what ``yarn logs`` fetches)."""
     url = f"{hadoop.nm_url(hadoop.host_of_container(container))}/ws/v1/node/containerlogs/{container}/{name}"
-    with urllib.request.urlopen(url, timeout=30) as response:
-        return response.read().decode(errors="replace")
+    return hadoop.get(url).decode(errors="replace")  # SPNEGO on the secure cluster
 
 
 def test_training_ran_ps_workers_and_chief_in_yarn_containers(dag_on_yarn, hadoop):
@@ -97,3 +96,16 @@ def test_each_nodes_log_is_served_by_the_node_manager(dag_on_yarn, hadoop):
         job, task = node.split(":")
         assert f"Container: {container}" in served
         assert f'"task": {{"type": "{job}", "index": {task}}}' in served, (node, served[-2000:])
+
+
+def test_a_stage_longer_than_the_token_renewal_interval_keeps_its_tokens(dag_on_yarn, hadoop):
+    """Delegation tokens last ``TOKEN_RENEW_S`` unless renewed (conftest's secure
+    cluster): training ran longer than that on its tokens, as YARN renewed them."""
+    assert dag_on_yarn.returncode == 0, dag_on_yarn.output[-5000:]
+    apps = hadoop.get_json(f"{hadoop.rm_url}/ws/v1/cluster/apps?states=FINISHED")["apps"]["app"]
+    train = [app for app in apps if app["name"].endswith(".train")]
+    assert train and all(app["finalStatus"] == "SUCCEEDED" and app["user"] == TENANT for app in train)
+    assert max(app["elapsedTime"] for app in train) > 1.5 * TOKEN_RENEW_S * 1000
+    log = (hadoop.host_dirs("master").logs / "ResourceManager.log").read_text(errors="replace")
+    renewed = re.findall(r"Renewed delegation-token= \[Kind: HDFS_DELEGATION_TOKEN.*?owner=([^@,]+)", log)
+    assert TENANT in renewed

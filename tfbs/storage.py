@@ -51,6 +51,7 @@ from blake3 import blake3
 
 from tfbs import interrupts
 from tfbs.errors import MissingInputError
+from tfbs.hadoop_conf import token_service_host
 from tfbs.storage_gateway import GATEWAY_FD_ENV, GatewayHandler
 
 _REMOTE_SCHEMES = ("hdfs", "gs", "gcs", "s3", "s3a")
@@ -240,7 +241,7 @@ def _hdfs_client(netloc: str, pid: int) -> pafs.FileSystem:
         socket.create_connection((host, number), timeout=10).close()
     except OSError as err:
         raise OSError(f"hdfs://{netloc}: cannot reach the HDFS name node at {host}:{number} ({err})") from None
-    return pafs.PyFileSystem(_HdfsHandler(HdfsFileSystem(host=host, port=number)))
+    return pafs.PyFileSystem(_HdfsHandler(HdfsFileSystem(host=token_service_host(host), port=number)))
 
 
 class _BytesWriter(io.RawIOBase):
@@ -359,6 +360,19 @@ class _ReplayedHdfsWriter(io.RawIOBase):
 
 class _HdfsHandler(pafs.FSSpecHandler):
     """pyarrow's handler of hdfs-native's fsspec file system, its output streams through :class:`_ReplayedHdfsWriter`."""
+
+    def open_input_stream(self, path: str) -> pa.NativeFile:
+        return pa.PythonFile(self._open_file(path), mode="r")
+
+    def open_input_file(self, path: str) -> pa.NativeFile:
+        return pa.PythonFile(self._open_file(path), mode="r")
+
+    def _open_file(self, path: str) -> Any:
+        # Not fsspec's isfile(), which answers False on any error: a refused
+        # login (no Kerberos ticket, no matching token) would read as a missing file.
+        if self.fs.info(path)["type"] != "file":
+            raise FileNotFoundError(errno.ENOENT, "not a file", path)
+        return self.fs.open(path, mode="rb")
 
     def open_output_stream(self, path: str, metadata: Any) -> pa.NativeFile:
         return pa.PythonFile(_ReplayedHdfsWriter(self.fs, path), mode="w")
