@@ -100,7 +100,7 @@ def test_dream_layout(dataset) -> None:
     ]
     expected += [f"labels/{tf}.train.labels.tsv.gz" for tf in TFS]
     expected += [f"oracle/{tf}.oracle.tsv.gz" for tf in TFS]
-    expected += [f"oracle/{tf}.observable.tsv.gz" for tf in TFS]
+    expected += [f"oracle/{tf}.coarse_pwm.tsv.gz" for tf in TFS]
     expected += [f"dnase/DNASE.{cell}.conservative.narrowPeak.gz" for cell in CELLS]
     for tf in TFS:
         for cell in CELLS:

@@ -133,13 +133,13 @@ class DataConfig(_Section):
         """URI of the generator's oracle for ``tf`` (label-file layout, probabilities)."""
         return f"{self.oracle_dir}/{tf}.oracle.tsv.gz"
 
-    def observable_uri(self, tf: str) -> str:
-        """URI of the generator's observable ceiling for ``tf``: P(B) given only what the inputs reveal."""
-        return f"{self.oracle_dir}/{tf}.observable.tsv.gz"
+    def coarse_pwm_uri(self, tf: str) -> str:
+        """URI of the generator's coarse-PWM reference for ``tf``: P(B) by class of PWM match, open or not."""
+        return f"{self.oracle_dir}/{tf}.coarse_pwm.tsv.gz"
 
     def generator_table_uris(self, tf: str) -> dict[str, str]:
-        """The generator's per-bin tables of ``tf`` by baseline name (``oracle``, ``observable_ceiling``)."""
-        return {"oracle": self.oracle_uri(tf), "observable_ceiling": self.observable_uri(tf)}
+        """The generator's per-bin tables of ``tf`` by baseline name (``oracle``, ``coarse_pwm_reference``)."""
+        return {"oracle": self.oracle_uri(tf), "coarse_pwm_reference": self.coarse_pwm_uri(tf)}
 
     @property
     def has_dnase(self) -> bool:

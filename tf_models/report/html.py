@@ -17,7 +17,7 @@ from string import Template
 from typing import Any
 
 #: The scorers' order in tables and legends; others follow by name.
-SCORER_ORDER = ("model", "observable_ceiling", "oracle", "motif_scan")
+SCORER_ORDER = ("model", "oracle", "coarse_pwm_reference", "motif_scan")
 #: The metrics of a scorer, with their column headings.
 METRICS = (
     ("auprc", "auPRC"),
