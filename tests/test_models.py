@@ -178,6 +178,33 @@ def test_known_motifs_seed_the_first_filters_and_the_rest_stay_random():
     assert np.sort(maps)[-2] < 0.5
 
 
+def test_seeding_says_where_its_motifs_come_from_or_why_there_are_none(tmp_path, caplog):
+    """Seeds from another motif file (a control of what seeding buys) or none, each a version of its own."""
+    from tf_models.distributed import known_motif_seeds
+    from tf_models.explain.tomtom import to_meme
+    from tfbs.lineage import training_config_digest
+    from tfbs.motifs import read_meme
+
+    database = read_meme(str(REPO / "data" / "dream" / "annotations" / "HOCOMOCOv9.meme"))
+    other = tmp_path / "other_tfs.meme"
+    other.write_text(to_meme({name: database[name] for name in ("REST_f1", "SRF_do", "NFYA_f1")}))
+    caplog.set_level("INFO", logger="tfbs.train")
+    planted = load_config(DEMO_CONFIG, TINY)
+    from_file = load_config(DEMO_CONFIG, [*TINY, f"train.model.motif_cnn.seed_motif_db={other}"])
+    unseeded = load_config(DEMO_CONFIG, [*TINY, "train.model.motif_cnn.seed_motifs=false"])
+    seeds = known_motif_seeds(from_file, ["CTCF", "FOXA1"])
+    assert seeds is not None and seeds[0].shape[-1] == 3  # every motif of the file, whatever the TFs
+    assert "seed_motif_db" in caplog.text and "REST_f1, SRF_do, NFYA_f1" in caplog.text
+    caplog.clear()
+    assert known_motif_seeds(unseeded, ["CTCF"]) is None and "start at random: " in caplog.text
+    caplog.clear()
+    no_motifs = load_config(DEMO_CONFIG, [*TINY, "generate=null"])  # real data with no motif configured
+    assert known_motif_seeds(no_motifs, ["CTCF"]) is None
+    assert "no motif of CTCF is configured" in caplog.text
+    digests = {training_config_digest(config) for config in (planted, from_file, unseeded)}
+    assert len(digests) == 3
+
+
 @pytest.mark.parametrize("name", ["motif_cnn", "easyflow", "factornet"])
 @pytest.mark.parametrize("switch, key", [("use_dnase", "dnase"), ("use_cell_type", "cell_index")])
 def test_switches_decide_whether_the_input_is_read(name, switch, key):

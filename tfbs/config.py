@@ -289,10 +289,21 @@ class MotifCNNConfig(_Section):
     )
     seed_motifs: bool = Field(
         True,
-        description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db), "
-        "so close paralogues' motifs are told apart from the start; training moves them like the others, and the "
-        "motifs are part of the model's version (false, or no motifs configured: every filter starts random)",
+        description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db; "
+        "on generated data the very motifs the generator plants), or as the motifs of seed_motif_db; training "
+        "moves them like the others, and the motifs are part of the model's version (false, or no motif "
+        "configured: every filter starts random, and the training log says why)",
     )
+    seed_motif_db: str | None = Field(
+        None,
+        description="a MEME file whose motifs, in file order, start the first filters instead of the run's TFs' "
+        "own (e.g. other TFs' motifs, a control of what seeding buys); None: evaluate.motifs of the run's TFs",
+    )
+
+    @field_validator("seed_motif_db")
+    @classmethod
+    def _seed_motif_db_uri(cls, value: str | None) -> str | None:
+        return None if value is None else to_uri(value)
 
 
 class EasyFlowConfig(_Section):
