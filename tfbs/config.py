@@ -499,7 +499,16 @@ class UnseenConfig(_Section):
     steps: int | None = Field(
         None, gt=0, description="train exactly this many steps instead (None: epochs, or train.steps)"
     )
-    seed: int = Field(29, description="seeds the shuffled-protein control")
+    seed: int = Field(29, description="seeds the shuffled-protein controls: seed, seed + 1, ...")
+    shuffles: int = Field(
+        5, gt=0, description="shuffled-protein controls per held-out TF; the table gives their mean and range"
+    )
+    family_control: bool = Field(
+        True,
+        description="also measure the TFs with a family member on the run's generated data set regenerated with "
+        "their sites planted apart (generate.family_share 0), so transfer through the protein is told from "
+        "transfer through shared sites (generated data only)",
+    )
     protein_inputs: list[Literal["full", "dbd"]] = Field(
         ["full"],
         min_length=1,
