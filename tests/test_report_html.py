@@ -193,6 +193,8 @@ def test_a_report_with_gaps_still_renders(tmp_path):
     notes = " ".join(page["notes"])
     assert "predictions: not found" in notes and "history.json: not found" in notes and "no manifest given" in notes
     assert 'id="tfcell-CTCF-K562"' in html and "coarse_pwm_reference" in html
+    # The summary says it is one training, and gives the gaps per TF, not only the mean.
+    assert "One training (train.seed not recorded)" in html and "Per TF (auPRC, mean over cells)" in html
     assert not (tmp_path / "run" / "report").exists()
 
 
