@@ -14,12 +14,14 @@ half way continues where it stopped, and benchmarks that share a run (the
 default on the demo's data) train it once.
 
 Every stage is a ``tfbs`` subprocess, its output appended to ``stages.log``
-in its folder.
+in its folder. On a shared machine, ``TFBS_BENCH_PAUSE_FILE=<path>`` holds
+each stage back while that file exists (someone needs the machine quiet).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -88,6 +90,9 @@ def tfbs_stage(stage: str, config: str, overrides: Iterable[str], log_path: Path
     """
     command = [str(ROOT / ".venv" / "bin" / "tfbs"), stage, "--config", config, *(f"--set={o}" for o in overrides)]
     log_path.parent.mkdir(parents=True, exist_ok=True)
+    pause_file = os.environ.get("TFBS_BENCH_PAUSE_FILE")
+    while pause_file and Path(pause_file).exists():
+        time.sleep(30)
     started = time.monotonic()
     with open(log_path, "a") as log:
         log.write(f"\n$ {' '.join(command)}\n")
