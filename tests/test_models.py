@@ -45,6 +45,8 @@ TINY = [
 ARCHITECTURES = {
     "motif_cnn": ["train.model.architecture=motif_cnn"],
     "motif_cnn-ungated": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.protein_gate=false"],
+    # The model's default, a learned weight per 10 bp over the whole window (the demo scans the centre only).
+    "motif_cnn-positional": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.positional_bp=10"],
     "easyflow": ["train.model.architecture=easyflow"],
     "factornet": ["train.model.architecture=factornet"],
     "factornet-attention": ["train.model.architecture=factornet", "train.model.factornet.sequence_layer=attention"],
@@ -108,7 +110,7 @@ def test_each_architecture_builds_and_gives_one_float32_logit_per_example(name):
 def test_strand_shared_models_are_reverse_complement_invariant_and_still_read_the_dna():
     from tf_models.encoding import reverse_complement
 
-    for name in ("motif_cnn", "motif_cnn-ungated", "factornet", "factornet-attention"):
+    for name in ("motif_cnn", "motif_cnn-ungated", "motif_cnn-positional", "factornet", "factornet-attention"):
         model, config = _build(name)
         inputs = _inputs(config)
         forward = model(inputs).numpy()
