@@ -19,13 +19,21 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
 
     Run after ``tfbs demo`` (or train and evaluate): it reads the shards'
     manifest and the LATEST version's report, and writes that report's page
-    again with the table in it.
+    again with the table in it. With ``unseen.family_control`` it first
+    generates and preprocesses the family control's data set (up to date:
+    nothing to do).
     """
-    from jobs import report
-    from tf_models.unseen.run import run_unseen
+    from jobs import generate, preprocess, report
+    from tf_models.unseen.run import family_control_config, run_unseen
     from tfbs.manifest import read_manifest
 
-    result = run_unseen(config, read_manifest(config.shards_uri))
+    control = None
+    if config.unseen.family_control:
+        control_config = family_control_config(config)
+        generate.run(control_config)
+        preprocess.run(control_config)
+        control = (control_config, read_manifest(control_config.shards_uri))
+    result = run_unseen(config, read_manifest(config.shards_uri), control)
     print(f"unseen: {result['uri']}")
     report.run(config)
     return result

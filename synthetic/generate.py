@@ -12,8 +12,9 @@ layout, everything the pipeline reads for a real DREAM run:
   chromosomes, test chromosomes included, so the demo can be evaluated;
 * per TF the oracle ``<TF>.oracle.tsv.gz``: for each test bin and cell, the
   probability the simulation gave it of being labelled B
-  (:mod:`synthetic.oracle`), the ceiling evaluation reports
-  beside the model.
+  (:mod:`synthetic.oracle`), which evaluation reports beside the model, and
+  the coarse-PWM reference ``<TF>.coarse_pwm.tsv.gz``
+  (:func:`synthetic.oracle.coarse_pwm_chances`).
 
 The biology it simulates is described in :mod:`synthetic.sites`.
 Each component draws from its own generator keyed by the seed and a name, so
@@ -38,7 +39,7 @@ from synthetic.formats import (
 )
 from synthetic.genome import blacklist_intervals, simulate_chromosome
 from synthetic.occupancy import Occupancy, relaxed_only_locations, simulate_occupancy
-from synthetic.oracle import observable_bound, write_oracle_table
+from synthetic.oracle import coarse_pwm_chances, write_oracle_table
 from synthetic.peaks import CHIP_WIDTH_RANGE, artifact_peaks, peaks_around
 from synthetic.proteins import write_protein_fasta
 from synthetic.sites import MOTIFLESS, STRONG, WEAK, match_scores
@@ -99,7 +100,7 @@ def generate_dataset(
     tf_summary = _write_chip(gen, data, occupancy, blacklist, paths)
 
     test_chroms = [c for c in DREAM_TEST_CHROMS if c in gen.chromosomes]
-    paths["labels"], paths["oracle"], paths["observable"] = {}, {}, {}
+    paths["labels"], paths["oracle"], paths["coarse_pwm"] = {}, {}, {}
     for spec in gen.tfs:
         tf = spec.name
         out = local_output(data.labels_uri(tf), "labels_dir")
@@ -116,23 +117,23 @@ def generate_dataset(
         )
         log.info("wrote %s: the oracle's P(B) of %d test bins", oracle, n_bins)
         paths["oracle"][tf] = str(oracle)
-        observable = local_output(data.observable_uri(tf), "oracle_dir")
-        chance = observable_chances(gen, occupancy, genome, pwms, tf)
+        reference = local_output(data.coarse_pwm_uri(tf), "oracle_dir")
+        chance = coarse_pwm_reference(gen, occupancy, genome, pwms, tf)
         write_oracle_table(
-            occupancy, tf, str(out), list(gen.chromosomes), list(gen.cells), test_chroms, str(observable), chance
+            occupancy, tf, str(out), list(gen.chromosomes), list(gen.cells), test_chroms, str(reference), chance
         )
-        log.info("wrote %s: the observable ceiling's P(B) of %d test bins", observable, n_bins)
-        paths["observable"][tf] = str(observable)
+        log.info("wrote %s: the coarse-PWM reference's P(B) of %d test bins", reference, n_bins)
+        paths["coarse_pwm"][tf] = str(reference)
 
     seconds = time.perf_counter() - started
     log.info("generated data set in %s in %.1f s", root, seconds)
     return {"seed": gen.seed, "paths": paths, "genome": genome_summary, "tfs": tf_summary, "seconds": seconds}
 
 
-def observable_chances(
+def coarse_pwm_reference(
     gen: GenerateConfig, occupancy: Occupancy, genome: list[np.ndarray], pwms: dict[str, np.ndarray], tf: str
 ) -> np.ndarray:
-    """Per location and cell, the chance ``tf`` binds given only the observables (:func:`synthetic.oracle.observable_bound`)."""
+    """Per location and cell, the chance ``tf`` binds by its class of PWM match (:func:`synthetic.oracle.coarse_pwm_chances`)."""
     family_of = {spec.name: spec.family for spec in gen.tfs}
     lead = next(spec.name for spec in gen.tfs if spec.family == family_of[tf])
     at = (1.0 - gen.gc_content) / 2.0
@@ -141,7 +142,7 @@ def observable_chances(
         member: match_scores(genome, occupancy.chrom, occupancy.centre, log_odds(pwms[member], base_freqs))
         for member in {tf, lead}
     }
-    return observable_bound(occupancy, tf, lead, match)[1]
+    return coarse_pwm_chances(occupancy, tf, lead, match)[1]
 
 
 def _rng(seed: int, key: str) -> np.random.Generator:

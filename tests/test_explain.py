@@ -208,18 +208,58 @@ def test_explain_recovers_the_planted_motifs_end_to_end(spark, small_dataset, tm
     written = json.loads(Path(report, "motifs.json").read_text())
     assert written == json.loads(json.dumps(table))
     assert set(written) == {"title", "columns", "rows", "notes", "images"} and written["columns"] == COLUMNS
+    # A hand-built version has no lineage: the table does not claim to know how its filters started.
+    assert written["title"] == "Motifs the model learned (seeding not recorded)"
     rows = {row[0]: dict(zip(COLUMNS, row)) for row in written["rows"]}
     assert set(rows) == set(tfs)
     for tf_name, planted in (("CTCF", "CTCF_f2"), ("FOXA1", "FOXA1_f1")):
         row = rows[tf_name]
-        assert row["planted motif"] == planted and row["recovered"] and row["planted q"] < 0.05
+        assert row["planted motif"] == planted and row["planted q"] < 0.05
         assert row["best q"] <= row["planted q"]
-    assert rows["CTCF"]["best match"] == "CTCF_f2"
+        # Recovered exactly when the TF's own motif is the best match.
+        assert row["recovered"] == (row["best match"] == planted)
+    assert rows["CTCF"]["best match"] == "CTCF_f2" and rows["CTCF"]["recovered"]
     assert sorted(written["images"]) == ["logos/CTCF.png", "logos/FOXA1.png"]
     assert all(Path(report, image).stat().st_size > 2000 for image in written["images"])
     assert set(read_meme(f"{report}/motifs.meme")) == {"CTCF_learned", "FOXA1_learned"}
     # Not LATEST (there is none): the run-level report is left alone.
     assert not Path(local_path(versions.run_report_uri(config.run_dir)), "motifs.json").exists()
+
+
+def test_a_paralogue_motif_as_the_best_match_is_not_recovered(tmp_path, database):
+    """FOXA2's pattern that is FOXA1's motif matches FOXA2's too, but it is not FOXA2's motif found."""
+    from tf_models.explain.report import COLUMNS, _match_and_draw
+    from tf_models.explain.seqlets import Pattern
+
+    config = small_config(
+        tmp_path,
+        "data.tfs=[CTCF, FOXA2]",
+        "generate.tfs=[{name: CTCF, motif: CTCF_f2, family: zf-ctcf}, {name: FOXA2, motif: FOXA2_f1, family: fox}]",
+    )
+    patterns = {
+        "FOXA2": Pattern(database["FOXA1_f1"], 40, 40),
+        "CTCF": Pattern(database["CTCF_f2"], 40, 40),
+    }
+    table = _match_and_draw(config, f"file://{tmp_path}/report", patterns, database)
+    rows = {row[0]: dict(zip(COLUMNS, row)) for row in table["rows"]}
+    assert rows["FOXA2"]["best match"] == "FOXA1_f1" and rows["FOXA2"]["planted q"] < 0.05
+    assert rows["FOXA2"]["planted rank"] > 1 and not rows["FOXA2"]["recovered"]
+    assert rows["CTCF"]["best match"] == "CTCF_f2" and rows["CTCF"]["recovered"]
+    assert "Planted motifs recovered: 1 of 2." in table["notes"]
+
+
+def test_the_seeding_is_named_from_the_lineage():
+    from tf_models.seeding import seeding_note
+
+    motif_cnn = {"architecture": "motif_cnn", "motif_cnn": {"seed_motifs": True, "seed_motif_db": "file:///x.meme"}}
+    planted = {"motifs": {"FOXA2": "FOXA2_f1", "CTCF": "CTCF_f2"}, "motif_db_blake3": "ab"}
+    assert seeding_note({"model": motif_cnn, "seed_motifs_from": planted})[0] == "filters seeded with CTCF_f2, FOXA2_f1"
+    assert "very motifs the generator planted" in seeding_note({"model": motif_cnn, "seed_motifs_from": planted})[1]
+    other = {"seed_motif_db_blake3": "cd"}
+    assert seeding_note({"model": motif_cnn, "seed_motifs_from": other})[0] == "filters seeded from file:///x.meme"
+    # Seeding on without any motif configured leaves no seed_motifs_from: the filters started at random.
+    assert seeding_note({"model": motif_cnn})[0] == "filters started at random"
+    assert seeding_note({"model": {"architecture": "factornet"}})[0] == "filters started at random"
 
 
 def test_explain_without_an_evaluated_model_is_a_one_line_error(tmp_path, capsys):

@@ -100,7 +100,7 @@ def test_dream_layout(dataset) -> None:
     ]
     expected += [f"labels/{tf}.train.labels.tsv.gz" for tf in TFS]
     expected += [f"oracle/{tf}.oracle.tsv.gz" for tf in TFS]
-    expected += [f"oracle/{tf}.observable.tsv.gz" for tf in TFS]
+    expected += [f"oracle/{tf}.coarse_pwm.tsv.gz" for tf in TFS]
     expected += [f"dnase/DNASE.{cell}.conservative.narrowPeak.gz" for cell in CELLS]
     for tf in TFS:
         for cell in CELLS:
@@ -257,6 +257,22 @@ def test_family_members_share_sites(dataset) -> None:
     jaccard = lambda a, b: len(a & b) / len(a | b)  # noqa: E731
     assert jaccard(foxa1, foxa2) > 0.1  # ~0.3 at demo size; peaks and strengths differ per TF
     assert jaccard(ctcf, foxa1) < 0.02  # unrelated TFs never share a site
+
+
+def test_family_sites_planted_apart_for_the_family_control(dataset, tmp_path: Path) -> None:
+    """generate.family_share 0 (tfbs unseen's family control): paralogues keep their proteins and share no site."""
+    shared_root, shared = dataset
+    gen, data = _configs(tmp_path, family_share=0.0)
+    summary = generate_dataset(gen, data)
+    assert all(figures["sites"]["shared_with_family"] == 0 for figures in summary["tfs"].values())
+    foxa1, foxa2 = _bound_bins(tmp_path, "FOXA1"), _bound_bins(tmp_path, "FOXA2")
+    assert foxa2 and len(foxa1 & foxa2) / len(foxa1 | foxa2) < 0.02
+    # The same proteins and about as many sites of each kind: only where the sites are differs.
+    proteins = "proteins/tf_proteins.fa"
+    assert (tmp_path / proteins).read_bytes() == (shared_root / proteins).read_bytes()
+    for kind in ("strong", "weak", "motifless"):
+        apart, with_family = summary["tfs"]["FOXA2"]["sites"][kind], shared["tfs"]["FOXA2"]["sites"][kind]
+        assert abs(apart - with_family) <= 0.3 * with_family + 3, kind
 
 
 def _best_window_identity(a: str, b: str, window: int) -> float:

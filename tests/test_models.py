@@ -45,6 +45,8 @@ TINY = [
 ARCHITECTURES = {
     "motif_cnn": ["train.model.architecture=motif_cnn"],
     "motif_cnn-ungated": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.protein_gate=false"],
+    # The model's default, a learned weight per 10 bp over the whole window (the demo scans the centre only).
+    "motif_cnn-positional": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.positional_bp=10"],
     "easyflow": ["train.model.architecture=easyflow"],
     "factornet": ["train.model.architecture=factornet"],
     "factornet-attention": ["train.model.architecture=factornet", "train.model.factornet.sequence_layer=attention"],
@@ -108,7 +110,7 @@ def test_each_architecture_builds_and_gives_one_float32_logit_per_example(name):
 def test_strand_shared_models_are_reverse_complement_invariant_and_still_read_the_dna():
     from tf_models.encoding import reverse_complement
 
-    for name in ("motif_cnn", "motif_cnn-ungated", "factornet", "factornet-attention"):
+    for name in ("motif_cnn", "motif_cnn-ungated", "motif_cnn-positional", "factornet", "factornet-attention"):
         model, config = _build(name)
         inputs = _inputs(config)
         forward = model(inputs).numpy()
@@ -176,6 +178,33 @@ def test_known_motifs_seed_the_first_filters_and_the_rest_stay_random():
     maps = model.motifs(tf.one_hot(encode_dna(dna)[None].astype("int32"), 4)).numpy()[0, :, 1]
     assert maps.max() == pytest.approx(1.0, abs=1e-5) and int(maps.argmax()) == 40
     assert np.sort(maps)[-2] < 0.5
+
+
+def test_seeding_says_where_its_motifs_come_from_or_why_there_are_none(tmp_path, caplog):
+    """Seeds from another motif file (a control of what seeding buys) or none, each a version of its own."""
+    from tf_models.distributed import known_motif_seeds
+    from tf_models.explain.tomtom import to_meme
+    from tfbs.lineage import training_config_digest
+    from tfbs.motifs import read_meme
+
+    database = read_meme(str(REPO / "data" / "dream" / "annotations" / "HOCOMOCOv9.meme"))
+    other = tmp_path / "other_tfs.meme"
+    other.write_text(to_meme({name: database[name] for name in ("REST_f1", "SRF_do", "NFYA_f1")}))
+    caplog.set_level("INFO", logger="tfbs.train")
+    planted = load_config(DEMO_CONFIG, TINY)
+    from_file = load_config(DEMO_CONFIG, [*TINY, f"train.model.motif_cnn.seed_motif_db={other}"])
+    unseeded = load_config(DEMO_CONFIG, [*TINY, "train.model.motif_cnn.seed_motifs=false"])
+    seeds = known_motif_seeds(from_file, ["CTCF", "FOXA1"])
+    assert seeds is not None and seeds[0].shape[-1] == 3  # every motif of the file, whatever the TFs
+    assert "seed_motif_db" in caplog.text and "REST_f1, SRF_do, NFYA_f1" in caplog.text
+    caplog.clear()
+    assert known_motif_seeds(unseeded, ["CTCF"]) is None and "start at random: " in caplog.text
+    caplog.clear()
+    no_motifs = load_config(DEMO_CONFIG, [*TINY, "generate=null"])  # real data with no motif configured
+    assert known_motif_seeds(no_motifs, ["CTCF"]) is None
+    assert "no motif of CTCF is configured" in caplog.text
+    digests = {training_config_digest(config) for config in (planted, from_file, unseeded)}
+    assert len(digests) == 3
 
 
 @pytest.mark.parametrize("name", ["motif_cnn", "easyflow", "factornet"])

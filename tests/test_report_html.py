@@ -93,9 +93,9 @@ def test_evaluate_writes_the_page_and_its_run_copy(evaluated):
     assert set(page["curves"]) == keys
     for key, curves in page["curves"].items():
         # The model and every baseline, each with points and the report's own areas.
-        assert set(curves) == {"model", "motif_scan", "observable_ceiling", "oracle"}
+        assert set(curves) == {"model", "motif_scan", "coarse_pwm_reference", "oracle"}
         assert curves["model"]["auprc"] == report["results"][key]["auprc"]
-        for baseline in ("oracle", "observable_ceiling"):
+        for baseline in ("oracle", "coarse_pwm_reference"):
             assert curves[baseline]["auprc"] == report["baselines"][key][baseline]["auprc"]
         assert all(len(c["recall"]) > 1 and c["recall"][-1] == 1.0 for c in curves.values())
     balance = {(r["key"], r["split"]): r for r in page["class_balance"]}
@@ -175,10 +175,10 @@ def test_a_report_with_gaps_still_renders(tmp_path):
     metrics = {"auprc": 0.5, "auroc": 0.8, "recall_at_fdr_10": 0.1, "recall_at_fdr_50": 0.4, "n_pos": 5, "n_neg": 50}
     report = {
         "results": {"CTCF/K562": metrics},
-        "baselines": {"CTCF/K562": {"observable_ceiling": {**metrics, "auprc": 0.7}}},
+        "baselines": {"CTCF/K562": {"coarse_pwm_reference": {**metrics, "auprc": 0.7}}},
         "mean_auprc": 0.5,
         "mean_auroc": 0.8,
-        "baseline_mean_auprc": {"observable_ceiling": 0.7},
+        "baseline_mean_auprc": {"coarse_pwm_reference": 0.7},
         "lineage": {"version": version, "manifest_digest": "0" * 64},
     }
     (report_dir / "report.json").write_text(json.dumps(report))
@@ -186,13 +186,15 @@ def test_a_report_with_gaps_still_renders(tmp_path):
     (report_dir / "motifs.json").write_text('{"title": "Motifs", "rows": []}')
     html = Path(local_path(write_html_report(run_dir, version))).read_text()
     page = json.loads((report_dir / PAGE_JSON).read_text())
-    assert set(page["curves"]["CTCF/K562"]) == {"model", "observable_ceiling"}
-    assert page["curves"]["CTCF/K562"]["observable_ceiling"]["auprc"] == 0.7
+    assert set(page["curves"]["CTCF/K562"]) == {"model", "coarse_pwm_reference"}
+    assert page["curves"]["CTCF/K562"]["coarse_pwm_reference"]["auprc"] == 0.7
     assert page["sections"]["unseen"]["problem"].endswith("unseen.json: not JSON (Expecting ',' delimiter, line 1)")
     assert page["sections"]["motifs"]["problem"].endswith("motifs.json: no columns, notes, images")
     notes = " ".join(page["notes"])
     assert "predictions: not found" in notes and "history.json: not found" in notes and "no manifest given" in notes
-    assert 'id="tfcell-CTCF-K562"' in html and "observable_ceiling" in html
+    assert 'id="tfcell-CTCF-K562"' in html and "coarse_pwm_reference" in html
+    # The summary says it is one training, and gives the gaps per TF, not only the mean.
+    assert "One training (train.seed not recorded)" in html and "Per TF (auPRC, mean over cells)" in html
     assert not (tmp_path / "run" / "report").exists()
 
 

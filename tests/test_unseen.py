@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -13,10 +14,10 @@ from conftest import model_inputs, small_config
 
 from tf_models.unseen.domains import domains_only
 from tf_models.unseen.proteins import identical_aligned_residues, nearest_protein, protein_identity, shuffled_protein
-from tf_models.unseen.run import held_out_config, run_unseen
+from tf_models.unseen.run import family_control_config, held_out_config, run_unseen
 from tf_models.unseen.score import load_exported_model
 from tf_models.unseen.shards import count_by_tf, without_tf
-from tf_models.unseen.table import COLUMNS, INPUTS, JSON_NAME, PNG_NAME, family_note
+from tf_models.unseen.table import COLUMNS, INPUTS, JSON_NAME, PNG_NAME, SITES, control_note, family_note
 from tfbs import lineage as versions
 from tfbs.errors import BadInputError, ConfigError, MissingInputError
 from tfbs.records import RecordLayout
@@ -111,7 +112,8 @@ def test_unseen_end_to_end_writes_the_table(small_shards, tmp_path):
     with pytest.raises(ConfigError, match="unseen.tfs"):
         run_unseen(small_config(tmp_path, "unseen.tfs=[EGR1]"), manifest)
     _seen_model(run_config, manifest)
-    result = run_unseen(run_config, manifest)
+    # The small shards have no family (CTCF, FOXA1): the control, given, measures nothing and says so.
+    result = run_unseen(run_config, manifest, control=(run_config, manifest))
 
     for report_dir in (
         versions.report_uri(run_config.run_dir, versions.read_latest(run_config.run_dir).version),
@@ -125,14 +127,21 @@ def test_unseen_end_to_end_writes_the_table(small_shards, tmp_path):
     rows = result["rows"]
     # Every held-out TF in every cell, each scoring a probability-ranked auPRC.
     # conf/demo.yaml gives the model whole proteins, then their DNA-binding domains.
-    assert sorted((row[0], row[1], row[2]) for row in rows) == sorted(
+    assert sorted((row[0], row[1], row[3]) for row in rows) == sorted(
         (tf, cell, given) for tf in manifest.tfs for cell in manifest.cells for given in INPUTS.values()
     )
     for row in rows:
-        assert row[3].startswith("FOXA1" if row[0] == "CTCF" else "CTCF")
-        assert all(0.0 <= value <= 1.0 for value in row[4:]), row
-        assert row[-1] == 0.5  # the seen reference, from the LATEST report
+        assert row[2] == SITES["shared"]
+        assert row[4].startswith("FOXA1" if row[0] == "CTCF" else "CTCF")
+        assert all(0.0 <= value <= 1.0 for value in row[5:10]), row
+        assert row[9] == 0.5  # the seen reference, from the LATEST report
+        # Five shuffles (unseen.shuffles), their mean inside their range.
+        low, high, count = re.fullmatch(r"(\d\.\d{3})-(\d\.\d{3}) \((\d+)\)", row[10]).groups()
+        assert count == "5" and float(low) - 5e-4 <= row[6] <= float(high) + 5e-4
     assert any("protein branch" in note for note in result["notes"])
+    assert any("no held-out TF has a family member" in note for note in result["notes"])
+    cell_scores = next(iter(result["results"][0]["auprc"].values()))
+    assert sorted(k for k in cell_scores if k.startswith("shuffled_")) == [f"shuffled_{i}" for i in range(5)]
 
     # The scored model is the export: the same logits as its own signature, on the TFs it was trained with.
     held = result["results"][0]
@@ -175,6 +184,32 @@ def test_family_note_says_whether_the_unseen_protein_itself_carries_the_signal()
     _, reads = family_note(scored(0.55, 0.12, 0.6), family_identity=0.2, margin=0.02)
     assert "reads the protein" in reads and "still does better" in reads and "TF identifier" not in reads
     assert "no family" in family_note(scored(0.2, 0.2, 0.6)[1:], family_identity=0.2, margin=0.02)[-1]
+
+
+def test_family_control_plants_the_run_data_sites_apart_in_its_own_folder(tmp_path):
+    config = small_config(tmp_path)
+    control = family_control_config(config)
+    assert control.generate.family_share == 0.0 and config.generate.family_share == 0.8
+    assert control.generate.model_copy(update={"family_share": 0.8}) == config.generate
+    root = f"{config.run_dir}/unseen/family_control"
+    assert (control.run_dir, control.shards_uri) == (root, f"{root}/shards")
+    assert control.data.labels_dir == f"{root}/data/labels" and control.data.tfs == config.data.tfs
+    with pytest.raises(ConfigError, match="unseen.family_control"):
+        family_control_config(config.model_copy(update={"generate": None}))
+
+
+def test_control_note_tells_transfer_through_the_protein_from_shared_sites():
+    def block(sites: str, own: float, shuffles: list[float], nearest: float) -> dict:
+        values = {"own": own, "nearest": nearest, **{f"shuffled_{i}": v for i, v in enumerate(shuffles)}}
+        return {"tf": "FOXA2", "input": "full", "sites": sites, "auprc": {"HepG2": values}}
+
+    shared = block("shared", 0.5, [0.2, 0.3], 0.6)
+    (reads,) = control_note([shared, block("apart", 0.45, [0.1, 0.2], 0.5)], margin=0.02)
+    assert "sites apart: own 0.450, shuffled 0.150 (best shuffle 0.200)" in reads
+    assert "transfer goes through the protein" in reads
+    (sites_only,) = control_note([shared, block("apart", 0.22, [0.1, 0.3], 0.5)], margin=0.02)
+    assert "came through the sites the family shares" in sites_only
+    assert control_note([shared], margin=0.02) == []
 
 
 def test_domains_are_cut_from_the_fasta_headers(tmp_path):

@@ -6,12 +6,14 @@
     that loses to it has not learnt the motif.
 ``oracle``
     On generated data only: the probability of B that the generator sampled
-    the label from (:mod:`synthetic.oracle`), the ceiling.
-``observable_ceiling``
-    On generated data only: the generator's chance of B given only what the
-    inputs reveal (motif and its match, DNase, cell;
-    :func:`synthetic.oracle.observable_bound`), read by :class:`OracleTable`
-    from ``<TF>.observable.tsv.gz``.
+    the label from (:mod:`synthetic.oracle`), hidden state included: the
+    reference no model of these inputs is expected to pass.
+``coarse_pwm_reference``
+    On generated data only: the generator's chance of B by coarse class of
+    the TF's PWM match near each open location's exact centre
+    (:func:`synthetic.oracle.coarse_pwm_chances`), read by
+    :class:`OracleTable` from ``<TF>.coarse_pwm.tsv.gz``. A reference, not
+    a bound: a model reads more than those classes and can pass it.
 """
 
 from __future__ import annotations

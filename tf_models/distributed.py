@@ -150,29 +150,55 @@ def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[st
 
 
 def known_motif_seeds(config: PipelineConfig, tfs: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
-    """The first filters of a ``motif_cnn`` as the known motifs of ``tfs`` (:func:`tf_models.motif_cnn.motif_seeds`).
+    """The first filters of a ``motif_cnn`` as known motifs (:func:`tf_models.motif_cnn.motif_seeds`).
 
-    Read once, on the driver, from ``evaluate.motif_db``: one filter per
-    distinct motif of ``evaluate.motifs`` among ``tfs``. None when the
-    architecture is another, ``motif_cnn.seed_motifs`` is off or no motif is
-    configured.
+    Read once, on the driver: every motif of ``motif_cnn.seed_motif_db`` in
+    file order (up to the filters) when it is set, else one filter per
+    distinct motif of ``evaluate.motifs`` among ``tfs`` from
+    ``evaluate.motif_db``. None when the architecture is another,
+    ``motif_cnn.seed_motifs`` is off or no motif is configured; the log says
+    which filters start as which motifs, or why none do.
     """
-    from tf_models.baselines import motif_log_odds
+    from tf_models.baselines import GENOME_BACKGROUND, motif_log_odds
     from tf_models.motif_cnn import motif_seeds
+    from tfbs.motifs import log_odds, read_meme
 
     model = config.train.model
-    motifs = {tf: config.evaluate.motifs[tf] for tf in tfs if tf in config.evaluate.motifs}
-    if (
-        model.architecture != "motif_cnn"
-        or not model.motif_cnn.seed_motifs
-        or not motifs
-        or not config.evaluate.motif_db
-    ):
+    if model.architecture != "motif_cnn":
         return None
+    scan = model.motif_cnn
+    if not scan.seed_motifs:
+        log.info("motif filters start at random: train.model.motif_cnn.seed_motifs is false")
+        return None
+    if scan.seed_motif_db is not None:
+        matrices = read_meme(storage.local_path(scan.seed_motif_db))
+        chosen = dict(list(matrices.items())[: scan.filters])
+        log.info(
+            "motif filters start as the motifs of train.model.motif_cnn.seed_motif_db %s: %s",
+            scan.seed_motif_db,
+            ", ".join(chosen),
+        )
+        return motif_seeds([log_odds(m, GENOME_BACKGROUND) for m in chosen.values()], scan.kernel)
+    motifs = {tf: config.evaluate.motifs[tf] for tf in tfs if tf in config.evaluate.motifs}
+    if not motifs or not config.evaluate.motif_db:
+        log.warning(
+            "motif filters start at random although train.model.motif_cnn.seed_motifs is true: "
+            "no motif of %s is configured (evaluate.motifs, evaluate.motif_db)",
+            ", ".join(tfs),
+        )
+        return None
+    without = [tf for tf in tfs if tf not in motifs]
+    if without:
+        log.info("no known motif for %s (evaluate.motifs): no filter starts as theirs", ", ".join(without))
     matrices = motif_log_odds(config.evaluate.motif_db, motifs)
     distinct = {motifs[tf]: matrices[tf] for tf in sorted(motifs)}
-    log.info("motif filters start as %s", ", ".join(distinct))
-    return motif_seeds(list(distinct.values()), model.motif_cnn.kernel)
+    log.info(
+        "motif filters start as the known motifs of the run's TFs, from evaluate.motif_db %s: %s "
+        "(train.model.motif_cnn.seed_motifs)",
+        config.evaluate.motif_db,
+        ", ".join(distinct),
+    )
+    return motif_seeds(list(distinct.values()), scan.kernel)
 
 
 def _train_and_export(

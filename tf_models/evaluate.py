@@ -4,8 +4,8 @@ official metrics (A removed, auROC, Davis-Goadrich auPRC, recall at FDR).
 Prediction is distributed: each Spark task loads the exported SavedModel
 once and scores its share of the test shards in batches, and scores the
 same rows with the motif-scan baseline. Only ``(tf, cell, label, scores)``
-come back to the driver, which adds the generator's oracle and observable
-ceiling where there are (:mod:`tf_models.baselines`).
+come back to the driver, which adds the generator's oracle and coarse-PWM
+reference where there are (:mod:`tf_models.baselines`).
 
 The model scored is the version of the current shards and configuration
 (:mod:`tfbs.lineage`); its report goes into the version's folder. When the
@@ -39,7 +39,7 @@ from tfbs.manifest import Manifest
 log = logging.getLogger("tfbs.evaluate")
 
 #: Baselines in the order the report and its plot show them.
-BASELINES = ("motif_scan", "observable_ceiling", "oracle")
+BASELINES = ("motif_scan", "coarse_pwm_reference", "oracle")
 
 _PREDICTION_COLUMNS = ["tf", "cell", "chrom", "start", "label_code", "tf_index", "cell_index", "dnase"]
 
@@ -106,7 +106,7 @@ def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTa
     predictions
         Rows of :func:`predict_rows`.
     oracles
-        Per baseline name (``oracle``, ``observable_ceiling``), the
+        Per baseline name (``oracle``, ``coarse_pwm_reference``), the
         generator's table of each TF that has one.
 
     Returns
@@ -137,8 +137,8 @@ def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTa
 
 
 def _read_oracles(data: DataConfig, tfs: list[str]) -> dict[str, dict[str, OracleTable]]:
-    """The generator's oracle and observable ceiling of each TF that has them (generated data only)."""
-    tables: dict[str, dict[str, OracleTable]] = {"oracle": {}, "observable_ceiling": {}}
+    """The generator's oracle and coarse-PWM reference of each TF that has them (generated data only)."""
+    tables: dict[str, dict[str, OracleTable]] = {"oracle": {}, "coarse_pwm_reference": {}}
     for tf in tfs:
         for name, uri in data.generator_table_uris(tf).items():
             if storage.exists(uri):
@@ -212,7 +212,7 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     (or ``train.version``). Under ``<run_dir>/models/<version>/report/`` it
     writes ``report.json`` (with the version's lineage), ``curves.png`` (PR
     and ROC), ``baselines.png`` (auPRC of the model, the motif scan and the
-    observable ceiling and the oracle per TF/cell) and the per-bin predictions as Parquet
+    coarse-PWM reference and the oracle per TF/cell) and the per-bin predictions as Parquet
     (``predictions/``). If the means pass ``evaluate.min_mean_auroc`` and
     ``evaluate.min_mean_auprc``, ``<run_dir>/models/LATEST`` moves to the
     version and ``<run_dir>/report/`` gets a copy of the report and plots.

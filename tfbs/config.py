@@ -138,13 +138,13 @@ class DataConfig(_Section):
         """URI of the generator's oracle for ``tf`` (label-file layout, probabilities)."""
         return f"{self.oracle_dir}/{tf}.oracle.tsv.gz"
 
-    def observable_uri(self, tf: str) -> str:
-        """URI of the generator's observable ceiling for ``tf``: P(B) given only what the inputs reveal."""
-        return f"{self.oracle_dir}/{tf}.observable.tsv.gz"
+    def coarse_pwm_uri(self, tf: str) -> str:
+        """URI of the generator's coarse-PWM reference for ``tf``: P(B) by class of PWM match, open or not."""
+        return f"{self.oracle_dir}/{tf}.coarse_pwm.tsv.gz"
 
     def generator_table_uris(self, tf: str) -> dict[str, str]:
-        """The generator's per-bin tables of ``tf`` by baseline name (``oracle``, ``observable_ceiling``)."""
-        return {"oracle": self.oracle_uri(tf), "observable_ceiling": self.observable_uri(tf)}
+        """The generator's per-bin tables of ``tf`` by baseline name (``oracle``, ``coarse_pwm_reference``)."""
+        return {"oracle": self.oracle_uri(tf), "coarse_pwm_reference": self.coarse_pwm_uri(tf)}
 
     @property
     def has_dnase(self) -> bool:
@@ -294,10 +294,21 @@ class MotifCNNConfig(_Section):
     )
     seed_motifs: bool = Field(
         True,
-        description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db), "
-        "so close paralogues' motifs are told apart from the start; training moves them like the others, and the "
-        "motifs are part of the model's version (false, or no motifs configured: every filter starts random)",
+        description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db; "
+        "on generated data the very motifs the generator plants), or as the motifs of seed_motif_db; training "
+        "moves them like the others, and the motifs are part of the model's version (false, or no motif "
+        "configured: every filter starts random, and the training log says why)",
     )
+    seed_motif_db: str | None = Field(
+        None,
+        description="a MEME file whose motifs, in file order, start the first filters instead of the run's TFs' "
+        "own (e.g. other TFs' motifs, a control of what seeding buys); None: evaluate.motifs of the run's TFs",
+    )
+
+    @field_validator("seed_motif_db")
+    @classmethod
+    def _seed_motif_db_uri(cls, value: str | None) -> str | None:
+        return None if value is None else to_uri(value)
 
 
 class EasyFlowConfig(_Section):
@@ -501,7 +512,16 @@ class UnseenConfig(_Section):
     steps: int | None = Field(
         None, gt=0, description="train exactly this many steps instead (None: epochs, or train.steps)"
     )
-    seed: int = Field(29, description="seeds the shuffled-protein control")
+    seed: int = Field(29, description="seeds the shuffled-protein controls: seed, seed + 1, ...")
+    shuffles: int = Field(
+        5, gt=0, description="shuffled-protein controls per held-out TF; the table gives their mean and range"
+    )
+    family_control: bool = Field(
+        True,
+        description="also measure the TFs with a family member on the run's generated data set regenerated with "
+        "their sites planted apart (generate.family_share 0), so transfer through the protein is told from "
+        "transfer through shared sites (generated data only)",
+    )
     protein_inputs: list[Literal["full", "dbd"]] = Field(
         ["full"],
         min_length=1,

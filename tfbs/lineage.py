@@ -163,14 +163,19 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
     """The ``train`` section (model included) without its operational keys (:data:`OPERATIONAL_TRAIN_KEYS`).
 
     When the model's first filters start as known motifs
-    (``train.model.motif_cnn.seed_motifs``), the motifs named in
-    ``evaluate.motifs`` and the bytes of ``evaluate.motif_db`` are part of
-    the recipe too, under ``seed_motifs_from``: another motif file trains
-    another model.
+    (``train.model.motif_cnn.seed_motifs``), the motifs they start as are
+    part of the recipe too, under ``seed_motifs_from``: the bytes of
+    ``motif_cnn.seed_motif_db`` when set, else the motifs named in
+    ``evaluate.motifs`` and the bytes of ``evaluate.motif_db``. Another
+    motif file trains another model.
     """
     tree = config.train.model_dump(mode="json", exclude=set(OPERATIONAL_TRAIN_KEYS))
     model, evaluate = config.train.model, config.evaluate
-    if model.architecture == "motif_cnn" and model.motif_cnn.seed_motifs and evaluate.motifs and evaluate.motif_db:
+    if model.architecture != "motif_cnn" or not model.motif_cnn.seed_motifs:
+        return tree
+    if model.motif_cnn.seed_motif_db is not None:
+        tree["seed_motifs_from"] = {"seed_motif_db_blake3": storage.blake3_of(model.motif_cnn.seed_motif_db)[0]}
+    elif evaluate.motifs and evaluate.motif_db:
         tree["seed_motifs_from"] = {
             "motifs": dict(sorted(evaluate.motifs.items())),
             "motif_db_blake3": storage.blake3_of(evaluate.motif_db)[0],

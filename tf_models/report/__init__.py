@@ -64,7 +64,7 @@ def write_html_report(
     table_uris
         ``tf -> {baseline: URI}`` of the generator's per-bin tables
         (``DataConfig.generator_table_uris``), to draw the oracle's and the
-        observable ceiling's curves.
+        coarse-PWM reference's curves.
     copy_to_run
         Also copy both files to ``<run_dir>/report/`` (for a version that is
         ``LATEST``; evaluate's promotion copies them itself).

@@ -89,8 +89,8 @@ def scorer_curves(
     The model's and the motif scan's scores are the evaluation's
     ``predictions/`` columns (``probability``, ``motif_scan``; any further
     score column counts as a baseline of its name, e.g.
-    ``observable_ceiling``); the generator's baselines' (oracle, observable
-    ceiling) come from its tables at ``table_uris(tf)`` where there are any. Each scorer's areas are the
+    ``coarse_pwm_reference``); the generator's baselines' (oracle, coarse-PWM
+    reference) come from its tables at ``table_uris(tf)`` where there are any. Each scorer's areas are the
     report's, so the legends agree with the table to the digit; a baseline
     of the report without per-bin scores gets areas and no points.
 
@@ -266,7 +266,7 @@ def collect(
     table_uris
         ``tf -> {baseline: URI}`` of the generator's per-bin tables
         (``DataConfig.generator_table_uris``), for the oracle's and the
-        observable ceiling's curves; None draws none.
+        coarse-PWM reference's curves; None draws none.
 
     Raises
     ------

@@ -17,7 +17,7 @@ from string import Template
 from typing import Any
 
 #: The scorers' order in tables and legends; others follow by name.
-SCORER_ORDER = ("model", "observable_ceiling", "oracle", "motif_scan")
+SCORER_ORDER = ("model", "oracle", "coarse_pwm_reference", "motif_scan")
 #: The metrics of a scorer, with their column headings.
 METRICS = (
     ("auprc", "auPRC"),
@@ -121,8 +121,62 @@ def _png(plot: Any, *args: Any) -> str:
     return base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
+def _mean_auprc(figures: list[dict], name: str) -> float | None:
+    """The mean auPRC of scorer ``name`` over ``figures`` (one dict of scorers per TF/cell); None unless all have it."""
+    values = [f[name]["auprc"] for f in figures if name in f]
+    return sum(values) / len(values) if values and len(values) == len(figures) else None
+
+
+def per_tf_rows(report: dict[str, Any]) -> list[list[Any]]:
+    """Per TF, the mean auPRC over its cells of the model and each baseline, and the model's gaps to two of them.
+
+    Examples
+    --------
+    >>> report = {"results": {"CTCF/A": {"auprc": 0.8}, "CTCF/B": {"auprc": 0.6}},
+    ...     "baselines": {"CTCF/A": {"motif_scan": {"auprc": 0.5}, "oracle": {"auprc": 1.0}},
+    ...                   "CTCF/B": {"motif_scan": {"auprc": 0.3}, "oracle": {"auprc": 0.9}}}}
+    >>> [round(v, 3) if isinstance(v, float) else v for v in per_tf_rows(report)[0]]
+    ['CTCF', 2, 0.7, 0.95, None, 0.4, 0.3, 0.25]
+    """
+    by_tf: dict[str, list[str]] = {}
+    for key in sorted(report.get("results", {})):
+        by_tf.setdefault(key.split("/")[0], []).append(key)
+    rows = []
+    for tf, keys in by_tf.items():
+        baselines = [report.get("baselines", {}).get(key, {}) for key in keys]
+        model = sum(report["results"][key]["auprc"] for key in keys) / len(keys)
+        scan, oracle = _mean_auprc(baselines, "motif_scan"), _mean_auprc(baselines, "oracle")
+        rows.append(
+            [
+                tf,
+                len(keys),
+                model,
+                oracle,
+                _mean_auprc(baselines, "coarse_pwm_reference"),
+                scan,
+                None if scan is None else model - scan,
+                None if oracle is None else oracle - model,
+            ]
+        )
+    return rows
+
+
+def training_line(report: dict[str, Any]) -> str:
+    """What this figure is: one training, its seed, and what the model's filters started as."""
+    from tf_models.seeding import seeding_note
+
+    train = report.get("lineage", {}).get("train", {})
+    seed = train.get("seed")
+    _, seeding = seeding_note(train)
+    return (
+        f"One training (train.seed {seed if seed is not None else 'not recorded'}): training seeds and "
+        "asynchronous ps updates move these figures by a few hundredths; docs/model-quality.md gives the mean "
+        f"and range over three seeds. {seeding}"
+    )
+
+
 def summary_section(page: dict[str, Any]) -> str:
-    """Means, then one row per TF/cell and scorer with the official metrics."""
+    """Means, the per-TF gaps, then one row per TF/cell and scorer with the official metrics."""
     report = page["report"]
     means = [["model", report.get("mean_auprc"), report.get("mean_auroc")]]
     means += [[name, value, None] for name, value in report.get("baseline_mean_auprc", {}).items()]
@@ -141,6 +195,13 @@ def summary_section(page: dict[str, Any]) -> str:
     parts = [
         '<h2 id="summary">Summary (test chromosomes: ' + _e(", ".join(report.get("test_chroms", []))) + ")</h2>",
         table(["scorer", "mean auPRC", "mean auROC"], means, ["model"] + [""] * (len(means) - 1)),
+        "<p>" + _e(training_line(report)) + "</p>",
+        "<h3>Per TF (auPRC, mean over cells)</h3>",
+        table(
+            ["TF", "cells", "model", "oracle", "coarse-PWM reference", "motif scan", "model - scan", "oracle - model"],
+            per_tf_rows(report),
+            ["model"] * len(per_tf_rows(report)),
+        ),
         f"<p>Floors: auROC {_number(floors.get('min_mean_auroc'))}, auPRC {_number(floors.get('min_mean_auprc'))}; "
         f"{'passed' if floors.get('passed', True) else '<span class=problem>not passed</span>'}. "
         + (

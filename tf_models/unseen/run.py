@@ -1,4 +1,4 @@
-"""The whole measurement: per held-out TF, train without it, score it five ways, write the table.
+"""The whole measurement: per held-out TF, train without it, score it under controls, write the table.
 
 Training is the project's loop (:func:`tf_models.distributed.train_on_spark`)
 under ``strategy: local``, one process: the strategy changes how steps run,
@@ -6,6 +6,13 @@ not what is learnt, and four trainings on a shared machine fit better in
 one process than in four TensorFlowOnSpark clusters. Each held-out TF gets
 its own run folder, ``<run_dir>/unseen/<TF>/`` (filtered record files and
 model versions), so running again retrains nothing already trained.
+
+The controls: the TF's own protein beside ``unseen.shuffles`` shuffles of
+it (their mean and range), the nearest other TF's protein, the TF's motif
+scan and the model that saw it. The family control
+(:func:`family_control_config`) repeats the measurement for the TFs with a
+family member on a data set generated with their sites planted apart, so
+transfer through the protein is told from transfer through shared sites.
 """
 
 from __future__ import annotations
@@ -17,10 +24,10 @@ import time
 from tf_models.unseen.proteins import nearest_protein, shuffled_protein
 from tf_models.unseen.score import auprc_by_cell, load_exported_model, read_test_rows, score_rows
 from tf_models.unseen.shards import without_tf
-from tf_models.unseen.table import family_note, table_rows, verdict, write_table
+from tf_models.unseen.table import INPUTS, SITES, control_note, family_note, table_rows, verdict, write_table
 from tfbs import lineage as versions
 from tfbs import storage
-from tfbs.config import PipelineConfig
+from tfbs.config import DataConfig, PipelineConfig
 from tfbs.dream import TEST
 from tfbs.errors import ConfigError, MissingInputError
 from tfbs.manifest import Manifest
@@ -36,6 +43,38 @@ FAMILY_IDENTITY = 0.2
 def unseen_uri(run_dir: str) -> str:
     """``<run_dir>/unseen``: the held-out TFs' shards and models."""
     return f"{run_dir.rstrip('/')}/unseen"
+
+
+def family_control_config(config: PipelineConfig) -> PipelineConfig:
+    """The family control's configuration: the run's generated data set with paralogue sites planted apart.
+
+    The same generator settings and seed with ``generate.family_share: 0``
+    (no TF inherits its family lead's sites), written under
+    ``<run_dir>/unseen/family_control/`` (data, shards and models).
+
+    Raises
+    ------
+    ConfigError
+        If the run's data is not generated (no ``generate`` section).
+    """
+    if config.generate is None:
+        raise ConfigError(
+            f"{config.source}: unseen.family_control: needs a generated data set (a generate section); "
+            "set unseen.family_control=false for real data"
+        )
+    root = f"{unseen_uri(config.run_dir)}/family_control"
+    data = DataConfig.model_validate(
+        {
+            "root": f"{root}/data",
+            "tfs": config.data.tfs,
+            "cells": config.data.cells,
+            **({"dnase_dir": None} if config.data.dnase_dir is None else {}),
+        }
+    )
+    generate = config.generate.model_copy(update={"family_share": 0.0})
+    return config.model_copy(
+        update={"run_dir": root, "shards_dir": f"{root}/shards", "data": data, "generate": generate}
+    )
 
 
 def held_out_config(config: PipelineConfig, held_out: str) -> PipelineConfig:
@@ -76,18 +115,22 @@ def with_protein_input(config: PipelineConfig, manifest: Manifest, protein_input
 
 
 def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, seen: dict) -> dict:
-    """Train without ``held_out``, then score its test rows five ways.
+    """Train without ``held_out``, then score its test rows under every control.
 
     Parameters
     ----------
     manifest
         The shards' manifest, its proteins those the model is to be given
         (:func:`with_protein_input`).
+    seen
+        The report of a model trained with ``held_out`` (``{}``: none).
 
     Returns
     -------
     dict
-        ``{"tf", "nearest", "identity", "version", "seconds", "auprc": {cell: {condition: auPRC}}}``.
+        ``{"tf", "nearest", "identity", "version", "seconds", "auprc": {cell: {condition: auPRC}}}``;
+        the conditions ``own``, ``shuffled_<i>`` (``unseen.shuffles`` of them) and their mean
+        ``shuffled``, ``nearest``, ``motif_scan`` and ``seen``.
     """
     from tf_models.baselines import motif_log_odds
     from tf_models.distributed import train_on_spark
@@ -104,11 +147,8 @@ def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, 
     )
     nearest, identity = nearest_protein(held_out, manifest.proteins)
     own = manifest.proteins[held_out]
-    proteins = {
-        "own": own,
-        "shuffled": shuffled_protein(own, config.unseen.seed),
-        "nearest": manifest.proteins[nearest],
-    }
+    shuffles = {f"shuffled_{i}": shuffled_protein(own, config.unseen.seed + i) for i in range(config.unseen.shuffles)}
+    proteins = {"own": own, **shuffles, "nearest": manifest.proteins[nearest]}
     motif = None
     if held_out in config.evaluate.motifs and config.evaluate.motif_db:
         motif = motif_log_odds(config.evaluate.motif_db, {held_out: config.evaluate.motifs[held_out]})[held_out]
@@ -125,6 +165,7 @@ def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, 
     )
     auprc = auprc_by_cell(rows, scores)
     for cell, values in auprc.items():
+        values["shuffled"] = sum(values[name] for name in shuffles) / len(shuffles)
         reference = seen.get("results", {}).get(f"{held_out}/{cell}")
         if reference is not None:
             values["seen"] = reference["auprc"]
@@ -139,8 +180,43 @@ def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, 
     }
 
 
-def run_unseen(config: PipelineConfig, manifest: Manifest) -> dict:
+def measure_block(
+    config: PipelineConfig, manifest: Manifest, tfs: list[str], seen: dict, sites: str
+) -> tuple[list[dict], list[str]]:
+    """Every held-out TF of ``tfs`` under every protein input of ``unseen.protein_inputs``, and the notes on them.
+
+    Parameters
+    ----------
+    sites
+        ``"shared"`` for the run's data, ``"apart"`` for the family control (:data:`~tf_models.unseen.table.SITES`).
+    """
+    results, notes = [], []
+    for protein_input in config.unseen.protein_inputs:
+        given = with_protein_input(config, manifest, protein_input)
+        block = [{**measure_held_out(config, given, tf, seen), "input": protein_input, "sites": sites} for tf in tfs]
+        label = f"{INPUTS[protein_input]}, family sites {SITES[sites]}"
+        notes += verdict(table_rows(block), SIGNAL_MARGIN)
+        notes += [f"{label}: {note}" for note in family_note(block, FAMILY_IDENTITY, SIGNAL_MARGIN)]
+        results += block
+    return results, notes
+
+
+def family_members(manifest: Manifest) -> list[str]:
+    """The TFs of the shards whose nearest other protein is of their family (identity >= :data:`FAMILY_IDENTITY`)."""
+    return [tf for tf in manifest.tfs if nearest_protein(tf, manifest.proteins)[1] >= FAMILY_IDENTITY]
+
+
+def run_unseen(
+    config: PipelineConfig, manifest: Manifest, control: tuple[PipelineConfig, Manifest] | None = None
+) -> dict:
     """Measure every held-out TF and write ``unseen.json`` and ``unseen.png`` beside the LATEST report.
+
+    Parameters
+    ----------
+    control
+        The family control's configuration (:func:`family_control_config`)
+        and the manifest of its shards, already built; its TFs with a
+        family member are measured there too. None: no control.
 
     Returns
     -------
@@ -163,21 +239,34 @@ def run_unseen(config: PipelineConfig, manifest: Manifest) -> dict:
             f"{config.source}: unseen.tfs: {unknown or held_out} cannot be held out of the shards' TFs {manifest.tfs}"
         )
     version, seen = _seen_report(config)
-    results, notes = [], []
-    for protein_input in config.unseen.protein_inputs:
-        given = with_protein_input(config, manifest, protein_input)
-        block = [{**measure_held_out(config, given, tf, seen), "input": protein_input} for tf in held_out]
-        notes += [*verdict(table_rows(block), SIGNAL_MARGIN), *family_note(block, FAMILY_IDENTITY, SIGNAL_MARGIN)]
-        results += block
+    results, notes = measure_block(config, manifest, held_out, seen, "shared")
+    if control is not None:
+        control_config, control_manifest = control
+        members = [tf for tf in family_members(control_manifest) if tf in held_out]
+        if members:
+            # No model saw these TFs on the control's data: its rows have no seen-TF reference.
+            control_results, control_notes = measure_block(control_config, control_manifest, members, {}, "apart")
+            results += control_results
+            notes += [*control_notes, *control_note(results, SIGNAL_MARGIN)]
+        else:
+            notes.append("Family control: no held-out TF has a family member among the shards' TFs; nothing measured.")
     rows = table_rows(results)
     notes = [
         *notes,
+        f"Shuffled protein: the TF's own residues in {config.unseen.shuffles} seeded random orders "
+        f"(unseen.seed {config.unseen.seed} onwards); the table gives their mean and range.",
         "Nearest TF: the other TF whose protein shares the most identical residues in a local alignment "
         "(identity over the shorter protein).",
+        "Family sites apart: the same generator settings and seed with generate.family_share 0, so no TF "
+        "inherits its family lead's sites (in the run's data a family member takes most of them); "
+        "measured for the TFs with a family member.",
         f"Each held-out model trained in one process (strategy local) on the other TFs' records only; "
         f"seen-TF model: version {version}.",
         "Trainings: "
-        + ", ".join(f"{r['tf']} held out, {r['input']}: {r['seconds']:.0f} s (version {r['version']})" for r in results)
+        + ", ".join(
+            f"{r['tf']} held out, {r['input']}, sites {r['sites']}: {r['seconds']:.0f} s (version {r['version']})"
+            for r in results
+        )
         + ".",
     ]
     report_dirs = [versions.report_uri(config.run_dir, version), versions.run_report_uri(config.run_dir)]

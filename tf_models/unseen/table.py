@@ -16,16 +16,27 @@ TITLE = "Unseen TFs: leave-one-TF-out test auPRC per cell"
 #: The scorings compared, in table order: (key in the scores, column heading).
 CONDITIONS = (
     ("own", "own protein"),
-    ("shuffled", "shuffled protein"),
+    ("shuffled", "shuffled protein (mean)"),
     ("nearest", "nearest TF's protein"),
     ("motif_scan", "own motif scan"),
     ("seen", "seen-TF model"),
 )
 #: What the model was given of each protein, as the table names it.
 INPUTS = {"full": "whole protein", "dbd": "DNA-binding domain"}
-COLUMNS = ["TF", "cell", "protein input", "nearest TF (identity)", *(heading for _, heading in CONDITIONS)]
+#: The data a block was measured on, as the table names it: the run's own data set, where a
+#: family member's sites are mostly its lead's, or the family control, whose sites are planted apart.
+SITES = {"shared": "shared with family (run data)", "apart": "apart (family control)"}
+COLUMNS = [
+    "TF",
+    "cell",
+    "family sites",
+    "protein input",
+    "nearest TF (identity)",
+    *(heading for _, heading in CONDITIONS),
+    "shuffled protein (range)",
+]
 #: Column of the first scoring.
-FIRST = 4
+FIRST = 5
 JSON_NAME = "unseen.json"
 PNG_NAME = "unseen.png"
 
@@ -36,16 +47,32 @@ def table_rows(results: list[dict]) -> list[list]:
     Parameters
     ----------
     results
-        Per held-out TF and protein input: ``{"tf", "input", "nearest", "identity",
-        "auprc": {cell: {condition: auPRC}}}``.
+        Per held-out TF, protein input and data set: ``{"tf", "input", "sites", "nearest", "identity",
+        "auprc": {cell: {condition: auPRC}}}``, the shuffled proteins' under ``shuffled_<i>``.
     """
     rows = []
     for result in results:
         for cell, auprc in sorted(result["auprc"].items()):
             nearest = f"{result['nearest']} ({result['identity']:.2f})"
-            scores = (_rounded(auprc.get(key)) for key, _ in CONDITIONS)
-            rows.append([result["tf"], cell, INPUTS[result["input"]], nearest, *scores])
+            shuffles = shuffled_values(auprc)
+            summary = {**auprc, "shuffled": float(np.mean(shuffles))} if shuffles else auprc
+            scores = (_rounded(summary.get(key)) for key, _ in CONDITIONS)
+            spread = f"{min(shuffles):.3f}-{max(shuffles):.3f} ({len(shuffles)})" if shuffles else None
+            sites = SITES[result.get("sites", "shared")]
+            rows.append([result["tf"], cell, sites, INPUTS[result["input"]], nearest, *scores, spread])
     return rows
+
+
+def shuffled_values(auprc: dict[str, float]) -> list[float]:
+    """The auPRC of each shuffled-protein control of one cell (``shuffled_0``, ``shuffled_1``, ...).
+
+    Examples
+    --------
+    >>> shuffled_values({"own": 0.5, "shuffled_1": 0.2, "shuffled_0": 0.1})
+    [0.1, 0.2]
+    """
+    keys = sorted((k for k in auprc if k.startswith("shuffled_")), key=lambda k: int(k.rpartition("_")[2]))
+    return [auprc[k] for k in keys]
 
 
 def _rounded(value: float | None) -> float | None:
@@ -70,7 +97,7 @@ def verdict(rows: list[list], margin: float) -> list[str]:
     """
     average = means(rows)
     headings = dict(CONDITIONS)
-    given = rows[0][2] if rows else ""
+    given = f"{rows[0][3]}, family sites {rows[0][2]}" if rows else ""
     notes = [f"{given}: means " + ", ".join(f"{headings[key]} {value:.3f}" for key, value in average.items()) + "."]
     own, shuffled = average.get("own"), average.get("shuffled")
     if own is None or shuffled is None:
@@ -148,16 +175,64 @@ def write_table(report_dirs: list[str], rows: list[list], notes: list[str], plot
         ``plot(series, png_path, title)``, e.g. :func:`tf_models.curves_plot.plot_auprc_bars`.
     """
     payload = {"title": TITLE, "columns": COLUMNS, "rows": rows, "notes": notes, "images": [PNG_NAME]}
-    several = len({row[2] for row in rows}) > 1
+    several = len({row[3] for row in rows}) > 1
     series: dict[str, dict[str, float]] = {}
     for row in rows:
+        # The family control's rows are other data: their bars go under their own TF/cell label.
+        label = f"{row[0]}/{row[1]}" + (" (sites apart)" if row[2] == SITES["apart"] else "")
         for offset, (key, heading) in enumerate(CONDITIONS, start=FIRST):
             # The motif scan and the seen model do not depend on the protein input: one bar each.
-            name = f"{heading} ({row[2]})" if several and key in ("own", "shuffled", "nearest") else heading
+            name = f"{heading} ({row[3]})" if several and key in ("own", "shuffled", "nearest") else heading
             if row[offset] is not None:
-                series.setdefault(name, {})[f"{row[0]}/{row[1]}"] = row[offset]
+                series.setdefault(name, {})[label] = row[offset]
     for report_dir in report_dirs:
         storage.write_through_local(f"{report_dir}/{PNG_NAME}", lambda path: plot(series, path, TITLE))
         # The JSON last: it names the image, which is then already there.
         storage.write_text(f"{report_dir}/{JSON_NAME}", json.dumps(payload, indent=2))
     return f"{report_dirs[0]}/{JSON_NAME}"
+
+
+def control_note(results: list[dict], margin: float) -> list[str]:
+    """Family TFs held out on the run's data (sites shared) beside the family control (sites apart), per protein input.
+
+    The run's data lets a family member transfer through the sites it shares
+    with its lead; the control plants them apart, so what transfers there
+    came through the protein. The protein branch counts as read only if,
+    with sites apart, the own protein beats the mean of the shuffled ones by
+    more than ``margin`` and beats the best shuffle on average.
+    """
+    notes = []
+    for given in sorted({r["input"] for r in results}):
+        apart = [r for r in results if r["input"] == given and r.get("sites") == "apart"]
+        tfs = {r["tf"] for r in apart}
+        shared = [r for r in results if r["input"] == given and r.get("sites", "shared") == "shared" and r["tf"] in tfs]
+        if not apart or not shared:
+            continue
+        figures = {}
+        for name, block in (("shared", shared), ("apart", apart)):
+            cells = [v for r in block for v in r["auprc"].values()]
+            shuffles = [shuffled_values(v) or [v["shuffled"]] for v in cells]
+            figures[name] = {
+                "own": float(np.mean([v["own"] for v in cells])),
+                "shuffled": float(np.mean([np.mean(s) for s in shuffles])),
+                "best_shuffle": float(np.mean([max(s) for s in shuffles])),
+                "nearest": float(np.mean([v["nearest"] for v in cells])),
+            }
+        text = "; ".join(
+            f"sites {name}: own {f['own']:.3f}, shuffled {f['shuffled']:.3f} (best shuffle {f['best_shuffle']:.3f}), "
+            f"nearest TF's protein {f['nearest']:.3f}"
+            for name, f in figures.items()
+        )
+        control = figures["apart"]
+        if control["own"] - control["shuffled"] > margin and control["own"] > control["best_shuffle"]:
+            verdict_text = (
+                "with no site shared, the own protein still beats every shuffle: transfer goes through the "
+                "protein (its family's DNA-binding domain), not only through shared sites."
+            )
+        else:
+            verdict_text = (
+                "with no site shared, the own protein does no better than shuffled ones: what transferred on the "
+                "run's data came through the sites the family shares, not through reading the protein."
+            )
+        notes.append(f"{INPUTS[given]}, family TFs held out ({', '.join(sorted(tfs))}): {text}. So {verdict_text}")
+    return notes
