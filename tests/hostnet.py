@@ -137,6 +137,8 @@ def _kind(process: psutil.Process, port: int, named_ports: dict[int, str]) -> st
         return named_ports[port]
     if "pyspark.daemon" in joined or "pyspark/daemon" in joined:
         return "PySpark daemon"
+    if argv and Path(argv[0]).name == "krb5kdc":
+        return "Kerberos KDC"
     name = Path(argv[0]).name if argv else "?"
     return f"other {name}: {joined[:120]}"
 

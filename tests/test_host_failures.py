@@ -54,19 +54,25 @@ SPARK_OPTIONS = [
     "--conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
     "--conf", "spark.yarn.am.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
 ]  # fmt: skip
-#: A training long enough to lose a host in its middle: checkpoints every 100 of 600 steps.
-TRAINING = [*PIPELINE_OVERRIDES, "train.steps=600", "train.early_stopping_patience=null", "train.timeout_s=400"]
+#: A training long enough to lose a host in its middle (a checkpoint every 100
+#: steps), and for the driver to stop it before the chief could finish: ps
+#: training goes on with the workers left.
+TRAINING_STEPS = 2000
+TRAINING = [*PIPELINE_OVERRIDES, f"train.steps={TRAINING_STEPS}", "train.early_stopping_patience=null",
+            "train.timeout_s=400"]  # fmt: skip
 #: From a host's loss to the stopped run.
 STOP_WITHIN_S = 60
 #: How long the link of a host stays down.
 CUT_OFF_S = 30
 #: A TF node's placement port: its tunnel agent (tf_models/tfos/tunnel.py).
 TUNNEL_AGENT = "TF tunnel agent"
-#: What a host that holds no secret may reach: Hadoop's daemons, Spark's
+#: What a host that holds no secret may reach: the realm's KDC (which issues
+#: tickets only to who knows a principal's key), Hadoop's daemons, Spark's
 #: authenticated endpoints, the TF nodes' tunnel agents (which answer nothing
 #: without the run's secret). TensorFlow's gRPC servers listen in private
 #: networks, reachable by no host.
 ALLOWED_KINDS = {
+    "Kerberos KDC",
     "Hadoop NameNode",
     "Hadoop DataNode",
     "Hadoop ResourceManager",
@@ -250,13 +256,13 @@ def test_a_lost_worker_host_stops_the_run_naming_the_node_and_the_host(host_loss
 def test_the_same_command_resumes_on_the_hosts_left_and_finishes(host_loss, hadoop):
     loss = host_loss
     assert loss.rerun_code == 0, loss.rerun_output[-6000:]
-    resumed = re.search(r"resuming from the checkpoint at step (\d+) of 600", loss.rerun_output)
+    resumed = re.search(rf"resuming from the checkpoint at step (\d+) of {TRAINING_STEPS}", loss.rerun_output)
     assert resumed is not None and int(resumed.group(1)) >= 100, loss.rerun_output[-4000:]
     placed = placement_hosts(loss.rerun_output)
     assert len(placed) == 4 and loss.host not in placed.values(), placed
     (export,) = re.findall(r"model: (\S+)/export \(version", loss.rerun_output)
     history = json.loads(storage.read_text(hadoop.by_address(f"{export}/history.json")))
-    assert history[-1]["step"] == 600
+    assert history[-1]["step"] == TRAINING_STEPS
     assert storage.exists(hadoop.by_address(f"{export}/export/tfbs_metadata.json"))
 
 
@@ -446,7 +452,7 @@ def test_a_host_cut_off_for_30_s_during_training_leaves_a_run_that_finishes_in_t
     print(f"{node}'s host {victim} cut off for {CUT_OFF_S} s: the run ended {finished - cut_at:.0f} s after the cut")
     assert finished - started < 400  # train.timeout_s, start-up included: it never hangs past it
     if code == 0:
-        assert "chief: step 600/600" in training.output
+        assert f"chief: step {TRAINING_STEPS}/{TRAINING_STEPS}" in training.output
     else:
         # ParameterServerStrategy waits for an unreachable worker and takes it back; in one run of
         # three the chief's next step then ended in "End of sequence" (TensorFlow's recovery of

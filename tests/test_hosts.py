@@ -68,7 +68,10 @@ def test_the_command_line_reports_the_hosts_and_runs_on_them(hadoop):
     assert status.returncode == 0, status.stderr
     described = json.loads(status.stdout)
     assert described["ready"] and described["hosts"] == hadoop.info.hosts
-    assert described["processes"]["master"] == 2 and described["processes"]["gateway"] == 0
+    # NameNode, ResourceManager, and the realm's KDC on the secure cluster.
+    assert (
+        described["processes"]["master"] == 2 + (hadoop.security is not None) and described["processes"]["gateway"] == 0
+    )
     assert all(described["processes"][node] == 2 for node in hadoop.nodes)
     ran = subprocess.run(
         [sys.executable, str(HOSTS_PY), "run", "--workdir", str(hadoop.workdir), GATEWAY, "--", "sh", "-c",

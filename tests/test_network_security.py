@@ -18,6 +18,7 @@ import contextlib
 import logging
 import os
 import pickle
+import re
 import socket
 import struct
 import time
@@ -30,7 +31,8 @@ from netwatch import (
     listening_sockets,
 )
 
-from tfbs.session import LOOPBACK, network_conf
+from tfbs.errors import ConfigError
+from tfbs.session import LOOPBACK, _check_security, network_conf
 
 # ---------------------------------------------------------------------------
 # The reservation exchange: signed, bound, and nothing unpickled unsigned
@@ -288,6 +290,17 @@ def test_network_policy_follows_the_master(master, expected):
     conf = network_conf(master)
     assert conf == expected
     assert not any("secret" in key for key in conf)  # Spark on YARN draws its own
+
+
+def test_a_yarn_session_with_any_protection_off_is_refused_before_it_starts(caplog):
+    secure = network_conf("yarn") | {"spark.master": "yarn"}
+    _check_security(secure, allow_insecure=False)  # nothing to say
+    for key in secure.keys() - {"spark.master"}:
+        with pytest.raises(ConfigError, match=rf"^spark.conf: {re.escape(key)} off on YARN: other tenants"):
+            _check_security({**secure, key: "false"}, allow_insecure=False)
+    _check_security({k: v for k, v in secure.items() if k != "spark.authenticate"}, allow_insecure=True)
+    assert "spark.authenticate off (spark.allow_insecure)" in caplog.text
+    _check_security({"spark.master": "local[2]"}, allow_insecure=False)  # one machine: loopback instead
 
 
 def test_a_local_session_listens_on_loopback_only(spark):

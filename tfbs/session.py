@@ -8,10 +8,11 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
+from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
 from tfbs.class_archive import with_archive
@@ -130,15 +131,16 @@ def build_session(
     # Under spark-submit the JVM is already up (PYSPARK_GATEWAY_PORT is set)
     # and its --master must win over the configuration file; the submitter
     # sets its network policy (scripts/submit_yarn.sh).
+    chosen: dict[str, str] = {}
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
-        chosen = master or spark.master
-        builder = builder.master(chosen)
-        network = network_conf(chosen)
-        if is_one_machine(chosen):
+        chosen = {"spark.master": master or spark.master}
+        builder = builder.master(chosen["spark.master"])
+        network = network_conf(chosen["spark.master"])
+        if is_one_machine(chosen["spark.master"]):
             # Read by the JVM at start-up, and inherited by executor JVMs,
             # PySpark workers and TF nodes (tf_models.tfos.tfos_patches).
             os.environ["SPARK_LOCAL_IP"] = LOOPBACK
-        if chosen.startswith("local-cluster") and scratch_dir:
+        if chosen["spark.master"].startswith("local-cluster") and scratch_dir:
             os.environ["SPARK_HOME"] = _local_cluster_home(scratch_dir)
         # Only a driver started from here can map the class archive.
         driver_options = with_archive(driver_options, spark.class_archive_dir)
@@ -151,30 +153,37 @@ def build_session(
         settings["spark.driver.extraJavaOptions"] = driver_options
     for key, value in settings.items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
-    _check_security(session, spark.allow_insecure)
-    return session
+    _check_security({**_submitted_conf(), **settings, **chosen}, spark.allow_insecure)
+    return builder.getOrCreate()
 
 
-def _check_security(session: SparkSession, allow_insecure: bool) -> None:
+def _submitted_conf() -> dict[str, str]:
+    """What ``spark-submit`` set for this driver (its ``--master``, ``--conf``...), or nothing outside it."""
+    if "PYSPARK_GATEWAY_PORT" not in os.environ:
+        return {}
+    SparkContext._ensure_initialized()  # connects to spark-submit's JVM, whose properties SparkConf reads
+    return dict(SparkConf().getAll())
+
+
+def _check_security(conf: Mapping[str, str], allow_insecure: bool) -> None:
     """Refuse a YARN session whose authentication or encryption is off, unless the configuration allows it.
 
-    Checked on the session as it runs, whoever set it up: the job itself,
-    ``spark-submit``'s options, a DAG's ``tfbs_spark_conf`` Variable.
+    Checked on the settings the session is about to start with, whoever set
+    them: the job itself, ``spark-submit``'s options, a DAG's
+    ``tfbs_spark_conf`` Variable. Before it starts, as Spark refuses some
+    combinations (encryption without authentication) with an error of its own.
 
     Raises
     ------
     ConfigError
         If a setting of :data:`YARN_SECURITY` is off and ``spark.allow_insecure`` is not set.
     """
-    conf = session.sparkContext.getConf()
     if not (conf.get("spark.master") or "").startswith("yarn"):
         return
     off = sorted(key for key, value in YARN_SECURITY.items() if (conf.get(key) or "false").lower() != value)
     if not off:
         return
     if not allow_insecure:
-        session.stop()
         raise ConfigError(
             f"spark.conf: {', '.join(off)} off on YARN: other tenants could join or read this application; "
             "set it true, or set spark.allow_insecure: true to run anyway"
