@@ -21,6 +21,7 @@ Test helpers and one fixture (a pytest plugin of ``conftest.py``), used by
 from __future__ import annotations
 
 import base64
+import contextlib
 import ipaddress
 import json
 import os
@@ -86,6 +87,20 @@ def listening_sockets(root_pid: int) -> set[Listener]:
     return found
 
 
+def command_lines(root_pid: int) -> set[str]:
+    """The command lines of ``root_pid`` and its descendants, now."""
+    try:
+        root = psutil.Process(root_pid)
+        processes = [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return set()
+    found = set()
+    for process in processes:
+        with contextlib.suppress(psutil.Error):
+            found.add(" ".join(process.cmdline()))
+    return found
+
+
 class ListenerSampler:
     """Samples :func:`listening_sockets` of a process tree every ``interval`` seconds.
 
@@ -98,14 +113,26 @@ class ListenerSampler:
         self.interval = interval
         self.seen: set[Listener] = set()
         self.samples = 0
+        #: What ``nobody`` got from each listener (:func:`answer_as_another_user`).
+        self.answers: dict[Listener, bytes] = {}
+        #: Every command line of the process tree, as any user of the machine may read them.
+        self.command_lines: set[str] = set()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.seen |= listening_sockets(self.root_pid)
+            found = listening_sockets(self.root_pid)
+            for listener in found - self.seen:
+                # What another user of the machine gets there, once, while it listens.
+                threading.Thread(target=self._probe, args=(listener,), daemon=True).start()
+            self.seen |= found
+            self.command_lines |= command_lines(self.root_pid)
             self.samples += 1
             self._stop.wait(self.interval)
+
+    def _probe(self, listener: Listener) -> None:
+        self.answers[listener] = answer_as_another_user(listener.ip, listener.port)
 
     def __enter__(self) -> ListenerSampler:
         self._thread.start()
@@ -118,6 +145,56 @@ class ListenerSampler:
     def beyond_loopback(self) -> set[Listener]:
         """The listeners seen on an address other than loopback."""
         return {listener for listener in self.seen if not listener.loopback}
+
+
+#: A well-formed Spark RPC request (Spark's transport framing: the frame's
+#: length, the message type RpcRequest = 3, a request id, the body's length,
+#: the body) from a peer that skipped the authentication a session requires.
+#: Spark answers it with an RpcFailure (type 5) or closes.
+_BODY = b"\x00" * 16
+SPARK_RPC_WITHOUT_AUTH = (
+    (8 + 1 + 8 + 4 + len(_BODY)).to_bytes(8, "big") + bytes([3]) + (1).to_bytes(8, "big")
+    + len(_BODY).to_bytes(4, "big") + _BODY
+)  # fmt: skip
+RPC_FAILURE = 5
+
+_PROBE = """
+import socket, sys
+try:
+    with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2) as conn:
+        conn.sendall(bytes.fromhex(sys.argv[3]))
+        data = b""
+        while len(data) < 4096:
+            chunk = conn.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+except OSError:
+    pass
+else:
+    sys.stdout.write(data.hex())
+"""
+
+
+def answer_as_another_user(ip: str, port: int, payload: bytes = SPARK_RPC_WITHOUT_AUTH) -> bytes:
+    """What user ``nobody`` gets from ``ip:port`` for ``payload`` (before a close or 2 s of silence)."""
+    done = subprocess.run(
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", _PROBE,
+         ip, str(port), payload.hex()],
+        capture_output=True, text=True, timeout=30, cwd="/",
+    )  # fmt: skip
+    return bytes.fromhex(done.stdout.strip())
+
+
+#: What a PySpark daemon answers a caller without the worker factory's secret: the
+#: forked worker's pid (4 bytes, written before the secret is read), then "err".
+_PYSPARK_REFUSAL = len(b"err").to_bytes(4, "big") + b"err"
+
+
+def is_refusal(answer: bytes) -> bool:
+    """Nothing, one Spark RpcFailure frame, or a PySpark daemon's "err" (the error that refused the request)."""
+    spark_failure = len(answer) > 8 and answer[8] == RPC_FAILURE and int.from_bytes(answer[:8], "big") == len(answer)
+    return answer == b"" or spark_failure or (len(answer) == 11 and answer[4:] == _PYSPARK_REFUSAL)
 
 
 def secret_forms(secret: bytes) -> list[bytes]:

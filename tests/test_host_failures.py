@@ -39,7 +39,7 @@ from hostnet import (
     reachable_from_outsider,
 )
 from hosts import GATEWAY
-from netwatch import files_naming, read_spy, secret_forms
+from netwatch import SPARK_RPC_WITHOUT_AUTH, files_naming, is_refusal, read_spy, secret_forms
 
 from tfbs import storage
 
@@ -224,18 +224,6 @@ def host_loss(hadoop, yarn_env, dag_on_yarn, tmp_path_factory) -> HostLoss:
     )  # fmt: skip
 
 
-#: A well-formed Spark RPC request (Spark's transport framing: the frame's
-#: length, the message type RpcRequest = 3, a request id, the body's length,
-#: the body) from a peer that skipped the authentication the application
-#: requires. Spark answers it with an RpcFailure (type 5) or closes.
-_BODY = b"\x00" * 16
-SPARK_RPC_WITHOUT_AUTH = (
-    (8 + 1 + 8 + 4 + len(_BODY)).to_bytes(8, "big") + bytes([3]) + (1).to_bytes(8, "big")
-    + len(_BODY).to_bytes(4, "big") + _BODY
-)  # fmt: skip
-_RPC_FAILURE = 5
-
-
 def test_a_lost_worker_host_stops_the_run_naming_the_node_and_the_host(host_loss, hadoop):
     loss = host_loss
     print(f"{loss.node} on {loss.host} lost: the command exited {loss.seconds_to_stop:.1f} s later")
@@ -287,9 +275,7 @@ def test_sparks_endpoints_refuse_a_peer_without_the_applications_secret(host_los
     assert len(answers) >= 4, "the driver's and the executors' endpoints were reachable"
     for endpoint, answer in answers.items():
         # Nothing, or one RpcFailure frame (the error that refused it): never a response.
-        assert answer == b"" or (answer[8] == _RPC_FAILURE and int.from_bytes(answer[:8], "big") == len(answer)), (
-            endpoint, answer[:200],
-        )  # fmt: skip
+        assert is_refusal(answer), (endpoint, answer[:200])
 
 
 def _random_windows(data: bytes, size: int = 20) -> list[bytes]:
@@ -467,13 +453,15 @@ def test_a_host_cut_off_for_30_s_during_training_leaves_a_run_that_finishes_in_t
 
 
 def test_a_yarn_session_with_authentication_off_is_refused_in_one_line(hadoop, yarn_env, dag_on_yarn):
-    """As a deployment's ``tfbs_spark_conf`` or a spark-submit option could turn it off: the job refuses."""
+    """As a deployment's ``tfbs_spark_conf`` or a spark-submit option could turn it off: the job
+    refuses before its session starts (preprocessing into a new run folder needs one at once)."""
     overrides = [*PIPELINE_OVERRIDES, f"data.root={hadoop.fs_default_fs}/dream/data",
-                 f"run_dir={dag_on_yarn.run_uri}"]  # fmt: skip
-    evaluate = _submit(hadoop, yarn_env, "evaluate", _stage_arguments(overrides), "--conf", "spark.authenticate=false")
-    code = evaluate.wait(timeout=300)
-    assert code == 2, evaluate.output[-4000:]
-    assert evaluate.output.strip().splitlines()[-1] == (
+                 f"run_dir={hadoop.fs_default_fs}/auth-off/run"]  # fmt: skip
+    stage = _submit(hadoop, yarn_env, "preprocess", _stage_arguments(overrides), "--conf", "spark.authenticate=false")
+    code = stage.wait(timeout=300)
+    assert code == 2, stage.output[-4000:]
+    assert "YarnClientSchedulerBackend" not in stage.output  # no application was started
+    assert stage.output.strip().splitlines()[-1] == (
         "error: spark.conf: spark.authenticate off on YARN: other tenants could join or read this application; "
         "set it true, or set spark.allow_insecure: true to run anyway"
     )

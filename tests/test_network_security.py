@@ -28,6 +28,7 @@ import pytest
 from netwatch import (
     assert_no_secret_written,
     assert_nothing_beyond_loopback,
+    is_refusal,
     listening_sockets,
 )
 
@@ -270,11 +271,20 @@ def test_the_node_record_tfos_logs_before_registering_shows_no_authkey(tfos_unto
 # ---------------------------------------------------------------------------
 
 
+#: Loopback, authenticated with a secret drawn per session (set apart: on no command line), UIs that only show.
+ONE_MACHINE = {
+    "spark.driver.bindAddress": LOOPBACK,
+    "spark.driver.host": LOOPBACK,
+    "spark.authenticate": "true",
+    "spark.ui.killEnabled": "false",
+}
+
+
 @pytest.mark.parametrize(
     "master, expected",
     [
-        ("local[2]", {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK}),
-        ("local-cluster[4,1,1024]", {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK}),
+        ("local[2]", ONE_MACHINE),
+        ("local-cluster[4,1,1024]", ONE_MACHINE),
         (
             "yarn",
             {
@@ -289,7 +299,7 @@ def test_the_node_record_tfos_logs_before_registering_shows_no_authkey(tfos_unto
 def test_network_policy_follows_the_master(master, expected):
     conf = network_conf(master)
     assert conf == expected
-    assert not any("secret" in key for key in conf)  # Spark on YARN draws its own
+    assert not any("secret" in key for key in conf)  # YARN draws its own; build_session draws one for one machine
 
 
 def test_a_yarn_session_with_any_protection_off_is_refused_before_it_starts(caplog):
@@ -325,6 +335,24 @@ def test_training_listens_on_nothing_beyond_loopback(tfos_training):
     # Executor JVMs and PySpark workers were sampled too (the ps manager has no TCP port).
     processes = " ".join(item.process for item in run.listeners.seen)
     assert "CoarseGrainedExecutorBackend" in processes and "pyspark.daemon" in processes
+
+
+def test_another_user_of_the_machine_gets_nothing_from_the_training(tfos_training):
+    """(b) ``nobody`` connects to every port the run listened on, as it listened: nothing answers it,
+    but Spark's refusal (the session's secret is drawn per run, on no command line)."""
+    _, run = tfos_training
+    assert run.returncode == 0, run.output[-4000:]
+    answers = run.listeners.answers
+    assert len(answers) == len(run.listeners.seen)
+    answered = {f"{item.process} {item.ip}:{item.port}": answer[:80] for item, answer in answers.items()}
+    # Spark's web UIs (the driver's, the local-cluster's master and workers') show progress and logs
+    # to any user of the machine (docs/operations.md), and nothing else answers.
+    web_uis = {name for name, answer in answered.items() if name.startswith("java") and answer.startswith(b"HTTP/")}
+    assert [name for name, answer in answered.items() if not is_refusal(answer) and name not in web_uis] == [], answered
+    assert any(is_refusal(answers[item]) and item.process.startswith("java") for item in answers)  # Spark's RPC
+    jvms = [line for line in run.listeners.command_lines if "java" in line.split(" ", 1)[0]]
+    assert len(jvms) >= 5  # the driver's, four executors'
+    assert [line for line in jvms if "spark.authenticate.secret" in line] == []
 
 
 def test_no_output_of_the_run_names_a_secret(tfos_training):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import secrets
 import sys
 import threading
 import time
@@ -22,6 +23,9 @@ from tfbs.interrupts import note_interrupts, raise_if_interrupted
 
 #: The one address every Spark service of a one-machine run binds to.
 LOOPBACK = "127.0.0.1"
+
+#: Spark's shared secret, drawn per session on one machine (:func:`build_session`).
+AUTH_SECRET = "spark.authenticate.secret"
 
 #: Spark's protection of a YARN run: authentication (a secret per
 #: application, handed to the containers in YARN's credentials), encryption
@@ -48,6 +52,11 @@ def network_conf(master: str) -> dict[str, str]:
     ``SPARK_LOCAL_IP``, which :func:`build_session` sets before the JVM
     starts: Spark binds its web UIs to ``SPARK_LOCAL_IP`` or else every
     interface, and executors inherit the driver JVM's environment.
+    ``spark.authenticate`` too, with a secret :func:`build_session` draws
+    per session: another user of the machine reaches loopback, and a
+    ``local-cluster``'s master would otherwise take any worker's
+    registration (and hand it tasks, whose closures carry the TF cluster's
+    secrets).
 
     YARN: :data:`YARN_SECURITY`. ``spark.authenticate`` with no secret
     given, so Spark draws one per application and hands it to the
@@ -68,7 +77,14 @@ def network_conf(master: str) -> dict[str, str]:
         Settings the configuration's own ``spark.conf`` may override.
     """
     if is_one_machine(master):
-        return {"spark.driver.bindAddress": LOOPBACK, "spark.driver.host": LOOPBACK}
+        return {
+            "spark.driver.bindAddress": LOOPBACK,
+            "spark.driver.host": LOOPBACK,
+            "spark.authenticate": "true",
+            # The web UIs (the driver's, a local-cluster's master and workers') answer any
+            # user of the machine; without their kill links they only show.
+            "spark.ui.killEnabled": "false",
+        }
     if master.startswith("yarn"):
         return dict(YARN_SECURITY)
     return {}
@@ -137,6 +153,7 @@ def build_session(
         builder = builder.master(chosen["spark.master"])
         network = network_conf(chosen["spark.master"])
         if is_one_machine(chosen["spark.master"]):
+            network[AUTH_SECRET] = secrets.token_hex(32)
             # Read by the JVM at start-up, and inherited by executor JVMs,
             # PySpark workers and TF nodes (tf_models.tfos.tfos_patches).
             os.environ["SPARK_LOCAL_IP"] = LOOPBACK
@@ -154,6 +171,13 @@ def build_session(
     for key, value in settings.items():
         builder = builder.config(key, value)
     _check_security({**_submitted_conf(), **settings, **chosen}, spark.allow_insecure)
+    if AUTH_SECRET in settings and SparkContext._gateway is None:
+        # pyspark starts the JVM with every setting given so far on its command
+        # line, which any user may read: start it without the secret, which then
+        # goes through py4j. A local-cluster's executors get it from their worker
+        # in their environment, never on a command line either.
+        launch = {key: value for key, value in {**settings, **chosen}.items() if key != AUTH_SECRET}
+        SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
     return builder.getOrCreate()
 
 

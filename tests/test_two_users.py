@@ -1,0 +1,103 @@
+"""Two users of one machine train at once with the default configuration.
+
+``root`` and ``nobody`` each run ``tfbs train`` (ParameterServerStrategy
+on ``local-cluster[4,1,1024]``, each TF node in a private network) on the
+same shards at the same time: neither fails, each record cache (where a
+node copies remote record files) is its user's own, mode 700, and the
+other user cannot list root's.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+
+from tfbs.config import load_config
+from tfbs.private_dirs import RECORDS_ROOT
+from tfbs.storage import local_path
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
+
+OTHER_USER = "nobody"
+AS_OTHER_USER = ["setpriv", f"--reuid={OTHER_USER}", "--regid=nogroup", "--clear-groups"]
+
+
+@pytest.fixture
+def interpreter_for_everyone() -> Iterator[None]:
+    """Folders on the way to this Python (pyenv's under ``/root`` here) searchable by other users meanwhile.
+
+    The virtualenv's ``python`` links to the interpreter it was made from;
+    on a machine whose Python is under a home folder of mode 700 another
+    user can start it from a root shell, but not from its own processes
+    (Spark's executors, the PySpark workers).
+    """
+    real = Path(os.path.realpath(sys.executable))
+    closed = [folder for folder in real.parents if not folder.stat().st_mode & 0o001]
+    modes = {folder: folder.stat().st_mode & 0o7777 for folder in closed}
+    for folder, mode in modes.items():
+        folder.chmod(mode | 0o001)
+    try:
+        yield
+    finally:
+        for folder, mode in modes.items():
+            folder.chmod(mode)
+
+
+@pytest.fixture
+def shared_inputs(spark, small_dataset, interpreter_for_everyone) -> Iterator[Path]:
+    """The small data set and its shards where any user may read them, and a folder per user."""
+    from preprocess.build_shards import build_shards
+
+    folder = Path(tempfile.mkdtemp(prefix="tfbs-two-users-", dir="/tmp"))
+    try:
+        shutil.copytree(local_path(small_dataset.data.root), folder / "data")
+        # Built here: a manifest names its record files where they were written.
+        config = load_config(DEMO_CONFIG, [*SMALL_OVERRIDES, f"run_dir={folder / 'shared'}",
+                                           f"data.root={folder / 'data'}"])  # fmt: skip
+        build_shards(spark, config)
+        (folder / "shards").symlink_to(local_path(config.shards_uri))
+        for user in ("root", OTHER_USER):
+            (folder / user).mkdir()
+            shutil.chown(folder / user, user)
+        subprocess.run(["chmod", "-R", "a+rX", str(folder)], check=True)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+        shutil.rmtree(RECORDS_ROOT.format(user=OTHER_USER).removesuffix("/records"), ignore_errors=True)
+
+
+def _train(folder: Path, user: str) -> subprocess.Popen[str]:
+    home = folder / user
+    command = [sys.executable, "-m", "jobs.train", "--config", str(DEMO_CONFIG)]
+    for override in [*SMALL_OVERRIDES, f"run_dir={home / 'run'}", f"data.root={folder / 'data'}",
+                     f"shards_dir={folder / 'shards'}"]:  # fmt: skip
+        command += ["--set", override]
+    env = {**os.environ, "HOME": str(home), "TMPDIR": str(home)}
+    if user != "root":
+        command = [*AS_OTHER_USER, *command]
+    return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_two_users_train_at_once_each_with_a_cache_of_its_own(shared_inputs):
+    runs = {user: _train(shared_inputs, user) for user in ("root", OTHER_USER)}
+    outputs = {user: run.communicate(timeout=900)[0] for user, run in runs.items()}
+    for user, run in runs.items():
+        assert run.returncode == 0, (user, outputs[user][-4000:])
+        (export,) = (shared_inputs / user / "run").glob("models/*/export/saved_model.pb")
+        assert export.stat().st_uid == pwd.getpwnam(user).pw_uid
+        cache = Path(RECORDS_ROOT.format(user=user))
+        assert cache.stat().st_uid == pwd.getpwnam(user).pw_uid and cache.stat().st_mode & 0o777 == 0o700
+    peek = subprocess.run(
+        [*AS_OTHER_USER, sys.executable, "-c", f"import os; os.listdir({RECORDS_ROOT.format(user='root')!r})"],
+        capture_output=True, text=True, timeout=60, cwd="/",
+    )  # fmt: skip
+    assert peek.returncode != 0 and "PermissionError" in peek.stderr
