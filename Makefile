@@ -13,7 +13,7 @@ PYTEST_ARGS ?=
 demo: $(STAMP) class-archive
 	$(BIN)/tfbs demo --config conf/demo.yaml
 
-# Lint, type and import-contract checks first: they take seconds, the suite about 35 minutes on 2 cores.
+# Lint, type and import-contract checks first: they take seconds, the suite about 40 minutes on 2 cores.
 test: lint class-archive
 	@TEST_DEPS=1 bash scripts/system_deps.sh
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -18,34 +18,26 @@ per TF the same beside the baselines. Runs already trained are read
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.quality_runs import (  # noqa: E402
-    DEFAULT_WORK,
     FRESH_DATA_SEEDS,
-    RESULTS,
     STRATEGIES,
-    TRAIN_SEEDS,
     DataSet,
     Variant,
+    quality_parser,
     run_all,
 )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="conf/demo.yaml")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], help="passed to every stage")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(TRAIN_SEEDS), help="train.seed values")
+    parser = quality_parser(__doc__.splitlines()[0], "fresh_data.json")
     parser.add_argument(
         "--data-seeds", type=int, nargs="+", default=list(FRESH_DATA_SEEDS), help="generate.seed values"
     )
-    parser.add_argument("--work-dir", type=Path, default=DEFAULT_WORK)
-    parser.add_argument("--out", type=Path, default=RESULTS / "fresh_data.json")
     args = parser.parse_args()
     default = Variant("parameter_server", STRATEGIES["parameter_server"])
     data_sets = [DataSet("demo"), *(DataSet(f"seed{seed}", (f"generate.seed={seed}",)) for seed in args.data_seeds)]

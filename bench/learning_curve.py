@@ -19,7 +19,6 @@ mean test auPRC's mean and range, per TF the same, the baselines) and
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
@@ -27,12 +26,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.quality_runs import (  # noqa: E402
-    DEFAULT_WORK,
-    RESULTS,
     STRATEGIES,
-    TRAIN_SEEDS,
     DataSet,
     Variant,
+    quality_parser,
     run_all,
 )
 
@@ -99,13 +96,8 @@ def plot(results: dict, out: Path) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="conf/demo.yaml")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], help="passed to every stage")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(TRAIN_SEEDS), help="train.seed values")
+    parser = quality_parser(__doc__.splitlines()[0], "learning_curve.json")
     parser.add_argument("--scales", type=int, nargs="+", default=list(SCALES))
-    parser.add_argument("--work-dir", type=Path, default=DEFAULT_WORK)
-    parser.add_argument("--out", type=Path, default=RESULTS / "learning_curve.json")
     parser.add_argument(
         "--plot", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "learning-curve.png"
     )

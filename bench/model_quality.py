@@ -23,23 +23,17 @@ reference, oracle). Runs already trained and evaluated under
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.quality_runs import DEFAULT_WORK, RESULTS, STRATEGIES, TRAIN_SEEDS, DataSet, Variant, run_all  # noqa: E402
+from bench.quality_runs import STRATEGIES, DataSet, Variant, quality_parser, run_all  # noqa: E402
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="conf/demo.yaml")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], help="passed to every stage")
+    parser = quality_parser(__doc__.splitlines()[0], "model_quality.json")
     parser.add_argument("--only", action="append", choices=sorted(STRATEGIES), help="default: all three")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(TRAIN_SEEDS), help="train.seed values")
-    parser.add_argument("--work-dir", type=Path, default=DEFAULT_WORK)
-    parser.add_argument("--out", type=Path, default=RESULTS / "model_quality.json")
     args = parser.parse_args()
     demo = DataSet("demo")
     plan = [

@@ -20,6 +20,7 @@ each stage back while that file exists (someone needs the machine quiet).
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -78,6 +79,17 @@ class Variant:
     @property
     def run_folder(self) -> str:
         return self.folder or self.name
+
+
+def quality_parser(description: str, results_name: str) -> argparse.ArgumentParser:
+    """The command line every quality bench shares: configuration, overrides, training seeds, folders."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--config", default="conf/demo.yaml")
+    parser.add_argument("--set", dest="overrides", action="append", default=[], help="passed to every stage")
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(TRAIN_SEEDS), help="train.seed values")
+    parser.add_argument("--work-dir", type=Path, default=DEFAULT_WORK)
+    parser.add_argument("--out", type=Path, default=RESULTS / results_name)
+    return parser
 
 
 def tfbs_stage(stage: str, config: str, overrides: Iterable[str], log_path: Path) -> float:

@@ -23,20 +23,17 @@ variant that is the default is the very run of ``bench/fresh_data.py``.
 
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.quality_runs import (  # noqa: E402
-    DEFAULT_WORK,
     FRESH_DATA_SEEDS,
-    RESULTS,
     STRATEGIES,
-    TRAIN_SEEDS,
     DataSet,
     Variant,
+    quality_parser,
     run_all,
 )
 
@@ -71,12 +68,7 @@ def variants(other_motifs: Path) -> list[Variant]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--config", default="conf/demo.yaml")
-    parser.add_argument("--set", dest="overrides", action="append", default=[], help="passed to every stage")
-    parser.add_argument("--seeds", type=int, nargs="+", default=list(TRAIN_SEEDS), help="train.seed values")
-    parser.add_argument("--work-dir", type=Path, default=DEFAULT_WORK)
-    parser.add_argument("--out", type=Path, default=RESULTS / "seeding.json")
+    parser = quality_parser(__doc__.splitlines()[0], "seeding.json")
     args = parser.parse_args()
     work = args.work_dir.resolve()
     root = Path(__file__).resolve().parent.parent

@@ -68,15 +68,19 @@ def _describe(process: psutil.Process) -> str:
     return " ".join(Path(part).name for part in cmdline[:3])
 
 
-def listening_sockets(root_pid: int) -> set[Listener]:
-    """The TCP sockets ``root_pid`` and its descendants listen on, now."""
+def _process_tree(root_pid: int) -> list[psutil.Process]:
+    """``root_pid`` and its descendants, now (none if it is gone)."""
     try:
         root = psutil.Process(root_pid)
-        processes = [root, *root.children(recursive=True)]
+        return [root, *root.children(recursive=True)]
     except psutil.NoSuchProcess:
-        return set()
+        return []
+
+
+def listening_sockets(root_pid: int) -> set[Listener]:
+    """The TCP sockets ``root_pid`` and its descendants listen on, now."""
     found = set()
-    for process in processes:
+    for process in _process_tree(root_pid):
         try:
             connections = process.net_connections(kind="tcp")
         except psutil.Error:
@@ -89,13 +93,8 @@ def listening_sockets(root_pid: int) -> set[Listener]:
 
 def command_lines(root_pid: int) -> set[str]:
     """The command lines of ``root_pid`` and its descendants, now."""
-    try:
-        root = psutil.Process(root_pid)
-        processes = [root, *root.children(recursive=True)]
-    except psutil.NoSuchProcess:
-        return set()
     found = set()
-    for process in processes:
+    for process in _process_tree(root_pid):
         with contextlib.suppress(psutil.Error):
             found.add(" ".join(process.cmdline()))
     return found
