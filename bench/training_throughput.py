@@ -281,12 +281,18 @@ def main() -> None:
             "steady_steps": args.steps - args.window_steps,
             "repeats": args.repeats,
             "cores": os.cpu_count(),
-            "shards": config.shards_uri,
+            "shards": _as_given(config.shards_uri),
             "overrides": {name: COMMON + {**CONFIGURATIONS, **PINNED}[name] for name in names},
             "runs": runs,
         }
     )
     write_summary(summary, args.out)
+
+
+def _as_given(uri: str) -> str:
+    """``uri`` relative to the checkout when it lies inside it: results name no machine's folders."""
+    path = Path(uri.removeprefix("file://"))
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else uri
 
 
 if __name__ == "__main__":
