@@ -147,17 +147,19 @@ def build_session(
     # Under spark-submit the JVM is already up (PYSPARK_GATEWAY_PORT is set)
     # and its --master must win over the configuration file; the submitter
     # sets its network policy (scripts/submit_yarn.sh).
+    # The master this process chooses: none under spark-submit, whose own wins.
     chosen: dict[str, str] = {}
     if "PYSPARK_GATEWAY_PORT" not in os.environ:
-        chosen = {"spark.master": master or spark.master}
-        builder = builder.master(chosen["spark.master"])
-        network = network_conf(chosen["spark.master"])
-        if is_one_machine(chosen["spark.master"]):
+        chosen_master = master or spark.master
+        chosen = {"spark.master": chosen_master}
+        builder = builder.master(chosen_master)
+        network = network_conf(chosen_master)
+        if is_one_machine(chosen_master):
             network[AUTH_SECRET] = secrets.token_hex(32)
             # Read by the JVM at start-up, and inherited by executor JVMs,
             # PySpark workers and TF nodes (tf_models.tfos.tfos_patches).
             os.environ["SPARK_LOCAL_IP"] = LOOPBACK
-        if chosen["spark.master"].startswith("local-cluster") and scratch_dir:
+        if chosen_master.startswith("local-cluster") and scratch_dir:
             os.environ["SPARK_HOME"] = _local_cluster_home(scratch_dir)
         # Only a driver started from here can map the class archive.
         driver_options = with_archive(driver_options, spark.class_archive_dir)
