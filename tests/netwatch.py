@@ -131,7 +131,10 @@ class ListenerSampler:
             self._stop.wait(self.interval)
 
     def _probe(self, listener: Listener) -> None:
-        self.answers[listener] = answer_as_another_user(listener.ip, listener.port)
+        answer = answer_as_another_user(listener.ip, listener.port)
+        if answer.startswith(b"HTTP/"):  # a web server (Jetty's 400 to Spark's frame): ask it for its page
+            answer = answer_as_another_user(listener.ip, listener.port, HTTP_GET)
+        self.answers[listener] = answer
 
     def __enter__(self) -> ListenerSampler:
         self._thread.start()
@@ -156,6 +159,9 @@ SPARK_RPC_WITHOUT_AUTH = (
     + len(_BODY).to_bytes(4, "big") + _BODY
 )  # fmt: skip
 RPC_FAILURE = 5
+
+#: What a browser sends first: a web UI's page, asked without the run's token.
+HTTP_GET = b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
 
 _PROBE = """
 import socket, sys
@@ -191,9 +197,10 @@ _PYSPARK_REFUSAL = len(b"err").to_bytes(4, "big") + b"err"
 
 
 def is_refusal(answer: bytes) -> bool:
-    """Nothing, one Spark RpcFailure frame, or a PySpark daemon's "err" (the error that refused the request)."""
+    """Nothing, one Spark RpcFailure frame, a PySpark daemon's "err", or HTTP's 403 (what refused the request)."""
     spark_failure = len(answer) > 8 and answer[8] == RPC_FAILURE and int.from_bytes(answer[:8], "big") == len(answer)
-    return answer == b"" or spark_failure or (len(answer) == 11 and answer[4:] == _PYSPARK_REFUSAL)
+    pyspark_refusal = len(answer) == 11 and answer[4:] == _PYSPARK_REFUSAL
+    return answer == b"" or spark_failure or pyspark_refusal or answer.startswith(b"HTTP/1.1 403 ")
 
 
 def secret_forms(secret: bytes) -> list[bytes]:

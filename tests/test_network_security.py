@@ -19,10 +19,14 @@ import logging
 import os
 import pickle
 import re
+import secrets
 import socket
+import stat
 import struct
 import time
+import urllib.request
 from pathlib import Path
+from urllib.error import HTTPError
 
 import pytest
 from netwatch import (
@@ -34,6 +38,7 @@ from netwatch import (
 
 from tfbs.errors import ConfigError
 from tfbs.session import LOOPBACK, _check_security, network_conf
+from tfbs.web_ui import UI_KEY, bearer_token, token_path
 
 # ---------------------------------------------------------------------------
 # The reservation exchange: signed, bound, and nothing unpickled unsigned
@@ -321,6 +326,30 @@ def test_a_local_session_listens_on_loopback_only(spark):
     assert spark.sparkContext.uiWebUrl.startswith(f"http://{LOOPBACK}:")
 
 
+def _page(url: str, token: str | None) -> int:
+    """The HTTP status ``url`` answers, with ``token`` as the bearer or none."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(url, headers=headers), timeout=30) as page:
+            return page.status
+    except HTTPError as refused:
+        return refused.code
+
+
+def test_the_web_ui_opens_only_with_the_session_s_token(spark):
+    sc = spark.sparkContext
+    token = token_path(sc.applicationId)
+    assert stat.S_IMODE(token.stat().st_mode) == 0o600 and stat.S_IMODE(token.parent.stat().st_mode) == 0o700
+    url = f"{sc.uiWebUrl}/jobs/"
+    assert _page(url, None) == 403
+    assert _page(url, bearer_token(secrets.token_bytes(32), "tfbs")) == 403  # signed with another key
+    assert _page(url, token.read_text()) == 200
+    # The key went to the JVM through py4j, not on its command line.
+    key = sc.getConf().get(UI_KEY)
+    assert len(key) == 43
+    assert key not in Path(f"/proc/{sc._gateway.proc.pid}/cmdline").read_text()
+
+
 # ---------------------------------------------------------------------------
 # A real training run: what listened, and what was written
 # ---------------------------------------------------------------------------
@@ -345,10 +374,10 @@ def test_another_user_of_the_machine_gets_nothing_from_the_training(tfos_trainin
     answers = run.listeners.answers
     assert len(answers) == len(run.listeners.seen)
     answered = {f"{item.process} {item.ip}:{item.port}": answer[:80] for item, answer in answers.items()}
-    # Spark's web UIs (the driver's, the local-cluster's master and workers') show progress and logs
-    # to any user of the machine (docs/operations.md), and nothing else answers.
-    web_uis = {name for name, answer in answered.items() if name.startswith("java") and answer.startswith(b"HTTP/")}
-    assert [name for name, answer in answered.items() if not is_refusal(answer) and name not in web_uis] == [], answered
+    assert [name for name, answer in answered.items() if not is_refusal(answer)] == [], answered
+    # Spark's web UIs refused their page too: the driver's, the local-cluster's master's and its four workers'.
+    web_uis = [name for name, answer in answered.items() if answer.startswith(b"HTTP/1.1 403 ")]
+    assert len(web_uis) == 6 and all(name.startswith("java") for name in web_uis), answered
     assert any(is_refusal(answers[item]) and item.process.startswith("java") for item in answers)  # Spark's RPC
     jvms = [line for line in run.listeners.command_lines if "java" in line.split(" ", 1)[0]]
     assert len(jvms) >= 5  # the driver's, four executors'

@@ -62,6 +62,11 @@ def records_cache(configured: str | None = None) -> Path:
     return private_dir((configured or RECORDS_ROOT).format(user=user_name()))
 
 
+def user_temp_path(kind: str) -> Path:
+    """``<tmp>/tfbs-<user>/<kind>``, neither created nor checked (:func:`user_temp_dir` does both)."""
+    return Path(tempfile.gettempdir()) / f"tfbs-{user_name()}" / kind
+
+
 def user_temp_dir(kind: str) -> Path:
-    """``<tmp>/tfbs-<user>/<kind>``: this user's private folder of ``kind`` (``exports``, ``mirrors``) on this node."""
-    return private_dir(Path(tempfile.gettempdir()) / f"tfbs-{user_name()}" / kind)
+    """:func:`user_temp_path`: this user's private folder of ``kind`` (``exports``, ``mirrors``) on this node."""
+    return private_dir(user_temp_path(kind))

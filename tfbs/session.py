@@ -20,12 +20,16 @@ from tfbs.class_archive import with_archive
 from tfbs.config import SparkConfig
 from tfbs.errors import ConfigError
 from tfbs.interrupts import note_interrupts, raise_if_interrupted
+from tfbs.web_ui import UI_FILTER, UI_KEY, private_ui_conf, save_token, token_path
 
 #: The one address every Spark service of a one-machine run binds to.
 LOOPBACK = "127.0.0.1"
 
 #: Spark's shared secret, drawn per session on one machine (:func:`build_session`).
 AUTH_SECRET = "spark.authenticate.secret"
+
+#: The settings :func:`build_session` draws per session on one machine, kept off every command line.
+SESSION_SECRETS = (AUTH_SECRET, UI_KEY)
 
 #: Spark's protection of a YARN run: authentication (a secret per
 #: application, handed to the containers in YARN's credentials), encryption
@@ -56,7 +60,8 @@ def network_conf(master: str) -> dict[str, str]:
     per session: another user of the machine reaches loopback, and a
     ``local-cluster``'s master would otherwise take any worker's
     registration (and hand it tasks, whose closures carry the TF cluster's
-    secrets).
+    secrets). The web UIs, which no secret of Spark's guards, go behind a
+    key :func:`build_session` draws too (:mod:`tfbs.web_ui`).
 
     YARN: :data:`YARN_SECURITY`. ``spark.authenticate`` with no secret
     given, so Spark draws one per application and hands it to the
@@ -81,8 +86,7 @@ def network_conf(master: str) -> dict[str, str]:
             "spark.driver.bindAddress": LOOPBACK,
             "spark.driver.host": LOOPBACK,
             "spark.authenticate": "true",
-            # The web UIs (the driver's, a local-cluster's master and workers') answer any
-            # user of the machine; without their kill links they only show.
+            # Only the run's token opens the web UIs (tfbs.web_ui); even then they stop nothing.
             "spark.ui.killEnabled": "false",
         }
     if master.startswith("yarn"):
@@ -141,8 +145,10 @@ def build_session(
     (``SPARK_LOCAL_IP`` is set in this process's environment for that); on
     YARN Spark authenticates and encrypts its connections.
     """
-    builder = SparkSession.builder.appName(f"{spark.app_name}{app_suffix}")
+    app_name = f"{spark.app_name}{app_suffix}"
+    builder = SparkSession.builder.appName(app_name)
     network: dict[str, str] = {}
+    ui_token = ""
     driver_options = {**spark.conf, **(extra_conf or {})}.get("spark.driver.extraJavaOptions", "")
     # Under spark-submit the JVM is already up (PYSPARK_GATEWAY_PORT is set)
     # and its --master must win over the configuration file; the submitter
@@ -156,6 +162,8 @@ def build_session(
         network = network_conf(chosen_master)
         if is_one_machine(chosen_master):
             network[AUTH_SECRET] = secrets.token_hex(32)
+            ui_conf, ui_token = private_ui_conf(app_name)
+            network.update(ui_conf)
             # Read by the JVM at start-up, and inherited by executor JVMs,
             # PySpark workers and TF nodes (tf_models.tfos.tfos_patches).
             os.environ["SPARK_LOCAL_IP"] = LOOPBACK
@@ -175,12 +183,20 @@ def build_session(
     _check_security({**_submitted_conf(), **settings, **chosen}, spark.allow_insecure)
     if AUTH_SECRET in settings and SparkContext._gateway is None:
         # pyspark starts the JVM with every setting given so far on its command
-        # line, which any user may read: start it without the secret, which then
-        # goes through py4j. A local-cluster's executors get it from their worker
-        # in their environment, never on a command line either.
-        launch = {key: value for key, value in {**settings, **chosen}.items() if key != AUTH_SECRET}
+        # line, which any user may read: start it without the secrets, which then
+        # go through py4j. A local-cluster's executors get Spark's from their
+        # worker in their environment, never on a command line either.
+        launch = {key: value for key, value in {**settings, **chosen}.items() if key not in SESSION_SECRETS}
         SparkContext._ensure_initialized(conf=SparkConf(loadDefaults=False).setAll(list(launch.items())))
-    return builder.getOrCreate()
+    session = builder.getOrCreate()
+    sc = session.sparkContext
+    if ui_token and sc.uiWebUrl and sc.getConf().get("spark.ui.filters") == UI_FILTER:
+        logging.getLogger("tfbs").info(
+            "Spark web UI at %s, private to this run: send 'Authorization: Bearer <token>', the token in %s",
+            sc.uiWebUrl,
+            save_token(ui_token, sc.applicationId),
+        )
+    return session
 
 
 def _submitted_conf() -> dict[str, str]:
@@ -246,7 +262,9 @@ def spark_session(
         # A Ctrl-C that a finalizer swallowed still fails the stage.
         raise_if_interrupted(f"the output of {spark.app_name}{app_suffix}")
     finally:
+        app_id = session.sparkContext.applicationId
         session.stop()
+        token_path(app_id).unlink(missing_ok=True)
 
 
 @contextmanager
