@@ -650,17 +650,21 @@ ModelDirectory(sys.argv[1], sys.argv[2]).push()
 @pytest.mark.cluster
 def test_a_chief_killed_while_pushing_its_checkpoint_state_leaves_a_resumable_run(hdfs, tmp_path):
     """The push the chief makes after each checkpoint, killed as it writes the state file: what
-    HDFS then holds must restore (the newest whole checkpoint, or none), as a rerun reads it."""
+    HDFS then holds must restore (the newest whole checkpoint, or the one pushed before), as a rerun reads it."""
     import subprocess
 
     import tensorflow as tf
 
-    from tf_models.model_dir import model_directory
+    from tf_models.model_dir import ModelDirectory, model_directory
 
     local = tmp_path / "mirror"
-    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(30)), str(local / "checkpoints"), 3)
-    manager.save(checkpoint_number=30)
+    step = tf.Variable(20)
+    manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), str(local / "checkpoints"), 3)
+    manager.save(checkpoint_number=20)
     model_uri = f"{hdfs}/faults/dying-push/model"
+    ModelDirectory(model_uri, str(local)).push()  # the push after the previous checkpoint, whole
+    step.assign(30)
+    manager.save(checkpoint_number=30)
     pushed = subprocess.run(
         [sys.executable, "-c", DYING_PUSH, model_uri, str(local)], capture_output=True, text=True, timeout=300
     )
@@ -669,5 +673,8 @@ def test_a_chief_killed_while_pushing_its_checkpoint_state_leaves_a_resumable_ru
     rerun = model_directory(model_uri)
     rerun.pull()
     checkpoints = f"{rerun.local}/checkpoints"
-    restored = tf.train.CheckpointManager(tf.train.Checkpoint(step=tf.Variable(0)), checkpoints, 3)
-    assert restored.latest_checkpoint in (None, f"{checkpoints}/ckpt-30")
+    resumed = tf.Variable(0)
+    restored = tf.train.CheckpointManager(tf.train.Checkpoint(step=resumed), checkpoints, 3)
+    assert restored.latest_checkpoint in (f"{checkpoints}/ckpt-20", f"{checkpoints}/ckpt-30")
+    restored.restore_or_initialize()
+    assert int(resumed.numpy()) == int(restored.latest_checkpoint.rsplit("-", 1)[1])

@@ -267,7 +267,13 @@ def test_latest_moves_only_when_evaluation_passes_its_floor(first, second, promo
     latest_bytes, error = promoted
     latest = json.loads(latest_bytes)
     assert set(latest) == {"version", "manifest_digest", "mean_auroc", "mean_auprc", "promoted_at"}
-    assert latest["version"] == summary["version"] and 0.0 <= latest["mean_auprc"] <= 1.0
+    assert latest["version"] == summary["version"]
+    # What was promoted is what was evaluated: the version's own report, means and all.
+    evaluated = json.loads(
+        Path(local_path(versions.report_uri(config.run_dir, summary["version"])), "report.json").read_text()
+    )
+    assert (latest["mean_auroc"], latest["mean_auprc"]) == (evaluated["mean_auroc"], evaluated["mean_auprc"])
+    assert evaluated["mean_auroc"] > 0.7, evaluated["results"]  # a model that learned, even from this small run
 
     # Below the floor: the report is written in its version, LATEST and the run's report stay.
     assert "below evaluate.min_mean_auroc 1.0" in error and error.endswith(f"still names {summary['version']}")
