@@ -266,3 +266,21 @@ def test_digests_of_other_kinds_are_compared_by_hashing_the_file_again(tmp_path)
     assert not same_content(composed, local)
     fingerprint = {"config": "c", "inputs": {"genome": composed}}
     assert changed_inputs(fingerprint, {"config": "c", "inputs": {"genome": local}}) == ["genome"]
+
+
+def test_a_seed_motif_file_counts_by_its_bytes_not_its_place(run, data, tmp_path):
+    """The first filters' motifs are part of the recipe: the same file elsewhere is nothing new, other bytes are."""
+    config, _ = run
+    motifs = Path(local_path(config.evaluate.motif_db or ""))
+    here, there = tmp_path / "a" / "motifs.meme", tmp_path / "b" / "motifs.meme"
+    for path in (here, there):
+        path.parent.mkdir()
+        shutil.copyfile(motifs, path)
+    seeded = [f"data.root={data}", "train.model.motif_cnn.seed_motifs=true"]
+    first = small_config(tmp_path, *seeded, f"train.model.motif_cnn.seed_motif_db={here}")
+    versions.write_latest(first.run_dir, _version(first, input_fingerprint(first), "2026-01-19T00:00:00Z"), 0.9, 0.5)
+    assert not _changes(first).anything_new
+    assert not _changes(small_config(tmp_path, *seeded, f"train.model.motif_cnn.seed_motif_db={there}")).anything_new
+    there.write_bytes(there.read_bytes() + b"\n")
+    changes = _changes(small_config(tmp_path, *seeded, f"train.model.motif_cnn.seed_motif_db={there}"))
+    assert changes.anything_new and changes.changed == ["configuration (train)"]

@@ -4,13 +4,16 @@ A run keeps every model it trains under ``<run_dir>/models/<version>/``
 (checkpoints, export, history, report), each with a ``lineage.json`` written
 before training starts. The version's name comes from its content, the
 shard manifest's digest and the digest of the training configuration
-(``<manifest[:10]>-<train[:8]>``), unless ``train.version`` names it. So a
-run killed mid-training resumes its own version when run again, a rerun on
-the same shards and configuration finds its version finished, and new shards
-or a new ``train`` section train a new version beside the old ones.
+(``<manifest[:10]>-<train[:8]>``, and ``-m<format>`` for a model format
+after the first), unless ``train.version`` names it. So a run killed
+mid-training resumes its own version when run again, a rerun on the same
+shards and configuration finds its version finished, and new shards, a new
+``train`` section or new model code train a new version beside the old ones.
 
 ``<run_dir>/models/LATEST`` names the version that last passed evaluation;
-prediction uses it.
+prediction uses it, with its whole export (:func:`export_problem`). A
+version that fell below evaluation's floors holds ``floors_failed.json``
+(:class:`FloorFailure`), so a scheduled run does not retrain it unchanged.
 
 This module is core: it imports no stage package. The manifest arrives as
 JSON text, a dict, or any object with pydantic's ``model_dump``.
@@ -161,9 +164,12 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
     part of the recipe too, under ``seed_motifs_from``: the bytes of
     ``motif_cnn.seed_motif_db`` when set, else the motifs named in
     ``evaluate.motifs`` and the bytes of ``evaluate.motif_db``. Another
-    motif file trains another model.
+    motif file trains another model; where it is does not (the path of
+    ``seed_motif_db`` reads as null: the same bytes elsewhere are the same
+    recipe).
     """
     tree: dict[str, Any] = config.content_settings({"train"})["train"]
+    tree["model"]["motif_cnn"]["seed_motif_db"] = None
     model, evaluate = config.train.model, config.evaluate
     if model.architecture != "motif_cnn" or not model.motif_cnn.seed_motifs:
         return tree
