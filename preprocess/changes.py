@@ -88,15 +88,22 @@ def differences(lineage: Lineage, fingerprint: dict[str, Any], train_digest: str
     return changed
 
 
-def failed_version(
-    config: PipelineConfig, fingerprint: dict[str, Any], train_digest: str, model_format: int
-) -> FloorFailure | None:
-    """The newest version of exactly these inputs and settings that fell below these floors, if any."""
+def floor_failures(config: PipelineConfig) -> list[tuple[Lineage, FloorFailure]]:
+    """Every version that fell below the floors now configured, with its record, newest first."""
     floors = (config.evaluate.min_mean_auroc, config.evaluate.min_mean_auprc)
+    found = []
     for lineage in reversed(list_versions(config.run_dir)):
         failure = read_floor_failure(config.run_dir, lineage.version)
-        if failure is None or not failure.held_to(*floors):
-            continue
+        if failure is not None and failure.held_to(*floors):
+            found.append((lineage, failure))
+    return found
+
+
+def failed_alike(
+    failures: list[tuple[Lineage, FloorFailure]], fingerprint: dict[str, Any], train_digest: str, model_format: int
+) -> FloorFailure | None:
+    """The first of ``failures`` made from exactly these inputs and settings, if any."""
+    for lineage, failure in failures:
         if not differences(lineage, fingerprint, train_digest, model_format):
             return failure
     return None
@@ -123,10 +130,13 @@ def changes_since_latest(config: PipelineConfig, model_format: int) -> Changes:
     """
     latest = read_latest(config.run_dir)
     lineage = read_lineage(config.run_dir, latest.version) if latest is not None else None
-    fingerprint = input_fingerprint(config)
     train_digest = training_config_digest(config)
     if latest is None or lineage is None:
-        return Changes(["no evaluated model"], None, failed_version(config, fingerprint, train_digest, model_format))
+        # Nothing to compare with but failed versions: the inputs are hashed only if there are some.
+        failures = floor_failures(config)
+        failed = failed_alike(failures, input_fingerprint(config), train_digest, model_format) if failures else None
+        return Changes(["no evaluated model"], None, failed)
+    fingerprint = input_fingerprint(config)
     # Predict loads LATEST's export: without it the run must train, however alike the inputs are.
     problem = export_problem(export_uri(config.run_dir, latest.version), lineage)
     changed = differences(lineage, fingerprint, train_digest, model_format)
@@ -134,4 +144,6 @@ def changes_since_latest(config: PipelineConfig, model_format: int) -> Changes:
         return Changes([f"export of model version {latest.version} unusable ({problem})", *changed], latest.version)
     if not changed:
         return Changes([], latest.version)
-    return Changes(changed, latest.version, failed_version(config, fingerprint, train_digest, model_format))
+    return Changes(
+        changed, latest.version, failed_alike(floor_failures(config), fingerprint, train_digest, model_format)
+    )

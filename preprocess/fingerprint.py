@@ -121,10 +121,11 @@ def file_digest(uri: str) -> dict[str, Any]:
 def input_fingerprint(config: PipelineConfig, cells_by_tf: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """The content fingerprint of the shards' inputs and settings.
 
-    A pure function of the input files' bytes and places and the ``data``
-    and ``preprocess`` sections: the same inputs always give an equal dict
-    (JSON-ready, keys sorted), and a change to any byte of any input file
-    gives one that :func:`changed_inputs` tells apart.
+    A pure function of the input files (their bytes, and where they are,
+    recorded but never compared) and the ``data`` and ``preprocess``
+    sections: the same inputs always give an equal dict (JSON-ready, keys
+    sorted), and a change to any byte of any input file gives one that
+    :func:`changed_inputs` tells apart.
 
     Parameters
     ----------

@@ -86,6 +86,12 @@ def test_nothing_new_on_the_same_inputs_and_settings(run, capsys):
     )
 
 
+def test_before_any_evaluated_version_the_run_goes_without_reading_the_inputs(tmp_path):
+    config = small_config(tmp_path)  # no data under tmp_path: hashing would fail
+    changes = _changes(config)
+    assert changes.anything_new and changes.describe() == "no model version has passed evaluation yet: run the pipeline"
+
+
 # -- the schedule does not stick ------------------------------------------------------
 
 
