@@ -1,8 +1,9 @@
 """Say whether anything is new since the last evaluated model (``tfbs changes``).
 
-Exit code 0: something is new (inputs, or the configuration), so the
-pipeline should run; :data:`NOTHING_NEW` (99, Airflow's skip code): nothing
-is, and a scheduled run can end early. No Spark: only the driver hashes
+Exit code 0: something is new (inputs, the configuration or the model
+code's format), or ``LATEST``'s export is gone, so the pipeline should run;
+:data:`NOTHING_NEW` (99, Airflow's skip code): nothing is, or a version of
+exactly these inputs failed its floors, and a scheduled run can end early. No Spark: only the driver hashes
 the inputs.
 """
 
@@ -26,8 +27,9 @@ NOTHING_NEW = 99
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> int:
     """Print what changed since the ``LATEST`` model version; return the exit code."""
     from preprocess.changes import changes_since_latest
+    from tf_models import MODEL_FORMAT
 
-    changes = changes_since_latest(config)
+    changes = changes_since_latest(config, MODEL_FORMAT)
     print(changes.describe())
     return 0 if changes.anything_new else NOTHING_NEW
 

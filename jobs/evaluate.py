@@ -20,6 +20,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     Passing the configured floors moves ``<run_dir>/models/LATEST`` to the
     version and copies its report to ``<run_dir>/report/``.
     """
+    from tf_models import MODEL_FORMAT
     from tf_models.evaluate import evaluate
     from tfbs.lineage import EXPORT_METADATA, Lineage, export_uri, report_uri, require_lineage
     from tfbs.manifest import read_manifest
@@ -28,7 +29,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
 
     # Fail before the JVM starts: no shards, no such version, or no whole export.
     manifest = read_manifest(config.shards_uri)
-    lineage = require_lineage(config.run_dir, Lineage.of(config, manifest))
+    lineage = require_lineage(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
     exported = f"{export_uri(config.run_dir, lineage.version)}/{EXPORT_METADATA}"
     require(exported, f"exported model of version {lineage.version} (run `tfbs train` first)")
     with spark_session(config.spark, app_suffix="-evaluate") as spark:

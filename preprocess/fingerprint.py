@@ -21,13 +21,22 @@ Each file is identified by a digest of its bytes, tagged with its kind:
 HDFS keeps a file checksum too, but only WebHDFS and the Java client serve
 it, not the RPC client the pipeline uses (hdfs-native), and it depends on
 the block size: HDFS files are hashed.
+
+Two fingerprints are compared on content alone (:func:`changed_inputs`):
+each input's digest, and the settings that change which rows the shards
+hold (:meth:`tfbs.config.PipelineConfig.content_settings`). An entry's URI
+and size are recorded for people; moving identical files, naming them from
+another working directory or changing the shards' file layout rebuilds
+nothing.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -112,10 +121,11 @@ def file_digest(uri: str) -> dict[str, Any]:
 def input_fingerprint(config: PipelineConfig, cells_by_tf: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """The content fingerprint of the shards' inputs and settings.
 
-    A pure function of the input files' bytes and the ``data`` and
-    ``preprocess`` sections: the same inputs always give an equal dict
-    (JSON-ready, keys sorted), and a change to any byte of any input file
-    gives a different one.
+    A pure function of the input files (their bytes, and where they are,
+    recorded but never compared) and the ``data`` and ``preprocess``
+    sections: the same inputs always give an equal dict (JSON-ready, keys
+    sorted), and a change to any byte of any input file gives one that
+    :func:`changed_inputs` tells apart.
 
     Parameters
     ----------
@@ -128,9 +138,9 @@ def input_fingerprint(config: PipelineConfig, cells_by_tf: dict[str, list[str]] 
     Returns
     -------
     dict
-        ``{"config": <digest of data and preprocess>, "inputs": {name:
-        {"uri", "size", "kind", "digest"}}}`` with names as in
-        :func:`preprocess_inputs`.
+        ``{"config": <digest of the data and preprocess settings that
+        change the shards' rows>, "inputs": {name: {"uri", "size", "kind",
+        "digest"}}}`` with names as in :func:`preprocess_inputs`.
 
     Raises
     ------
@@ -152,7 +162,7 @@ def input_fingerprint(config: PipelineConfig, cells_by_tf: dict[str, list[str]] 
         hashed / 1e6,
         hashed / 1e6 / max(elapsed, 1e-9),
     )
-    return {"config": config.digest(SHARD_SECTIONS), "inputs": digests}
+    return {"config": config.content_digest(SHARD_SECTIONS), "inputs": digests}
 
 
 @dataclass(frozen=True)
@@ -182,14 +192,77 @@ def check_and_fingerprint(config: PipelineConfig, pool: Executor | None = None) 
     return CheckedInputs(cells_by_tf, done)
 
 
-def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
-    """What differs between two fingerprints, by name; empty when they are equal.
+def digest_as(uri: str, kind: str) -> str | None:
+    """The digest of kind ``kind`` of the bytes at ``uri`` now, read whole; None for a kind not computed here.
+
+    ``blake3`` and ``md5`` are; ``crc32c`` is not (no CRC32C library is a
+    dependency of the pipeline).
+    """
+    if kind == "blake3":
+        return storage.blake3_of(uri)[0]
+    if kind != "md5":
+        return None
+    digest = hashlib.md5(usedforsecurity=False)
+    with storage.open_input(uri, compression=None) as stream:
+        while chunk := stream.read(storage.HASH_BLOCK_BYTES):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def same_content(
+    old: dict[str, Any], new: dict[str, Any], rehash: Callable[[str, str], str | None] = digest_as
+) -> bool:
+    """Whether two digest entries of one input (:func:`file_digest`) are of the same bytes.
+
+    URIs and sizes are not compared: the same bytes elsewhere are the same
+    input. Digests of different kinds cannot be compared (an input moved
+    between stores, or a GCS object whose MD5 went when it was composed):
+    then the current file is hashed again the recorded way, and where that
+    kind is not computed here (``crc32c``) the input counts as changed,
+    which costs a rebuild rather than risking stale shards.
+
+    Parameters
+    ----------
+    old, new
+        The recorded entry and the current one (``new["uri"]`` is read if
+        the kinds differ).
+    rehash
+        ``(uri, kind) -> digest or None``; :func:`digest_as`.
+    """
+    if old.get("kind") == new.get("kind"):
+        return bool(old.get("digest") == new.get("digest"))
+    digest = rehash(new["uri"], old["kind"]) if old.get("kind") and new.get("uri") else None
+    if digest is None:
+        log.info(
+            "%s: recorded as %s, now %s, not comparable: counted as changed",
+            new.get("uri"),
+            old.get("kind"),
+            new.get("kind"),
+        )
+    return digest is not None and digest == old.get("digest")
+
+
+def changed_inputs(
+    old: dict[str, Any], new: dict[str, Any], rehash: Callable[[str, str], str | None] = digest_as
+) -> list[str]:
+    """What differs in content between two fingerprints, by name; empty when the content is the same.
+
+    Parameters
+    ----------
+    old, new
+        The recorded fingerprint and the current one (:func:`input_fingerprint`).
+    rehash
+        How an input recorded with another kind of digest is hashed again
+        (:func:`same_content`).
 
     Examples
     --------
     >>> a = {"config": "c1", "inputs": {"genome": {"digest": "1"}, "dnase/K562": {"digest": "2"}}}
     >>> changed_inputs(a, {"config": "c2", "inputs": {"genome": {"digest": "9"}}})
     ['configuration (data, preprocess)', 'dnase/K562 (gone)', 'genome']
+    >>> moved = {"uri": "file:///elsewhere/genome.fa", "size": 7, "digest": "1"}
+    >>> changed_inputs(a, {"config": "c1", "inputs": {"genome": moved, "dnase/K562": {"digest": "2"}}})
+    []
     """
     changed = [] if old.get("config") == new.get("config") else ["configuration (data, preprocess)"]
     old_inputs, new_inputs = old.get("inputs", {}), new.get("inputs", {})
@@ -198,6 +271,6 @@ def changed_inputs(old: dict[str, Any], new: dict[str, Any]) -> list[str]:
             changed.append(f"{name} (gone)")
         elif name not in old_inputs:
             changed.append(f"{name} (new)")
-        elif old_inputs[name] != new_inputs[name]:
+        elif not same_content(old_inputs[name], new_inputs[name], rehash):
             changed.append(name)
     return changed

@@ -27,6 +27,23 @@ def test_override_changes_value_and_digest():
     assert changed.digest() != base.digest()
 
 
+def test_content_settings_leave_out_locations_layout_and_operations():
+    base = load_config(DEMO)
+    settings = base.content_settings({"data", "preprocess", "train"})
+    # Locations count only as set or not (null turns DNase or the blacklist off).
+    assert settings["data"]["root"] is True and settings["data"]["tfs"] == base.data.tfs
+    assert not {"read_block_mb", "rows_per_record_file", "bad_rows"} & set(settings["preprocess"])
+    assert "seed" in settings["preprocess"] and not {"strategy", "num_workers"} & set(settings["train"])
+    moved = ["data.root=/elsewhere", "preprocess.read_block_mb=1", "train.num_workers=5"]
+    assert load_config(DEMO, moved).content_digest({"data", "preprocess", "train"}) == base.content_digest(
+        {"data", "preprocess", "train"}
+    )
+    assert load_config(DEMO, ["data.dnase_dir=null"]).content_digest({"data"}) != base.content_digest({"data"})
+    assert load_config(DEMO, ["preprocess.window=500"]).content_digest({"preprocess"}) != base.content_digest(
+        {"preprocess"}
+    )
+
+
 @pytest.mark.parametrize(
     "override, message",
     [

@@ -147,7 +147,7 @@ def test_fingerprint_is_a_content_digest_of_every_input(small_dataset):
             "blacklist",
         ]
     )
-    assert fingerprint["config"] == config.digest({"data", "preprocess"})
+    assert fingerprint["config"] == config.content_digest({"data", "preprocess"})
     for entry in inputs.values():
         content = Path(local_path(entry["uri"])).read_bytes()
         assert entry["kind"] == "blake3"
@@ -191,6 +191,21 @@ def test_new_bytes_of_the_same_size_and_mtime_change_the_fingerprint_and_the_sha
         assert f"changed since they were built: {name}" in caplog.text
     assert input_fingerprint(config) == before
     assert current_shards(config.shards_uri, before) == manifest  # the bytes back: kept
+
+
+def test_the_same_bytes_elsewhere_and_another_layout_keep_the_shards(built, tmp_path, caplog):
+    """Where the inputs are and how shards are cut into files are no part of the
+    fingerprint: a copy of the data, with other layout settings, is up to date."""
+    config, manifest, data = built
+    shutil.copytree(data, tmp_path / "data")
+    layout = ["preprocess.rows_per_record_file=100", "preprocess.read_block_mb=1", "preprocess.bad_rows=set_aside"]
+    moved = small_config(tmp_path, "data.tfs=[CTCF]", *layout)
+    assert moved.data.root != config.data.root
+    after = input_fingerprint(moved)
+    assert changed_inputs(manifest.fingerprint, after) == []
+    with caplog.at_level(logging.INFO, logger="tfbs.preprocess"):
+        assert current_shards(config.shards_uri, after) == manifest
+    assert "up to date" in caplog.text
 
 
 def test_shards_of_an_older_schema_are_rebuilt_naming_the_version(built, tmp_path, caplog):

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tf_models import MODEL_FORMAT
 from tf_models.gpus import apply_visible_devices, gpu_spark_conf, visible_devices
 from tfbs.config import DEFAULT_GPU_DISCOVERY_SCRIPT, load_config
 from tfbs.errors import ConfigError
@@ -151,7 +152,7 @@ def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     monkeypatch.setattr(tfos, "wait_for_chief", lambda *a, **k: "ok")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     config = load_config(DEMO, [f"run_dir={tmp_path}", "train.gpus_per_worker=1"])
-    args = {"config": config, "manifest": {}, "lineage": Lineage.of(config, {}), "run_id": "r"}
+    args = {"config": config, "manifest": {}, "lineage": Lineage.of(config, {}, MODEL_FORMAT), "run_id": "r"}
 
     node_main(args, _node_info("ps"))
     assert started == ["ps"]

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from conftest import small_config
 
+from tf_models import MODEL_FORMAT
 from tfbs import lineage as versions
 from tfbs import storage
 from tfbs.config import ConfigError
@@ -98,10 +99,13 @@ def test_the_manifest_digest_is_its_contents(small_shards, other_shards):
 def test_version_names_are_deterministic(small_shards, tmp_path):
     shared, manifest = small_shards
     config = _config(tmp_path, shared.shards_uri, shared.data.root)
-    lineage = Lineage.of(config, manifest)
+    lineage = Lineage.of(config, manifest, MODEL_FORMAT)
     digest = versions.manifest_digest(manifest)
     assert lineage.version == f"{digest[:10]}-{versions.training_config_digest(config)[:8]}"
-    assert Lineage.of(_config(tmp_path, shared.shards_uri, shared.data.root), manifest).version == lineage.version
+    assert (
+        Lineage.of(_config(tmp_path, shared.shards_uri, shared.data.root), manifest, MODEL_FORMAT).version
+        == lineage.version
+    )
     assert lineage.input_fingerprint == manifest.fingerprint and lineage.manifest_digest == digest
 
     # Where, how spread and how long training runs is no part of the model; what it learns is.
@@ -114,29 +118,40 @@ def test_version_names_are_deterministic(small_shards, tmp_path):
         "train.master=local-cluster[4,1,1024]",
         "train.timeout_s=60",
     )
-    assert Lineage.of(same, manifest).version == lineage.version
+    assert Lineage.of(same, manifest, MODEL_FORMAT).version == lineage.version
     longer = _config(tmp_path, shared.shards_uri, shared.data.root, "train.steps=30")
     wider = _config(tmp_path, shared.shards_uri, shared.data.root, "train.model.dense_units=8")
-    assert len({lineage.version, Lineage.of(longer, manifest).version, Lineage.of(wider, manifest).version}) == 3
-    assert Lineage.of(longer, manifest).version.startswith(digest[:10])
+    assert (
+        len(
+            {
+                lineage.version,
+                Lineage.of(longer, manifest, MODEL_FORMAT).version,
+                Lineage.of(wider, manifest, MODEL_FORMAT).version,
+            }
+        )
+        == 3
+    )
+    assert Lineage.of(longer, manifest, MODEL_FORMAT).version.startswith(digest[:10])
 
     # The known motifs the first filters start as are part of what it learns from; unseeded, they are not.
     motifs = {**config.evaluate.motifs, "CTCF": "CTCF_f1"}
     chosen = [f"evaluate.motif_db={config.evaluate.motif_db}", f"evaluate.motifs={json.dumps(motifs)}"]
     other_motif = _config(tmp_path, shared.shards_uri, shared.data.root, *chosen)
-    assert Lineage.of(other_motif, manifest).version != lineage.version
+    assert Lineage.of(other_motif, manifest, MODEL_FORMAT).version != lineage.version
     assert "train.seed_motifs_from.motifs.CTCF='CTCF_f2' (now 'CTCF_f1')" in lineage.difference(
-        Lineage.of(other_motif, manifest)
+        Lineage.of(other_motif, manifest, MODEL_FORMAT)
     )
     unseeded = ["train.model.motif_cnn.seed_motifs=false"]
     assert (
-        Lineage.of(_config(tmp_path, shared.shards_uri, shared.data.root, *unseeded), manifest).version
-        == Lineage.of(_config(tmp_path, shared.shards_uri, shared.data.root, *unseeded, *chosen), manifest).version
+        Lineage.of(_config(tmp_path, shared.shards_uri, shared.data.root, *unseeded), manifest, MODEL_FORMAT).version
+        == Lineage.of(
+            _config(tmp_path, shared.shards_uri, shared.data.root, *unseeded, *chosen), manifest, MODEL_FORMAT
+        ).version
     )
 
     named = _config(tmp_path, shared.shards_uri, shared.data.root, "train.version=v1")
-    assert Lineage.of(named, manifest).version == "v1"
-    assert Lineage.of(named, manifest).training_config_digest == lineage.training_config_digest
+    assert Lineage.of(named, manifest, MODEL_FORMAT).version == "v1"
+    assert Lineage.of(named, manifest, MODEL_FORMAT).training_config_digest == lineage.training_config_digest
     for bad in ("LATEST", "../v1", "a b"):
         with pytest.raises(ConfigError, match="train.version"):
             _config(tmp_path, shared.shards_uri, shared.data.root, f"train.version={bad}")
@@ -280,6 +295,12 @@ def test_latest_moves_only_when_evaluation_passes_its_floor(first, second, promo
     assert Path(local_path(versions.latest_uri(config.run_dir))).read_bytes() == latest_bytes
     refused_report = Path(local_path(versions.report_uri(config.run_dir, retrained["version"])), "report.json")
     assert json.loads(refused_report.read_text())["floors"]["passed"] is False
+    # ... and recorded for `tfbs changes`, with the floors it was held to; the passing version has no record.
+    failure = versions.read_floor_failure(config.run_dir, retrained["version"])
+    assert (
+        failure is not None and failure.min_mean_auroc == 1.0 and "below evaluate.min_mean_auroc" in failure.failures[0]
+    )
+    assert versions.read_floor_failure(config.run_dir, summary["version"]) is None
     run_report = json.loads(Path(local_path(versions.run_report_uri(config.run_dir)), "report.json").read_text())
     assert run_report["version"] == summary["version"]
     assert run_report["lineage"]["manifest_digest"] == latest["manifest_digest"]

@@ -12,6 +12,7 @@ import pytest
 import tensorflow as tf
 from conftest import model_inputs, small_config
 
+from tf_models import MODEL_FORMAT
 from tf_models.unseen.domains import domains_only
 from tf_models.unseen.proteins import identical_aligned_residues, nearest_protein, protein_identity, shuffled_protein
 from tf_models.unseen.run import family_control_config, held_out_config, run_unseen
@@ -93,7 +94,7 @@ def test_filtered_shards_hold_no_row_of_the_held_out_tf(small_shards, tmp_path):
 
 def _seen_model(config, manifest) -> dict:
     """A LATEST version with a report, as evaluation leaves it (the seen-TF reference)."""
-    lineage = versions.claim_version(config.run_dir, versions.Lineage.of(config, manifest))
+    lineage = versions.claim_version(config.run_dir, versions.Lineage.of(config, manifest, MODEL_FORMAT))
     results = {f"{tf}/{cell}": {"auprc": 0.5} for tf in manifest.tfs for cell in manifest.cells}
     versions.write_latest(config.run_dir, lineage, 0.9, 0.5)
     report_dir = local_path(versions.report_uri(config.run_dir, lineage.version))

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tf_models import MODEL_FORMAT
 from tfbs import lineage as versions
 from tfbs import storage
 from tfbs.config import PipelineConfig, TrainConfig
@@ -59,21 +60,17 @@ def prepare_version(config: PipelineConfig, manifest: Manifest) -> tuple[Lineage
         If the version folder holds a model of other shards or another
         training configuration (possible when ``train.version`` names it).
     """
-    lineage = versions.claim_version(config.run_dir, Lineage.of(config, manifest))
+    lineage = versions.claim_version(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
     return lineage, finished_export(versions.export_uri(config.run_dir, lineage.version), lineage)
 
 
 def finished_export(export_uri: str, lineage: Lineage) -> bool:
-    """Whether ``export_uri`` holds a whole export of the model of ``lineage``.
+    """Whether ``export_uri`` holds a whole export of the model of ``lineage`` (:func:`tfbs.lineage.export_problem`).
 
-    The export's metadata is written last (:func:`_export`), so it marks a
-    whole export; it names the version and the shards.
+    The export's metadata is written last (:func:`_export`); a SavedModel
+    file deleted since makes the export unfinished too, so it is trained again.
     """
-    uri = f"{export_uri}/{versions.EXPORT_METADATA}"
-    if not storage.exists(uri):
-        return False
-    metadata = json.loads(storage.read_text(uri))
-    return metadata.get("version") == lineage.version and metadata.get("manifest_digest") == lineage.manifest_digest
+    return versions.export_problem(export_uri, lineage) is None
 
 
 def _export(config: PipelineConfig, lineage: Lineage, run, manifest: Manifest, result) -> str:

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from pyspark.sql import SparkSession
 
+from tf_models import MODEL_FORMAT
 from tf_models.baselines import OracleTable, bin_motif_scores, motif_log_odds
 from tf_models.model_dir import local_export
 from tfbs import lineage as versions
@@ -236,7 +237,7 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     from tf_models.report import write_html_report
 
     started = time.monotonic()
-    lineage = versions.require_lineage(config.run_dir, Lineage.of(config, manifest))
+    lineage = versions.require_lineage(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
     export_uri = versions.export_uri(config.run_dir, lineage.version)
     report_dir = versions.report_uri(config.run_dir, lineage.version)
     files = [entry.path for entry in manifest.parquet[TEST]]
@@ -300,8 +301,13 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
         log.warning("the model does not beat the motif scan on %s", ", ".join(report["below_motif_scan"]))
     write_html_report(config.run_dir, lineage.version, manifest, table_uris=config.data.generator_table_uris)
     if failures:
+        # Recorded so a scheduled run does not retrain it on the same inputs (preprocess.changes).
+        floors = (config.evaluate.min_mean_auroc, config.evaluate.min_mean_auprc)
+        mean_scores = (report["mean_auroc"], report["mean_auprc"])
+        versions.write_floor_failure(config.run_dir, lineage, floors, mean_scores, failures)
         latest = versions.read_latest(config.run_dir)
         kept = f"still names {latest.version}" if latest else "not written"
         raise BelowFloorError(f"{report_json}: {'; '.join(failures)}; {versions.latest_uri(config.run_dir)} {kept}")
+    versions.clear_floor_failure(config.run_dir, lineage.version)
     _promote(config, lineage, report)
     return report

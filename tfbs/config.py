@@ -17,7 +17,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import (
@@ -108,6 +108,25 @@ class DataConfig(_Section):
     chrom_sizes: str = ""
     blacklist: str | None = ""
     oracle_dir: str = Field("", description="generated data only: per-bin P(B) the simulation sampled from")
+
+    #: Keys that say where files are, not what is in them: the input
+    #: fingerprint holds the files' content digests, so moving identical
+    #: files (or naming them from another working directory) changes
+    #: nothing. Whether one is set still counts: null turns DNase or the
+    #: blacklist off.
+    LOCATION_KEYS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "root",
+            "labels_dir",
+            "dnase_dir",
+            "peaks_dir",
+            "genome_fasta",
+            "proteins_fasta",
+            "chrom_sizes",
+            "blacklist",
+            "oracle_dir",
+        }
+    )
 
     @model_validator(mode="after")
     def _fill_defaults(self) -> "DataConfig":
@@ -248,6 +267,16 @@ class PreprocessConfig(_Section):
     )
     read_block_mb: int = Field(16, gt=0, description="decompressed MiB of a label file parsed at a time")
     bad_rows: Literal["fail", "set_aside"] = "fail"
+
+    #: Keys that say how shards are laid out in files or how inputs are
+    #: read, not which rows the shards hold: no part of the input
+    #: fingerprint, so changing one rebuilds nothing and retrains nothing
+    #: (it applies the next time the shards are built). ``bad_rows`` is one:
+    #: shards exist only when every line was good (``fail``) or the bad ones
+    #: were set aside, which gives the same rows from the same good lines.
+    LAYOUT_KEYS: ClassVar[frozenset[str]] = frozenset(
+        {"rows_per_record_file", "rows_per_row_group", "test_rows_per_row_group", "read_block_mb", "bad_rows"}
+    )
 
     @model_validator(mode="after")
     def _splits_disjoint(self) -> "PreprocessConfig":
@@ -434,6 +463,31 @@ class TrainConfig(_Section):
         description="name of the model version (None: from the shards' manifest and this section, tfbs.lineage)",
     )
 
+    #: Keys that say where and how training is spread or how long to wait
+    #: for it, not what it learns: no part of a model version
+    #: (:mod:`tfbs.lineage`). Every strategy takes ``batch_size`` examples a
+    #: step, for the same schedule, so a model trained under ps, all-reduce
+    #: or in one process is the same recipe (and a killed ps run may resume
+    #: in one process).
+    OPERATIONAL_KEYS: ClassVar[frozenset[str]] = frozenset(
+        {
+            "version",
+            "strategy",
+            "num_ps",
+            "num_workers",
+            "master",
+            "spark_conf",
+            "record_cache_dir",
+            "worker_wait_timeout_s",
+            "executors_timeout_s",
+            "tf_network",
+            "timeout_s",
+            "gpus_per_worker",
+            "gpu_discovery_script",
+            "node_cpus",
+        }
+    )
+
     @model_validator(mode="after")
     def _consistent(self) -> "TrainConfig":
         if self.strategy == "parameter_server" and self.num_ps < 1:
@@ -597,6 +651,30 @@ class PipelineConfig(_Section):
         if sections is not None:
             tree = {key: value for key, value in tree.items() if key in sections}
         payload = json.dumps(tree, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def content_settings(self, sections: set[str]) -> dict[str, Any]:
+        """The settings of ``sections`` that change what the pipeline makes, as JSON values.
+
+        Left out: ``data``'s locations (only whether each is set is kept;
+        :attr:`DataConfig.LOCATION_KEYS`), ``preprocess``'s layout
+        (:attr:`PreprocessConfig.LAYOUT_KEYS`) and ``train``'s operational
+        keys (:attr:`TrainConfig.OPERATIONAL_KEYS`).
+        """
+        tree = self.model_dump(mode="json", include=sections)
+        if "data" in tree:
+            tree["data"] = {
+                key: (value is not None if key in DataConfig.LOCATION_KEYS else value)
+                for key, value in tree["data"].items()
+            }
+        for name, left_out in (("preprocess", PreprocessConfig.LAYOUT_KEYS), ("train", TrainConfig.OPERATIONAL_KEYS)):
+            if name in tree:
+                tree[name] = {key: value for key, value in tree[name].items() if key not in left_out}
+        return tree
+
+    def content_digest(self, sections: set[str]) -> str:
+        """A short hash of :meth:`content_settings`: equal exactly when those settings are."""
+        payload = json.dumps(self.content_settings(sections), sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     @property

@@ -4,13 +4,16 @@ A run keeps every model it trains under ``<run_dir>/models/<version>/``
 (checkpoints, export, history, report), each with a ``lineage.json`` written
 before training starts. The version's name comes from its content, the
 shard manifest's digest and the digest of the training configuration
-(``<manifest[:10]>-<train[:8]>``), unless ``train.version`` names it. So a
-run killed mid-training resumes its own version when run again, a rerun on
-the same shards and configuration finds its version finished, and new shards
-or a new ``train`` section train a new version beside the old ones.
+(``<manifest[:10]>-<train[:8]>``, and ``-m<format>`` for a model format
+after the first), unless ``train.version`` names it. So a run killed
+mid-training resumes its own version when run again, a rerun on the same
+shards and configuration finds its version finished, and new shards, a new
+``train`` section or new model code train a new version beside the old ones.
 
 ``<run_dir>/models/LATEST`` names the version that last passed evaluation;
-prediction uses it.
+prediction uses it, with its whole export (:func:`export_problem`). A
+version that fell below evaluation's floors holds ``floors_failed.json``
+(:class:`FloorFailure`), so a scheduled run does not retrain it unchanged.
 
 This module is core: it imports no stage package. The manifest arrives as
 JSON text, a dict, or any object with pydantic's ``model_dump``.
@@ -27,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tfbs import __version__, storage
+from tfbs.config import TrainConfig
 from tfbs.errors import MissingInputError, TfbsError
 
 if TYPE_CHECKING:
@@ -44,29 +48,22 @@ EXPORT_METADATA = "tfbs_metadata.json"
 #: Under ``<run_dir>``: a copy of the ``LATEST`` version's report.
 RUN_REPORT_DIR = "report"
 
-#: Keys of the ``train`` section that say where and how training is spread
-#: or how long to wait for it, not what it learns: they are no part of a
-#: version. Every strategy takes ``train.batch_size`` examples a step, for
-#: the same schedule, so a model trained under ps, all-reduce or in one
-#: process is the same recipe (and a killed ps run may resume in one process).
-OPERATIONAL_TRAIN_KEYS = frozenset(
-    {
-        "version",
-        "strategy",
-        "num_ps",
-        "num_workers",
-        "master",
-        "spark_conf",
-        "record_cache_dir",
-        "worker_wait_timeout_s",
-        "executors_timeout_s",
-        "tf_network",
-        "timeout_s",
-        "gpus_per_worker",
-        "gpu_discovery_script",
-        "node_cpus",
-    }
-)
+#: Under a version's ``export/``: the files prediction loads besides the
+#: metadata (TensorFlow's SavedModel: the graph, and the variables' index;
+#: their data shards are checked by prefix, :data:`EXPORT_VARIABLES_DATA`).
+EXPORT_FILES = ("saved_model.pb", "variables/variables.index")
+EXPORT_VARIABLES_DATA = "variables/variables.data-"
+#: Under a version's folder: written by ``tfbs evaluate`` when the version
+#: fell below the floors, so a scheduled run does not retrain it unchanged.
+FLOOR_FAILURE_NAME = "floors_failed.json"
+#: The model format of versions whose lineage predates the field: the model
+#: code as it was when formats began to be counted. Their names carry no
+#: format; later formats add ``-m<format>`` (:func:`version_name`).
+FIRST_MODEL_FORMAT = 1
+
+#: The ``train`` keys that are no part of a version; their one home is the
+#: section (:attr:`tfbs.config.TrainConfig.OPERATIONAL_KEYS`).
+OPERATIONAL_TRAIN_KEYS = TrainConfig.OPERATIONAL_KEYS
 
 
 class LineageError(TfbsError):
@@ -167,9 +164,12 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
     part of the recipe too, under ``seed_motifs_from``: the bytes of
     ``motif_cnn.seed_motif_db`` when set, else the motifs named in
     ``evaluate.motifs`` and the bytes of ``evaluate.motif_db``. Another
-    motif file trains another model.
+    motif file trains another model; where it is does not (the path of
+    ``seed_motif_db`` reads as null: the same bytes elsewhere are the same
+    recipe).
     """
-    tree = config.train.model_dump(mode="json", exclude=set(OPERATIONAL_TRAIN_KEYS))
+    tree: dict[str, Any] = config.content_settings({"train"})["train"]
+    tree["model"]["motif_cnn"]["seed_motif_db"] = None
     model, evaluate = config.train.model, config.evaluate
     if model.architecture != "motif_cnn" or not model.motif_cnn.seed_motifs:
         return tree
@@ -193,11 +193,17 @@ def config_digest(config: PipelineConfig) -> str:
     return _sha256(canonical_json(config.model_dump(mode="json", exclude={"source"})))
 
 
-def version_name(config: PipelineConfig, manifest_sha: str) -> str:
-    """``train.version`` if set, else ``<manifest digest[:10]>-<training config digest[:8]>``."""
+def version_name(config: PipelineConfig, manifest_sha: str, model_format: int) -> str:
+    """``train.version`` if set, else ``<manifest digest[:10]>-<training config digest[:8]>``.
+
+    A model format after :data:`FIRST_MODEL_FORMAT` adds ``-m<format>``, so
+    new model code trains a version of its own instead of resuming one of
+    the old code's.
+    """
     if config.train.version:
         return config.train.version
-    return f"{manifest_sha[:10]}-{training_config_digest(config)[:8]}"
+    name = f"{manifest_sha[:10]}-{training_config_digest(config)[:8]}"
+    return name if model_format == FIRST_MODEL_FORMAT else f"{name}-m{model_format}"
 
 
 def _utc_now() -> str:
@@ -212,8 +218,9 @@ def _utc_now() -> str:
 class Lineage(BaseModel):
     """How one model version was made: ``<run_dir>/models/<version>/lineage.json``.
 
-    Two lineages are of the same model when their ``manifest_digest`` and
-    ``training_config_digest`` agree; the other fields are for people.
+    Two lineages are of the same model when their ``manifest_digest``,
+    ``training_config_digest`` and ``model_format`` agree; the other fields
+    are for people.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -227,14 +234,18 @@ class Lineage(BaseModel):
     shards_uri: str
     created_at: str
     tfbs_version: str
+    #: The model code's format (``tf_models.MODEL_FORMAT``) that trained it.
+    model_format: int = FIRST_MODEL_FORMAT
 
     @classmethod
-    def of(cls, config: PipelineConfig, manifest: str | bytes | Mapping[str, Any] | _Dumpable) -> Lineage:
-        """The lineage a model trained now, from ``manifest``'s shards, would have."""
+    def of(
+        cls, config: PipelineConfig, manifest: str | bytes | Mapping[str, Any] | _Dumpable, model_format: int
+    ) -> Lineage:
+        """The lineage a model trained now, from ``manifest``'s shards, by model code of ``model_format``, would have."""
         tree = manifest_tree(manifest)
         digest = manifest_digest(tree)
         return cls(
-            version=version_name(config, digest),
+            version=version_name(config, digest, model_format),
             manifest_digest=digest,
             input_fingerprint=tree.get("fingerprint"),
             training_config_digest=training_config_digest(config),
@@ -243,6 +254,7 @@ class Lineage(BaseModel):
             shards_uri=config.shards_uri,
             created_at=_utc_now(),
             tfbs_version=__version__,
+            model_format=model_format,
         )
 
     def difference(self, other: Lineage) -> str | None:
@@ -270,6 +282,8 @@ class Lineage(BaseModel):
                     f"trained with train config {self.training_config_digest[:12]}, "
                     f"this run's is {other.training_config_digest[:12]}"
                 )
+        if other.model_format != self.model_format:
+            found.append(f"trained by model format {self.model_format}, this code's is {other.model_format}")
         return "; ".join(found) or None
 
 
@@ -382,6 +396,91 @@ def list_versions(run_dir: str) -> list[Lineage]:
     return sorted((lineage for lineage in found if lineage is not None), key=lambda x: (x.created_at, x.version))
 
 
+def export_problem(export_uri: str, lineage: Lineage) -> str | None:
+    """What keeps ``export_uri`` from being a whole export of ``lineage``'s model, in words; None if nothing.
+
+    Whole means what prediction loads: the SavedModel's graph, the
+    variables' index and data, and the metadata (written last, naming the
+    version and its shards).
+    """
+    base = export_uri.rstrip("/")
+    files = set(storage.list_files(base)) if storage.exists(base) else set()
+    if not files:
+        return f"{export_uri}: no export there"
+    missing = [name for name in (*EXPORT_FILES, EXPORT_METADATA) if f"{base}/{name}" not in files]
+    if not any(uri.startswith(f"{base}/{EXPORT_VARIABLES_DATA}") for uri in files):
+        missing.append(f"{EXPORT_VARIABLES_DATA}*")
+    if missing:
+        return f"{export_uri}: {', '.join(sorted(missing))} missing"
+    metadata = json.loads(storage.read_text(f"{base}/{EXPORT_METADATA}"))
+    named = (metadata.get("version"), metadata.get("manifest_digest"))
+    if named != (lineage.version, lineage.manifest_digest):
+        return f"{export_uri}: {EXPORT_METADATA} names version {named[0]}, not {lineage.version}"
+    return None
+
+
+# --------------------------------------------------------------------------
+# Versions below the floors
+# --------------------------------------------------------------------------
+
+
+class FloorFailure(BaseModel):
+    """``<run_dir>/models/<version>/floors_failed.json``: the version fell below evaluation's floors.
+
+    With the floors it was held to: other floors may pass it.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: str
+    min_mean_auroc: float | None
+    min_mean_auprc: float | None
+    mean_auroc: float
+    mean_auprc: float
+    failures: list[str]
+    failed_at: str
+
+    def held_to(self, min_mean_auroc: float | None, min_mean_auprc: float | None) -> bool:
+        """Whether these are the floors it failed."""
+        return (self.min_mean_auroc, self.min_mean_auprc) == (min_mean_auroc, min_mean_auprc)
+
+
+def floor_failure_uri(run_dir: str, version: str) -> str:
+    """``<run_dir>/models/<version>/floors_failed.json``."""
+    return f"{model_uri(run_dir, version)}/{FLOOR_FAILURE_NAME}"
+
+
+def write_floor_failure(
+    run_dir: str,
+    lineage: Lineage,
+    floors: tuple[float | None, float | None],
+    means: tuple[float, float],
+    failures: list[str],
+) -> FloorFailure:
+    """Record that ``lineage.version`` fell below ``floors`` (auROC, auPRC) with mean ``means``."""
+    record = FloorFailure(
+        version=lineage.version,
+        min_mean_auroc=floors[0],
+        min_mean_auprc=floors[1],
+        mean_auroc=means[0],
+        mean_auprc=means[1],
+        failures=failures,
+        failed_at=_utc_now(),
+    )
+    storage.write_text(floor_failure_uri(run_dir, lineage.version), record.model_dump_json(indent=2))
+    return record
+
+
+def read_floor_failure(run_dir: str, version: str) -> FloorFailure | None:
+    """The record of ``version`` falling below the floors, or None if it has none."""
+    return _read_record(floor_failure_uri(run_dir, version), FloorFailure, "a floor failure record")
+
+
+def clear_floor_failure(run_dir: str, version: str) -> None:
+    """Remove the record of ``version`` falling below the floors, if there is one (it passed since)."""
+    storage.delete_file(floor_failure_uri(run_dir, version))
+
+
 # --------------------------------------------------------------------------
 # LATEST: the version prediction uses
 # --------------------------------------------------------------------------
@@ -482,13 +581,19 @@ def prune_versions(run_dir: str, keep: int) -> list[str]:
 
 
 __all__ = [
+    "EXPORT_FILES",
     "EXPORT_METADATA",
+    "FIRST_MODEL_FORMAT",
+    "FloorFailure",
     "LATEST_NAME",
     "LINEAGE_NAME",
     "Latest",
     "Lineage",
     "LineageError",
     "claim_version",
+    "clear_floor_failure",
+    "export_problem",
+    "floor_failure_uri",
     "config_digest",
     "export_uri",
     "latest_uri",
@@ -498,6 +603,7 @@ __all__ = [
     "model_uri",
     "models_uri",
     "prune_versions",
+    "read_floor_failure",
     "read_latest",
     "read_lineage",
     "report_uri",
@@ -506,6 +612,7 @@ __all__ = [
     "training_config",
     "training_config_digest",
     "version_name",
+    "write_floor_failure",
     "write_latest",
     "write_lineage",
 ]

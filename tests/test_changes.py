@@ -1,0 +1,292 @@
+"""``tfbs changes`` retrains exactly when something that matters changed.
+
+The run folders are built directly (lineages, ``LATEST``, export files, floor
+failures) from the session's small data set, so no model is trained: what is
+compared is the lineage of ``LATEST`` and its export, never the model.
+
+- the schedule does not stick: ``LATEST`` without its whole export is work to do;
+- it does not churn: a version that failed its floors on these inputs is not
+  retried, moved identical data and layout settings are nothing new;
+- it follows the model: another model format or ``train`` setting retrains.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from blake3 import blake3
+from conftest import small_config
+
+import jobs.changes
+from preprocess.changes import Changes, changes_since_latest
+from preprocess.fingerprint import changed_inputs, input_fingerprint, same_content
+from tf_models import MODEL_FORMAT
+from tfbs import lineage as versions
+from tfbs import storage
+from tfbs.config import PipelineConfig
+from tfbs.lineage import Lineage
+from tfbs.storage import local_path
+
+#: What a whole export holds (tfbs.lineage.export_problem), beside its metadata.
+EXPORT = ("saved_model.pb", "variables/variables.index", "variables/variables.data-00000-of-00001")
+
+
+def _version(config: PipelineConfig, fingerprint: dict, created_at: str, model_format: int = MODEL_FORMAT) -> Lineage:
+    """A trained version of ``config`` from shards of ``fingerprint``: its lineage and a whole export."""
+    manifest = {"fingerprint": fingerprint, "created_at": created_at}
+    lineage = Lineage.of(config, manifest, model_format).model_copy(update={"created_at": created_at})
+    versions.write_lineage(config.run_dir, lineage)
+    export = versions.export_uri(config.run_dir, lineage.version)
+    for name in EXPORT:
+        storage.write_text(f"{export}/{name}", name)
+    metadata = {"version": lineage.version, "manifest_digest": lineage.manifest_digest}
+    storage.write_text(f"{export}/{versions.EXPORT_METADATA}", json.dumps(metadata))
+    return lineage
+
+
+def _other_content(fingerprint: dict, name: str) -> dict:
+    """``fingerprint`` as if input ``name`` had held other bytes."""
+    inputs = dict(fingerprint["inputs"])
+    inputs[name] = {**inputs[name], "digest": "0" * 64}
+    return {**fingerprint, "inputs": inputs}
+
+
+@pytest.fixture(scope="module")
+def data(small_dataset, tmp_path_factory) -> Path:
+    """A copy of the small data set (a test may edit its copy of that copy)."""
+    root = tmp_path_factory.mktemp("changes") / "data"
+    shutil.copytree(local_path(small_dataset.data.root), root)
+    return root
+
+
+@pytest.fixture
+def run(data, tmp_path) -> tuple[PipelineConfig, Lineage]:
+    """A run whose ``LATEST`` is a version of exactly this data and configuration."""
+    config = small_config(tmp_path, f"data.root={data}")
+    lineage = _version(config, input_fingerprint(config), "2026-01-05T00:00:00Z")
+    versions.write_latest(config.run_dir, lineage, 0.9, 0.5)
+    return config, lineage
+
+
+def _changes(config: PipelineConfig, model_format: int = MODEL_FORMAT) -> Changes:
+    return changes_since_latest(config, model_format)
+
+
+def test_nothing_new_on_the_same_inputs_and_settings(run, capsys):
+    config, lineage = run
+    changes = _changes(config)
+    assert not changes.anything_new and changes.latest_version == lineage.version
+    assert jobs.changes.run(config) == jobs.changes.NOTHING_NEW
+    assert capsys.readouterr().out.strip() == (
+        f"nothing new since model version {lineage.version}: inputs and configuration unchanged"
+    )
+
+
+def test_before_any_evaluated_version_the_run_goes_without_reading_the_inputs(tmp_path):
+    config = small_config(tmp_path)  # no data under tmp_path: hashing would fail
+    changes = _changes(config)
+    assert changes.anything_new and changes.describe() == "no model version has passed evaluation yet: run the pipeline"
+
+
+# -- the schedule does not stick ------------------------------------------------------
+
+
+@pytest.mark.parametrize("deleted", ["saved_model.pb", "variables/variables.index", versions.EXPORT_METADATA])
+def test_latest_without_its_whole_export_is_work_to_do(run, deleted, capsys):
+    config, lineage = run
+    export = versions.export_uri(config.run_dir, lineage.version)
+    storage.delete_file(f"{export}/{deleted}")
+    changes = _changes(config)
+    assert changes.anything_new
+    assert changes.describe() == (
+        f"new since model version {lineage.version}: export of model version {lineage.version} unusable "
+        f"({export}: {deleted} missing)"
+    )
+    assert jobs.changes.run(config) == 0
+    assert f"{deleted} missing" in capsys.readouterr().out
+
+
+def test_latest_whose_export_folder_is_gone_is_work_to_do(run):
+    config, lineage = run
+    export = versions.export_uri(config.run_dir, lineage.version)
+    storage.delete_dir(export)
+    changes = _changes(config)
+    assert changes.anything_new and changes.changed == [
+        f"export of model version {lineage.version} unusable ({export}: no export there)"
+    ]
+
+
+def test_an_export_of_another_version_is_not_latest_s(run):
+    config, lineage = run
+    export = versions.export_uri(config.run_dir, lineage.version)
+    storage.write_text(f"{export}/{versions.EXPORT_METADATA}", json.dumps({"version": "v0", "manifest_digest": "0"}))
+    assert _changes(config).anything_new
+
+
+# -- the schedule does not churn ---------------------------------------------------------
+
+
+def test_a_version_that_failed_its_floors_is_not_retried_until_an_input_changes(run, data, capsys):
+    config, latest = run
+    strict = config.model_copy(update={"evaluate": config.evaluate.model_copy(update={"min_mean_auprc": 0.99})})
+    # LATEST was made from an older label file; the version of the current one fell below the floor.
+    versions.write_lineage(
+        config.run_dir,
+        latest.model_copy(update={"input_fingerprint": _other_content(latest.input_fingerprint, "labels/CTCF")}),
+    )
+    failed = _version(config, input_fingerprint(config), "2026-01-12T00:00:00Z")
+    failures = ["mean auPRC 0.410 is below evaluate.min_mean_auprc 0.99"]
+    versions.write_floor_failure(config.run_dir, failed, (None, 0.99), (0.8, 0.41), failures)
+
+    changes = _changes(strict)
+    assert not changes.anything_new and changes.failed is not None and changes.failed.version == failed.version
+    assert jobs.changes.run(strict) == jobs.changes.NOTHING_NEW
+    said = capsys.readouterr().out.strip()
+    assert said == (
+        f"nothing to retry: model version {failed.version} failed its floors on these inputs and settings "
+        f"({failures[0]}); not retried until something changes (LATEST is {latest.version})"
+    )
+
+    # Other floors may pass it: work to do (evaluating again).
+    assert _changes(config).anything_new
+    # Other training settings: another version, not the failed one.
+    longer = strict.model_copy(update={"train": strict.train.model_copy(update={"epochs": 11})})
+    assert _changes(longer).anything_new
+    # New bytes of an input: retried.
+    proteins = data / "proteins" / "tf_proteins.fa"
+    original = proteins.read_bytes()
+    try:
+        proteins.write_bytes(original + b">EXTRA\nMKV\n")
+        changes = _changes(strict)
+        assert changes.anything_new and changes.failed is None and "proteins" in changes.changed
+    finally:
+        proteins.write_bytes(original)
+
+
+def test_a_failure_before_any_version_passed_is_not_retried_either(data, tmp_path):
+    config = small_config(tmp_path, f"data.root={data}")
+    failed = _version(config, input_fingerprint(config), "2026-01-12T00:00:00Z")
+    versions.write_floor_failure(config.run_dir, failed, (None, None), (0.5, 0.1), ["below"])
+    changes = _changes(config)
+    assert not changes.anything_new and changes.latest_version is None
+    assert "no version has passed yet" in changes.describe()
+
+
+def test_moved_identical_data_is_nothing_new(run, data, tmp_path, monkeypatch):
+    config, _ = run
+    moved = tmp_path / "elsewhere" / "data"
+    shutil.copytree(data, moved)
+    assert not _changes(small_config(tmp_path, f"data.root={moved}")).anything_new
+    # Named from another working directory, relative.
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    from_elsewhere = small_config(tmp_path, "data.root=data")
+    assert from_elsewhere.data.root != config.data.root
+    assert not _changes(from_elsewhere).anything_new
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "preprocess.read_block_mb=4",
+        "preprocess.rows_per_record_file=100",
+        "preprocess.rows_per_row_group=64",
+        "preprocess.test_rows_per_row_group=4096",
+        "preprocess.bad_rows=set_aside",
+        "train.num_workers=3",
+        "train.timeout_s=60",
+    ],
+)
+def test_a_layout_or_operational_setting_is_nothing_new(run, data, tmp_path, setting):
+    assert not _changes(small_config(tmp_path, f"data.root={data}", setting)).anything_new
+
+
+@pytest.mark.parametrize(
+    ("setting", "changed"),
+    [
+        ("train.learning_rate=0.01", "configuration (train)"),
+        ("train.model.dropout=0.3", "configuration (train)"),
+        ("preprocess.seed=99", "configuration (data, preprocess)"),
+        ("preprocess.negatives_per_positive=5", "configuration (data, preprocess)"),
+        ("data.cells=[HepG2, K562]", "configuration (data, preprocess)"),
+    ],
+)
+def test_a_setting_that_changes_the_model_retrains(run, data, tmp_path, setting, changed):
+    changes = _changes(small_config(tmp_path, f"data.root={data}", setting))
+    assert changes.anything_new and changed in changes.changed
+
+
+def test_another_model_format_retrains_as_a_new_version(run):
+    config, lineage = run
+    changes = _changes(config, MODEL_FORMAT + 1)
+    assert changes.anything_new and changes.changed == [f"model format {MODEL_FORMAT} -> {MODEL_FORMAT + 1}"]
+    # Training then makes a version of its own, beside the old code's.
+    manifest = {"fingerprint": lineage.input_fingerprint, "created_at": lineage.created_at}
+    bumped = Lineage.of(config, manifest, MODEL_FORMAT + 1)
+    assert bumped.version == f"{lineage.version}-m{MODEL_FORMAT + 1}"
+    assert lineage.difference(bumped.model_copy(update={"version": lineage.version})) == (
+        f"trained by model format {MODEL_FORMAT}, this code's is {MODEL_FORMAT + 1}"
+    )
+
+
+def test_a_lineage_from_before_model_formats_is_of_the_first():
+    """Lineages written before the field keep their names and read as format 1."""
+    record = {
+        "version": "v",
+        "manifest_digest": "m",
+        "input_fingerprint": None,
+        "training_config_digest": "t",
+        "config_digest": "",
+        "train": {},
+        "shards_uri": "",
+        "created_at": "",
+        "tfbs_version": "",
+    }
+    assert Lineage.model_validate(record).model_format == versions.FIRST_MODEL_FORMAT == 1
+
+
+# -- content, not checksum kinds --------------------------------------------------------
+
+
+def test_digests_of_other_kinds_are_compared_by_hashing_the_file_again(tmp_path):
+    path = tmp_path / "genome.fa"
+    path.write_bytes(b">chr1\nACGT\n")
+    uri = storage.to_uri(path)
+    local = {"uri": uri, "size": 11, "kind": "blake3", "digest": blake3(path.read_bytes()).hexdigest()}
+    in_bucket = {
+        "uri": "gs://b/genome.fa",
+        "size": 11,
+        "kind": "md5",
+        "digest": hashlib.md5(path.read_bytes()).hexdigest(),
+    }
+    now_md5 = {**in_bucket, "uri": uri}
+    assert same_content(local, now_md5)  # recorded locally, now in a store that gives MD5
+    assert same_content(in_bucket, {**local})  # recorded in a bucket, now local
+    path.write_bytes(b">chr1\nACGA\n")
+    assert not same_content(local, now_md5) and not same_content(in_bucket, local)
+    # CRC32C is not computed here: honestly changed, not assumed equal.
+    composed = {**in_bucket, "kind": "crc32c", "digest": "1234abcd"}
+    assert not same_content(composed, local)
+    fingerprint = {"config": "c", "inputs": {"genome": composed}}
+    assert changed_inputs(fingerprint, {"config": "c", "inputs": {"genome": local}}) == ["genome"]
+
+
+def test_a_seed_motif_file_counts_by_its_bytes_not_its_place(run, data, tmp_path):
+    """The first filters' motifs are part of the recipe: the same file elsewhere is nothing new, other bytes are."""
+    config, _ = run
+    motifs = Path(local_path(config.evaluate.motif_db or ""))
+    here, there = tmp_path / "a" / "motifs.meme", tmp_path / "b" / "motifs.meme"
+    for path in (here, there):
+        path.parent.mkdir()
+        shutil.copyfile(motifs, path)
+    seeded = [f"data.root={data}", "train.model.motif_cnn.seed_motifs=true"]
+    first = small_config(tmp_path, *seeded, f"train.model.motif_cnn.seed_motif_db={here}")
+    versions.write_latest(first.run_dir, _version(first, input_fingerprint(first), "2026-01-19T00:00:00Z"), 0.9, 0.5)
+    assert not _changes(first).anything_new
+    assert not _changes(small_config(tmp_path, *seeded, f"train.model.motif_cnn.seed_motif_db={there}")).anything_new
+    there.write_bytes(there.read_bytes() + b"\n")
+    changes = _changes(small_config(tmp_path, *seeded, f"train.model.motif_cnn.seed_motif_db={there}"))
+    assert changes.anything_new and changes.changed == ["configuration (train)"]
