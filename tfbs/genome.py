@@ -22,6 +22,16 @@ WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N = 0, 1, 2
 
 _N = ord("N")
 
+#: The letters a genome may hold, upper-cased: ACGT, N, and the IUPAC
+#: ambiguity codes, which every reader here takes as N (no one-hot channel
+#: set, :mod:`tf_models.encoding`). The codes are allowed because real
+#: references carry them (GRCh38 has a few M and R bases), so refusing them
+#: would refuse a real genome; anything else (digits, '-', '.', '*', other
+#: letters) is a corrupt or non-DNA file.
+GENOME_LETTERS = b"ACGTN" + b"RYKMSWBDHV"
+_NOT_A_BASE = np.ones(256, dtype=bool)
+_NOT_A_BASE[np.frombuffer(GENOME_LETTERS, dtype=np.uint8)] = False
+
 
 @dataclass(frozen=True)
 class FaiEntry:
@@ -31,6 +41,8 @@ class FaiEntry:
     offset: int
     line_bases: int
     line_width: int
+    #: The sequence's name, for messages.
+    name: str = ""
 
 
 def read_fai(fasta_uri: str) -> dict[str, FaiEntry]:
@@ -57,7 +69,7 @@ def read_fai(fasta_uri: str) -> dict[str, FaiEntry]:
             raise BadInputError(fai_uri, number, f"{name} is listed twice")
         if length and not 0 < line_bases <= line_width:
             raise BadInputError(fai_uri, number, f"{line_bases} bases in lines of {line_width} bytes")
-        entries[name] = FaiEntry(length, offset, line_bases, line_width)
+        entries[name] = FaiEntry(length, offset, line_bases, line_width, name)
     if not entries:
         raise BadInputError(fai_uri, 1, "the index lists no sequence")
     return entries
@@ -180,6 +192,15 @@ def load_chromosome(fasta_uri: str, entry: FaiEntry) -> np.ndarray:
     Read a block of lines at a time: reading the whole sequence with its line
     breaks first cost a second allocation the size of the chromosome, whose
     first touch took longer than the copying (chr3: 0.39 s against 0.10 s).
+    Each block's letters are checked as it is copied (:data:`GENOME_LETTERS`):
+    the genome is checked where tasks read it, since checking it whole on the
+    driver first would read every base twice.
+
+    Raises
+    ------
+    BadInputError
+        Naming the FASTA's line and column of the first character that is
+        not a base (or of a line shorter than the index says).
     """
     n_full, rest = divmod(entry.length, entry.line_bases)
     bases = np.empty(entry.length, dtype=np.uint8)
@@ -197,9 +218,43 @@ def load_chromosome(fasta_uri: str, entry: FaiEntry) -> np.ndarray:
             source = raw.reshape(lines, entry.line_width)[:, : entry.line_bases]
         else:
             target, source = bases[n_full * entry.line_bases :], raw
-        # FASTA holds letters only: clearing bit 5 upper-cases them, here as they are copied.
+        # FASTA holds letters only: clearing bit 5 upper-cases them, here as they are
+        # copied (and maps no other ASCII byte onto a letter, so the check below holds).
         np.bitwise_and(source, 0xDF, out=target)
+        invalid = _NOT_A_BASE[target]
+        if invalid.any():
+            first_base = blocks[number][0] * entry.line_bases if number < len(blocks) else n_full * entry.line_bases
+            where = int(np.argmax(invalid.reshape(-1)))
+            raw_byte = (
+                int(source.reshape(-1)[where]) if source.ndim == 1 else int(source[divmod(where, entry.line_bases)])
+            )
+            raise _not_a_base(fasta_uri, entry, first_base + where, raw_byte)
     return bases
+
+
+def _not_a_base(fasta_uri: str, entry: FaiEntry, index: int, raw_byte: int) -> BadInputError:
+    """The error for the character at base ``index`` of a record: its FASTA line and column, and what it is."""
+    line_in_record, column = divmod(index, entry.line_bases)
+    # The lines before the record are counted only here, on the way to an
+    # error: a pass over what precedes the record is no cost to a good genome.
+    line = _lines_before(fasta_uri, entry.offset) + line_in_record + 1
+    if raw_byte in b"\r\n":
+        reason = (
+            f"{entry.name}'s line is shorter than the {entry.line_bases} bases of the index (re-run `samtools faidx`)"
+        )
+    else:
+        reason = (
+            f"invalid base {chr(raw_byte)!r} in {entry.name} at column {column + 1} "
+            "(allowed: A, C, G, T, N and the IUPAC ambiguity codes, in either case)"
+        )
+    return BadInputError(fasta_uri, line, reason)
+
+
+def _lines_before(fasta_uri: str, offset: int) -> int:
+    """Line breaks in the first ``offset`` bytes of a file, read a block at a time."""
+    block = _LOAD_LINES * 64
+    ranges = [(start, min(block, offset - start)) for start in range(0, offset, block)]
+    return sum(data.count(b"\n") for data in storage.read_ranges(fasta_uri, ranges))
 
 
 def window_starts(bin_starts: np.ndarray, window: int) -> np.ndarray:
