@@ -99,7 +99,9 @@ class DataConfig(_Section):
 
     root: str
     tfs: list[str] = Field(min_length=1)
-    cells: list[str] | None = None
+    cells: list[str] | None = Field(
+        None, description="cells to train on, each in every TF's label file (None: each label file's own)"
+    )
     labels_dir: str = ""
     dnase_dir: str | None = Field("", description="DNase peaks per cell; null when there are none")
     peaks_dir: str = ""
