@@ -459,6 +459,16 @@ CASES += [
         6,
         "chr2's line is shorter than the 60 bases of the index (re-run `samtools faidx`)",
     ),
+    (
+        "genome-long-line",
+        lambda t: _genome(
+            t, _fasta_text(GENOME).replace(GENOME["chr2"][:60], GENOME["chr2"][:60] + "A", 1), _fai_text(GENOME)
+        ),
+        lambda uri: load_chromosome(uri, read_fai(uri)["chr2"]),
+        "",
+        6,
+        "chr2's line is longer than the 60 bases of the index (re-run `samtools faidx`)",
+    ),
     # a cell of data.cells that a label file lacks
     (
         "labels-configured-cell-missing",
