@@ -202,7 +202,7 @@ def load_chromosome(fasta_uri: str, entry: FaiEntry) -> np.ndarray:
     ------
     BadInputError
         Naming the FASTA's line and column of the first character that is
-        not a base (or of a line shorter than the index says).
+        not a base (or of a line shorter or longer than the index says).
     """
     n_full, rest = divmod(entry.length, entry.line_bases)
     bases = np.empty(entry.length, dtype=np.uint8)
