@@ -34,10 +34,32 @@ def read_label_cells(labels_uri: str) -> list[str]:
     return cells
 
 
+def _configured_cells(labels_uri: str, header_cells: list[str], configured: list[str]) -> list[str]:
+    """The cells of ``data.cells`` among a label file's, in the file's order.
+
+    A configured cell missing from the header is refused, not dropped: the
+    run would otherwise train and report without it and nothing would say so.
+
+    Raises
+    ------
+    BadInputError
+        Naming the header (line 1) and the missing cells.
+    """
+    missing = [cell for cell in configured if cell not in header_cells]
+    if missing:
+        raise BadInputError(
+            labels_uri,
+            1,
+            f"data.cells {missing} not in the header (its cells: {', '.join(header_cells)})",
+        )
+    return [cell for cell in header_cells if cell in configured]
+
+
 def check_preprocess_inputs(data: DataConfig) -> dict[str, list[str]]:
     """Check every input of ``tfbs preprocess``; return each TF's cells.
 
-    Cells are the label file's, restricted to ``data.cells`` when given.
+    Cells are the label file's, restricted to ``data.cells`` when given;
+    every cell of ``data.cells`` must then be in each label file.
     The label files' headers are checked here and their rows by the job;
     every other input is checked whole: the genome's index against the
     FASTA, the proteins, and each DNase peak file and the blacklist line by
@@ -63,10 +85,7 @@ def check_preprocess_inputs(data: DataConfig) -> dict[str, list[str]]:
         labels_uri = require(data.labels_uri(tf), f"label file of {tf}")
         cells = read_label_cells(labels_uri)
         if data.cells is not None:
-            unknown = sorted(set(data.cells) - set(cells))
-            cells = [cell for cell in cells if cell in data.cells]
-            if not cells:
-                raise BadInputError(labels_uri, 1, f"none of data.cells {data.cells} in header ({unknown} missing)")
+            cells = _configured_cells(labels_uri, cells, data.cells)
         if tf not in proteins:
             raise BadInputError(data.proteins_fasta, 0, f"no protein sequence named {tf}")
         for cell in cells if data.has_dnase else []:

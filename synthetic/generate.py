@@ -43,6 +43,7 @@ from synthetic.oracle import coarse_pwm_chances, write_oracle_table
 from synthetic.peaks import CHIP_WIDTH_RANGE, artifact_peaks, peaks_around
 from synthetic.proteins import write_protein_fasta
 from synthetic.sites import MOTIFLESS, STRONG, WEAK, match_scores
+from tfbs import storage
 from tfbs.config import DataConfig, GenerateConfig
 from tfbs.dream import DREAM_TEST_CHROMS
 from tfbs.errors import ConfigError, MissingInputError
@@ -185,15 +186,15 @@ def _check(gen: GenerateConfig, data: DataConfig) -> None:
 
 def load_pwms(gen: GenerateConfig) -> dict[str, np.ndarray]:
     """The PWM of each TF, from the MEME file."""
-    path = local_path(gen.motif_db)
-    if not Path(path).is_file():
+    # Through the storage layer: a motif database on gs:// or hdfs:// reads like a local one.
+    if not storage.exists(gen.motif_db):
         raise MissingInputError(f"generate.motif_db: MEME file not found: {gen.motif_db}")
-    motifs = read_meme(path)
+    motifs = read_meme(gen.motif_db)
     pwms = {}
     for tf in gen.tfs:
         if tf.motif not in motifs:
             close = sorted(m for m in motifs if m.split("_")[0] == tf.motif.split("_")[0])
-            raise ConfigError(f"generate.tfs[{tf.name}].motif: {tf.motif!r} not in {path}; same TF: {close}")
+            raise ConfigError(f"generate.tfs[{tf.name}].motif: {tf.motif!r} not in {gen.motif_db}; same TF: {close}")
         pwms[tf.name] = motifs[tf.motif]
     return pwms
 

@@ -13,6 +13,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from conftest import DEMO_CONFIG, REPO, small_config
@@ -23,11 +24,13 @@ from preprocess.inputs import check_preprocess_inputs, read_label_cells
 from preprocess.label_reader import LabelPiece, ReadReport, read_label_file
 from tf_models.predict import _parse_regions
 from tfbs.bed import read_bed
-from tfbs.config import load_config
+from tfbs.config import DataConfig, load_config
 from tfbs.dream import read_chrom_sizes, read_dnase_peaks
 from tfbs.errors import BadInputError, ConfigError, MissingInputError
-from tfbs.genome import check_fasta_index
+from tfbs.genome import check_fasta_index, load_chromosome, read_fai
 from tfbs.labels import check_peak_files
+from tfbs.lineage import read_export_metadata
+from tfbs.motifs import read_meme
 from tfbs.proteins import read_protein_fasta
 from tfbs.storage import local_path
 
@@ -329,6 +332,155 @@ CASES: list[Case] = [
 ]
 
 
+# --------------------------------------------------------------------------
+# Motif files, the genome's bases, configured cells (issue 32)
+# --------------------------------------------------------------------------
+
+#: A MEME file's opening lines (1-6), as HOCOMOCO writes them.
+MEME_HEAD = ["MEME version 4", "", "ALPHABET= ACGT", "", "strands: + -", ""]
+MEME_ROWS = ["0.100000 0.200000 0.300000 0.400000", "0.25 0.25 0.25 0.25", "0.700000 0.100000 0.100000 0.100000"]
+
+
+def _meme_lines(rows: list[str] = MEME_ROWS, header: str = "alength= 4 w= 3 nsites= 20 E= 0") -> list[str]:
+    """MEME_HEAD, then the motif CTCF_f2: its MOTIF line is 7, its matrix header 9, its rows from 10."""
+    return [*MEME_HEAD, "MOTIF CTCF_f2 CTCF", "", f"letter-probability matrix: {header}", *rows, ""]
+
+
+def _write_bytes(path: Path, data: bytes) -> str:
+    path.write_bytes(data)
+    return f"file://{path}"
+
+
+def _meme(tmp: Path, lines: list[str], name: str = "motifs.meme") -> str:
+    return _write(tmp / name, "\n".join(lines) + "\n")
+
+
+def _row(replacement: str, at: int = 1) -> list[str]:
+    """:data:`MEME_ROWS` with row ``at`` (line ``10 + at``) replaced."""
+    return [replacement if i == at else row for i, row in enumerate(MEME_ROWS)]
+
+
+def _data_config(tmp: Path, labels: str, cells: list[str]) -> DataConfig:
+    """A data section over a tiny genome, one TF's proteins and ``labels``; no DNase, no blacklist."""
+    _genome(tmp, _fasta_text(GENOME), _fai_text(GENOME))
+    _write(tmp / "p.fa", ">CTCF\nMEGDAV\n")
+    (tmp / "labels").mkdir(exist_ok=True)
+    _write(tmp / "labels" / "CTCF.train.labels.tsv.gz", labels)
+    return DataConfig(
+        root=str(tmp),
+        tfs=["CTCF"],
+        cells=cells,
+        labels_dir=str(tmp / "labels"),
+        dnase_dir=None,
+        blacklist=None,
+        genome_fasta=str(tmp / "genome.fa"),
+        proteins_fasta=str(tmp / "p.fa"),
+    )
+
+
+def _check_cells(uri: str, cells: list[str]) -> object:
+    tmp = Path(local_path(uri)).parents[1]
+    return check_preprocess_inputs(_data_config(tmp, LABEL_HEADER + "chr1\t0\t200\tU\tB\n", cells))
+
+
+ALLOWED_BASES = "(allowed: A, C, G, T, N and the IUPAC ambiguity codes, in either case)"
+
+CASES += [
+    # MEME motif files: the matrix header is line 9, its rows lines 10-12
+    *[
+        (f"motif-{name}", lambda t, lines=lines: _meme(t, lines), read_meme, "", line, reason)
+        for name, lines, line, reason in [
+            ("bad-number", _meme_lines(_row("0.25 0.2S 0.25 0.3")), 11, "motif CTCF_f2: '0.2S' is not a number"),
+            ("zero-row", _meme_lines(_row("0 0 0 0")), 11, "motif CTCF_f2: every probability of the row is 0"),
+            ("nan", _meme_lines(_row("nan 0.5 0.25 0.25")), 11, "motif CTCF_f2: 'nan' is not a probability (0 to 1)"),
+            ("counts", _meme_lines(_row("10 20 30 40", 0)), 10, "motif CTCF_f2: '10' is not a probability (0 to 1)"),
+            ("row-sum", _meme_lines(_row("0.2 0.2 0.2 0.2", 2)), 12, "motif CTCF_f2: the row sums to 0.8, not 1"),
+            ("columns", _meme_lines(_row("0.5 0.25 0.25")), 11, "motif CTCF_f2: expected 4 columns, found 3"),
+            ("width", _meme_lines(header="alength= 4 w= three"), 9, "w= 'three' is not a positive integer"),
+            (
+                "alphabet-length",
+                _meme_lines(header="alength= 20 w= 3"),
+                9,
+                "alength= 20: only the 4 letters ACGT are supported",
+            ),
+            ("truncated", _meme_lines(MEME_ROWS[:2])[:-1], 11, "motif CTCF_f2 truncated (2 of 3 rows)"),
+            (
+                "duplicate",
+                _meme_lines() + _meme_lines()[6:],
+                14,
+                "motif CTCF_f2 named twice (first on line 7)",
+            ),
+            ("nameless", [*MEME_HEAD, "MOTIF", *_meme_lines()[7:]], 7, "MOTIF line without an id"),
+            ("no-motif", MEME_HEAD, 1, "no motif (no 'letter-probability matrix' line after a MOTIF line)"),
+            (
+                "alphabet",
+                ["MEME version 4", "ALPHABET= ACDEFGHIKLMNPQRSTVWY"],
+                2,
+                "only the ACGT alphabet is supported, found 'ALPHABET= ACDEFGHIKLMNPQRSTVWY'",
+            ),
+        ]
+    ],
+    (
+        "motif-not-utf8",
+        lambda t: _write_bytes(
+            t / "motifs.meme", "\n".join(_meme_lines()[:10]).encode() + b"\n0.25 0.25 \xb5.25 0.25\n"
+        ),
+        read_meme,
+        "",
+        11,
+        "not UTF-8 text (byte 0xb5 at column 11)",
+    ),
+    # the genome's bases, checked as a task loads a chromosome: chr2's lines are 6-8
+    (
+        "genome-dash",
+        lambda t: _genome(
+            t, _fasta_text({**GENOME, "chr2": GENOME["chr2"][:64] + "-" + GENOME["chr2"][65:]}), _fai_text(GENOME)
+        ),
+        lambda uri: load_chromosome(uri, read_fai(uri)["chr2"]),
+        "",
+        7,
+        f"invalid base '-' in chr2 at column 5 {ALLOWED_BASES}",
+    ),
+    (
+        "genome-digit",
+        lambda t: _genome(t, _fasta_text({**GENOME, "chr1": "acgt" * 30 + "acg5" + "ACGT" * 9}), _fai_text(GENOME)),
+        lambda uri: load_chromosome(uri, read_fai(uri)["chr1"]),
+        "",
+        4,
+        f"invalid base '5' in chr1 at column 4 {ALLOWED_BASES}",
+    ),
+    (
+        "genome-short-line",
+        lambda t: _genome(
+            t, _fasta_text(GENOME).replace(GENOME["chr2"][:60], GENOME["chr2"][:59] + "\n", 1), _fai_text(GENOME)
+        ),
+        lambda uri: load_chromosome(uri, read_fai(uri)["chr2"]),
+        "",
+        6,
+        "chr2's line is shorter than the 60 bases of the index (re-run `samtools faidx`)",
+    ),
+    (
+        "genome-long-line",
+        lambda t: _genome(
+            t, _fasta_text(GENOME).replace(GENOME["chr2"][:60], GENOME["chr2"][:60] + "A", 1), _fai_text(GENOME)
+        ),
+        lambda uri: load_chromosome(uri, read_fai(uri)["chr2"]),
+        "",
+        6,
+        "chr2's line is longer than the 60 bases of the index (re-run `samtools faidx`)",
+    ),
+    # a cell of data.cells that a label file lacks
+    (
+        "labels-configured-cell-missing",
+        lambda t: f"file://{t}/labels/CTCF.train.labels.tsv.gz",
+        lambda uri: _check_cells(uri, ["HepG2", "GM12878", "K562", "A549"]),
+        "",
+        1,
+        "data.cells ['GM12878', 'A549'] not in the header (its cells: HepG2, K562)",
+    ),
+]
+
+
 def _zip_with_index(uri: str) -> list[tuple[str, int]]:
     return [(line, index) for index, line in enumerate(Path(local_path(uri)).read_text().splitlines())]
 
@@ -371,6 +523,142 @@ def test_invalid_yaml_value_names_file_and_key(tmp_path):
     with pytest.raises(ConfigError) as err:
         load_config(path)
     assert str(err.value) == f"{path}: preprocess.bad_rows: Input should be 'fail' or 'set_aside'"
+
+
+def test_motif_db_without_motifs_is_refused_on_load(tmp_path):
+    """A motif file with no motif named in it would scan nothing and seed no filter, silently."""
+    meme = REPO / "data" / "dream" / "annotations" / "HOCOMOCOv9.meme"
+    with pytest.raises(ConfigError) as err:
+        load_config(DEMO_CONFIG, [f"evaluate.motif_db={meme}"])
+    assert str(err.value) == (
+        f"{DEMO_CONFIG}: evaluate: motif_db {meme.as_uri()} is set but motifs is empty: name each TF's motif in it "
+        "(evaluate.motifs: {TF: motif id}), or leave motif_db out (a database only to match learned motifs "
+        "against is explain.motif_db)"
+    )
+    named = load_config(DEMO_CONFIG, [f"evaluate.motif_db={meme}", "evaluate.motifs={CTCF: CTCF_f1}"])
+    assert named.evaluate.motifs == {"CTCF": "CTCF_f1"}
+
+
+def test_good_motif_files_pass(tmp_path):
+    """What the motif cases break reads: gzipped, without w= (MEME makes it optional), rows that round."""
+    plain = read_meme(_meme(tmp_path, _meme_lines()))
+    assert list(plain) == ["CTCF_f2"] and plain["CTCF_f2"].shape == (3, 4)
+    without_width = _meme_lines(header="alength= 4 nsites= 20") + _meme_lines()[6:]
+    without_width[-7] = "MOTIF EGR1_f2"
+    both = read_meme(_meme(tmp_path, without_width, "motifs.meme.gz"))
+    assert list(both) == ["CTCF_f2", "EGR1_f2"]
+    assert all(matrix.shape == (3, 4) for matrix in both.values())
+    rounded = read_meme(_meme(tmp_path, _meme_lines(_row("0.333 0.333 0.333 0.0"))))
+    assert rounded["CTCF_f2"][1].sum() == pytest.approx(1.0)
+
+
+def test_motif_db_on_gcs_reads_through_storage(gcs_base):
+    """A remote motif file reads like a local one (it was a local path only)."""
+    from tfbs import storage
+
+    local = REPO / "data" / "dream" / "annotations" / "HOCOMOCOv9.meme"
+    storage.write_text(f"{gcs_base}/HOCOMOCOv9.meme", local.read_text())
+    remote = read_meme(f"{gcs_base}/HOCOMOCOv9.meme")
+    assert list(remote) == list(read_meme(str(local))) and len(remote) == 428
+
+
+def test_iupac_codes_in_the_genome_pass(tmp_path):
+    """IUPAC ambiguity codes are unknown bases, as N (GRCh38 holds a few); the check has no false alarm."""
+    genome = {"chr1": "ACGTNacgtnRYKMSWBDHVrykmswbdhv" * 4, "chr2": "GATTACA" * 20}
+    uri = _genome(tmp_path, _fasta_text(genome), _fai_text(genome))
+    assert load_chromosome(uri, read_fai(uri)["chr1"]).tobytes() == genome["chr1"].upper().encode()
+
+
+def test_configured_cells_in_every_header_pass(tmp_path):
+    data = _data_config(tmp_path, LABEL_HEADER + "chr1\t0\t200\tU\tB\n", ["K562"])
+    assert check_preprocess_inputs(data) == {"CTCF": ["K562"]}
+
+
+# An export's metadata, damaged: the library and `tfbs predict` name file, line and reason
+
+_METADATA = '{\n  "tfs": ["CTCF"],\n  "cells": ["K562"]\n  "window": 1000\n}\n'
+
+
+def _damaged_export(run_dir: Path, text: str = _METADATA) -> tuple[str, str]:
+    """A version ``v1`` whose export's metadata is ``text``; returns the export's and the metadata's URIs."""
+    export = run_dir / "models" / "v1" / "export"
+    export.mkdir(parents=True)
+    (export / "tfbs_metadata.json").write_text(text)
+    return f"file://{export}", f"file://{export}/tfbs_metadata.json"
+
+
+@pytest.mark.parametrize(
+    "text, line, reason",
+    [
+        (_METADATA, 4, "not valid JSON: Expecting ',' delimiter at column 3"),
+        ("", 1, "not valid JSON: Expecting value at column 1"),
+        ('["CTCF"]\n', 1, "expected a JSON object, found list"),
+        ('{"tfs": ["CTCF"], "cells": ["K562"], "window": "1000"}', 1, "no 'window' int in the metadata"),
+    ],
+    ids=["missing-comma", "empty", "not-an-object", "window-not-int"],
+)
+def test_damaged_export_metadata_names_file_line_and_reason(tmp_path, text, line, reason):
+    export, uri = _damaged_export(tmp_path, text)
+    with pytest.raises(BadInputError) as err:
+        read_export_metadata(export)
+    redo = f"delete {export} and run `tfbs train` to export the model again"
+    assert str(err.value) == f"{uri}:{line}: {reason} ({redo})"
+
+
+def test_cli_predict_refuses_damaged_export_metadata_in_one_line(tmp_path):
+    export, uri = _damaged_export(tmp_path / "run")
+    run = subprocess.run(
+        [sys.executable, "-m", "jobs.cli", "predict", "--config", str(DEMO_CONFIG), f"--set=run_dir={tmp_path / 'run'}"]
+        + ["--tf", "CTCF", "--cell", "K562", "--model-version", "v1"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 2, run.stderr
+    redo = f"delete {export} and run `tfbs train` to export the model again"
+    assert run.stderr.strip().splitlines()[-1] == (
+        f"error: {uri}:4: not valid JSON: Expecting ',' delimiter at column 3 ({redo})"
+    )
+    assert "Traceback" not in run.stderr and "SparkContext" not in run.stderr
+
+
+# A TF cluster the application cannot host: the one-line user error, exit 2
+
+
+class _ExecutorlessContext:
+    """What :func:`tf_models.tfos.driver._check_executors` asks of a SparkContext."""
+
+    master = "spark://vm:7077"
+
+    def getConf(self) -> dict[str, str]:  # noqa: N802 (Spark's name)
+        return {}
+
+
+def test_too_few_executors_end_the_stage_in_one_line(tmp_path, monkeypatch, capsys):
+    from jobs.common import run_stage
+    from tf_models.tfos import driver
+
+    monkeypatch.setattr(driver, "await_executors", lambda sc, count, timeout: 2)
+
+    def training(config, args):
+        driver._check_executors(_ExecutorlessContext(), num_ps=1, num_workers=2, timeout=5)
+
+    code = run_stage("train", training, ["--config", str(DEMO_CONFIG), f"--set=run_dir={tmp_path / 'run'}"])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        "error: training needs 4 Spark executors, one per TF node (1 chief + 1 ps + 2 workers); spark://vm:7077 "
+        "gave 2 within 5 s (train.executors_timeout_s): give the cluster room for 2 more, or train with fewer "
+        "workers (train.num_workers)"
+    )
+
+
+def test_reservation_address_missing_is_a_user_error():
+    from tf_models.tfos.driver import reservation_host
+    from tfbs.errors import TfbsError
+
+    with pytest.raises(TfbsError, match=r"^spark\.driver\.host is not set: "):
+        reservation_host(_ExecutorlessContext())
 
 
 # --------------------------------------------------------------------------
@@ -670,3 +958,86 @@ def test_one_bad_peak_line_is_named(lines, where, defect, gz, header):
         with pytest.raises(BadInputError) as err:
             read_bed(uri, PEAK_SIZES)
     assert (err.value.uri, err.value.line, err.value.reason) == (uri, position + 1 + header, reason)
+
+
+# --------------------------------------------------------------------------
+# Properties: generated MEME motif files, valid or with one mangled line
+# --------------------------------------------------------------------------
+
+
+@st.composite
+def meme_files(draw) -> tuple[list[str], dict[str, np.ndarray], list[int]]:
+    """A MEME file's lines, its matrices as written (6 decimals, rows summing to 1) and its row lines (1-based)."""
+    lines = list(MEME_HEAD)
+    matrices: dict[str, np.ndarray] = {}
+    row_lines: list[int] = []
+    for number in range(draw(st.integers(1, 4))):
+        width = draw(st.integers(1, 8))
+        weights = draw(st.lists(st.lists(st.integers(0, 1000), min_size=4, max_size=4), min_size=width, max_size=width))
+        rows = np.array([[w + (i == 0 and not sum(row)) for i, w in enumerate(row)] for row in weights], dtype=float)
+        rows = np.round(rows / rows.sum(axis=1, keepdims=True), 6)
+        name = f"M{number}_f1"
+        lines += [f"MOTIF {name} M{number}", "", f"letter-probability matrix: alength= 4 w= {width} nsites= 20 E= 0"]
+        for row in rows:
+            row_lines.append(len(lines) + 1)
+            lines.append(" ".join(f"{value:.6f}" for value in row))
+        lines += ["", f"URL http://example.org/{name}", ""]
+        matrices[name] = rows
+    return lines, matrices, row_lines
+
+
+def _read_meme_lines(lines: list[str] | bytes) -> dict[str, np.ndarray]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "motifs.meme"
+        path.write_bytes(lines if isinstance(lines, bytes) else ("\n".join(lines) + "\n").encode())
+        return read_meme(str(path))
+
+
+@PROPERTY
+@given(meme=meme_files())
+def test_valid_motif_file_gives_every_matrix(meme):
+    lines, matrices, _ = meme
+    got = _read_meme_lines(lines)
+    assert list(got) == list(matrices)
+    for name, matrix in matrices.items():
+        np.testing.assert_allclose(got[name], matrix / matrix.sum(axis=1, keepdims=True), atol=1e-12)
+
+
+#: Defects a matrix row can get: ``fields -> (bad line, reason)``.
+MOTIF_ROW_DEFECTS: dict[str, Callable[[list[str]], tuple[str, str]]] = {
+    "not-a-number": lambda f: (" ".join([f[0], f[1] + "x", *f[2:]]), f"{f[1] + 'x'!r} is not a number"),
+    "columns": lambda f: (" ".join(f[:3]), "expected 4 columns, found 3"),
+    "extra-column": lambda f: (" ".join([*f, "0.0"]), "expected 4 columns, found 5"),
+    "zeros": lambda f: ("0 0 0 0", "every probability of the row is 0"),
+    "negative": lambda f: (" ".join(["-0.5", *f[1:]]), "'-0.5' is not a probability (0 to 1)"),
+    "above-one": lambda f: (" ".join(["1.5", *f[1:]]), "'1.5' is not a probability (0 to 1)"),
+    "inf": lambda f: (" ".join(["inf", *f[1:]]), "'inf' is not a probability (0 to 1)"),
+    "half": lambda f: ("0.125 0.125 0.125 0.125", "the row sums to 0.5, not 1"),
+    "blank": lambda f: ("", "expected 4 columns, found 0"),
+}
+
+
+@PROPERTY
+@given(meme=meme_files(), where=st.floats(0, 1, exclude_max=True), defect=st.sampled_from(sorted(MOTIF_ROW_DEFECTS)))
+def test_one_mangled_matrix_row_is_named(meme, where, defect):
+    lines, matrices, row_lines = meme
+    line = row_lines[int(where * len(row_lines))]
+    lines[line - 1], reason = MOTIF_ROW_DEFECTS[defect](lines[line - 1].split())
+    motif = next(text.split()[1] for text in reversed(lines[:line]) if text.startswith("MOTIF"))
+    with pytest.raises(BadInputError) as err:
+        _read_meme_lines(lines)
+    assert (err.value.line, err.value.reason) == (line, f"motif {motif}: {reason}")
+
+
+@PROPERTY
+@given(meme=meme_files(), where=st.floats(0, 1, exclude_max=True), junk=st.binary(max_size=40))
+def test_any_mangled_line_is_read_or_refused_at_a_line(meme, where, junk):
+    """Whatever replaces a line, the reader returns motifs or names a line of the file: never another exception."""
+    lines, _, _ = meme
+    position = int(where * len(lines))
+    encoded = [line.encode() for line in lines]
+    encoded[position] = junk.replace(b"\n", b" ").replace(b"\r", b" ")
+    try:
+        _read_meme_lines(b"\n".join(encoded) + b"\n")
+    except BadInputError as err:
+        assert 1 <= err.line <= len(lines) and "\n" not in str(err)

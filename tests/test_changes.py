@@ -44,6 +44,7 @@ def _version(config: PipelineConfig, fingerprint: dict, created_at: str, model_f
     for name in EXPORT:
         storage.write_text(f"{export}/{name}", name)
     metadata = {"version": lineage.version, "manifest_digest": lineage.manifest_digest}
+    metadata |= {"tfs": ["CTCF"], "cells": ["K562"], "window": 1000}  # read_export_metadata checks them
     storage.write_text(f"{export}/{versions.EXPORT_METADATA}", json.dumps(metadata))
     return lineage
 

@@ -38,7 +38,7 @@ def motif_log_odds(motif_db: str, motifs: dict[str, str]) -> dict[str, np.ndarra
     Parameters
     ----------
     motif_db
-        A MEME file (local path or ``file://`` URI).
+        A MEME file (local path or any :mod:`tfbs.storage` URI).
     motifs
         ``{tf: motif id}``.
 
@@ -47,7 +47,7 @@ def motif_log_odds(motif_db: str, motifs: dict[str, str]) -> dict[str, np.ndarra
     ValueError
         If a motif id is not in the file (the message lists close ids).
     """
-    matrices = read_meme(storage.local_path(motif_db))
+    matrices = read_meme(motif_db)
     missing = {tf: motif for tf, motif in motifs.items() if motif not in matrices}
     if missing:
         raise ConfigError(

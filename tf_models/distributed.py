@@ -168,7 +168,7 @@ def known_motif_seeds(config: PipelineConfig, tfs: list[str]) -> tuple[np.ndarra
         log.info("motif filters start at random: train.model.motif_cnn.seed_motifs is false")
         return None
     if scan.seed_motif_db is not None:
-        matrices = read_meme(storage.local_path(scan.seed_motif_db))
+        matrices = read_meme(scan.seed_motif_db)
         chosen = dict(list(matrices.items())[: scan.filters])
         log.info(
             "motif filters start as the motifs of train.model.motif_cnn.seed_motif_db %s: %s",
@@ -430,7 +430,7 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
         _train_and_export(config, lineage, manifest, run, tf.distribute.get_strategy(), is_chief=True)
     else:
         from tf_models.tfos import ClusterFailed, run_cluster
-        from tf_models.tfos.failures import ClusterSizeError
+        from tf_models.tfos.failures import ClusterSetupError
         from tf_models.train_loop import TrainingRun
 
         num_ps = cfg.num_ps if cfg.strategy == "parameter_server" else 0
@@ -466,7 +466,7 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
                 # driver logs it: which OS process is worker:1.
                 node_dir=f"{model_uri}/{NODE_DIR}",
             )
-        except ClusterSizeError:
+        except ClusterSetupError:
             raise  # nothing ran: the one-line error says it all
         except ClusterFailed as err:
             step = _checkpoint_step(model_uri)

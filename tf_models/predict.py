@@ -41,7 +41,7 @@ from tfbs.config import PipelineConfig
 from tfbs.dream import BIN_SIZE, BIN_STEP, read_dnase_peaks
 from tfbs.errors import BadInputError, bad_input_in
 from tfbs.genome import gather_windows, load_chromosome, read_fai
-from tfbs.lineage import EXPORT_METADATA
+from tfbs.lineage import read_export_metadata
 from tfbs.proteins import read_protein_fasta
 from tfbs.session import stage_progress
 from tfbs.submission import bins_in
@@ -235,7 +235,7 @@ def predict_targets(
         If a cell is unknown to the model, a TF has no protein sequence, or
         a region line is malformed.
     """
-    metadata = json.loads(storage.read_text(f"{export_uri}/{EXPORT_METADATA}"))
+    metadata = read_export_metadata(export_uri)
     proteins = read_protein_fasta(config.data.proteins_fasta)
     for target in targets:
         if target.cell not in metadata["cells"]:

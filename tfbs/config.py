@@ -99,7 +99,9 @@ class DataConfig(_Section):
 
     root: str
     tfs: list[str] = Field(min_length=1)
-    cells: list[str] | None = None
+    cells: list[str] | None = Field(
+        None, description="cells to train on, each in every TF's label file (None: each label file's own)"
+    )
     labels_dir: str = ""
     dnase_dir: str | None = Field("", description="DNase peaks per cell; null when there are none")
     peaks_dir: str = ""
@@ -545,6 +547,18 @@ class EvaluateConfig(_Section):
     def _motif_db_uri(cls, value: str | None) -> str | None:
         return None if value is None else to_uri(value)
 
+    @model_validator(mode="after")
+    def _motifs_named(self) -> "EvaluateConfig":
+        # A file without motifs named in it scans nothing and seeds no
+        # filter, and nothing would say so: refused rather than ignored.
+        if self.motif_db is not None and not self.motifs:
+            raise ValueError(
+                f"motif_db {self.motif_db} is set but motifs is empty: name each TF's motif in it "
+                "(evaluate.motifs: {TF: motif id}), or leave motif_db out (a database only to match "
+                "learned motifs against is explain.motif_db)"
+            )
+        return self
+
 
 class PredictConfig(_Section):
     """Genome-wide scoring into DREAM submissions (``tfbs predict``)."""
@@ -701,7 +715,8 @@ def _format_errors(source: str, error: ValidationError) -> str:
     lines = []
     for item in error.errors():
         key = ".".join(str(part) for part in item["loc"]) or "(top level)"
-        message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"]
+        # pydantic prefixes the message of a validator's ValueError; the key says where already.
+        message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"].removeprefix("Value error, ")
         lines.append(f"{source}: {key}: {message}")
     return "\n".join(lines)
 

@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tfbs import __version__, storage
 from tfbs.config import TrainConfig
-from tfbs.errors import MissingInputError, TfbsError
+from tfbs.errors import BadInputError, MissingInputError, TfbsError
 
 if TYPE_CHECKING:
     from tfbs.config import PipelineConfig
@@ -92,6 +92,46 @@ def model_uri(run_dir: str, version: str) -> str:
 def export_uri(run_dir: str, version: str) -> str:
     """``<run_dir>/models/<version>/export``: the version's SavedModel."""
     return f"{model_uri(run_dir, version)}/export"
+
+
+#: What the readers of an export's metadata take from it, and the JSON type of each.
+_EXPORT_METADATA_TYPES: dict[str, type] = {"tfs": list, "cells": list, "window": int}
+
+
+def read_export_metadata(export: str) -> dict[str, Any]:
+    """The metadata of the export at ``export`` (:data:`EXPORT_METADATA`), checked.
+
+    The file is written last and atomically, so a damaged one was damaged
+    after the fact; it is refused in one line rather than failing deep in
+    a stage that reads it.
+
+    Raises
+    ------
+    MissingInputError
+        If the export has no metadata (no whole export).
+    BadInputError
+        Naming the file, the line and why: not UTF-8, not JSON, not a JSON
+        object, or without ``tfs``, ``cells`` or ``window`` of their type.
+    """
+    uri = f"{export}/{EXPORT_METADATA}"
+    if not storage.exists(uri):
+        raise MissingInputError(f"{uri}: not found: no whole export (run `tfbs train`)")
+    redo = f"delete {export} and run `tfbs train` to export the model again"
+    with storage.open_input(uri, compression=None) as stream:
+        raw = stream.read()
+    try:
+        tree = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as err:
+        raise BadInputError(uri, raw[: err.start].count(b"\n") + 1, f"not UTF-8 text ({redo})") from None
+    except json.JSONDecodeError as err:
+        raise BadInputError(uri, err.lineno, f"not valid JSON: {err.msg} at column {err.colno} ({redo})") from None
+    if not isinstance(tree, dict):
+        raise BadInputError(uri, 1, f"expected a JSON object, found {type(tree).__name__} ({redo})")
+    for key, kind in _EXPORT_METADATA_TYPES.items():
+        # bool is an int to Python, not a window.
+        if not isinstance(tree.get(key), kind) or isinstance(tree.get(key), bool):
+            raise BadInputError(uri, 1, f"no {key!r} {kind.__name__} in the metadata ({redo})")
+    return tree
 
 
 def report_uri(run_dir: str, version: str) -> str:
@@ -412,7 +452,10 @@ def export_problem(export_uri: str, lineage: Lineage) -> str | None:
         missing.append(f"{EXPORT_VARIABLES_DATA}*")
     if missing:
         return f"{export_uri}: {', '.join(sorted(missing))} missing"
-    metadata = json.loads(storage.read_text(f"{base}/{EXPORT_METADATA}"))
+    try:
+        metadata = read_export_metadata(base)
+    except BadInputError as damaged:
+        return str(damaged)
     named = (metadata.get("version"), metadata.get("manifest_digest"))
     if named != (lineage.version, lineage.manifest_digest):
         return f"{export_uri}: {EXPORT_METADATA} names version {named[0]}, not {lineage.version}"

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from tfbs import storage
 from tfbs.errors import BadInputError
 
 #: Base order of every matrix and one-hot encoding here (MEME's ACGT order).
@@ -19,13 +20,23 @@ ALPHABET = "ACGT"
 N_CODE = 4
 
 
-def read_meme(path: str) -> dict[str, np.ndarray]:
+#: Largest distance from 1 of a matrix row's sum: MEME files round each
+#: probability (HOCOMOCO to 6 digits, sums within 1e-6); a row further off
+#: is mangled, not rounded, and renormalising would hide it.
+ROW_SUM_TOLERANCE = 0.05
+#: Lines that end a matrix given without ``w=`` (MEME makes the width optional).
+_MATRIX_ENDS = ("MOTIF", "URL", "letter-probability", "log-odds")
+
+
+def read_meme(uri: str) -> dict[str, np.ndarray]:
     """Read the letter-probability matrices of a MEME motif file.
 
     Parameters
     ----------
-    path
-        A MEME (version 4+) text file with DNA motifs, e.g. HOCOMOCO v9.
+    uri
+        A MEME (version 4+) text file with DNA motifs, e.g. HOCOMOCO v9: a
+        local path or any :mod:`tfbs.storage` URI (``file://``, ``gs://``,
+        ``hdfs://``), gzipped or not.
 
     Returns
     -------
@@ -35,43 +46,126 @@ def read_meme(path: str) -> dict[str, np.ndarray]:
 
     Raises
     ------
-    ValueError
-        If a matrix is truncated, has a row of the wrong length, or the file
-        declares an alphabet other than ACGT.
+    BadInputError
+        Naming the line: text that is not UTF-8, an alphabet other than
+        ACGT, a nameless or repeated MOTIF, a matrix outside a MOTIF, a
+        width or alphabet length that is not 4, a truncated matrix, a row
+        of the wrong length, a value that is not a probability, a row of
+        zeros or one whose sum is not 1; or line 1 for a file without any
+        motif.
+    FileNotFoundError
+        If the file is missing; the message names ``uri``.
     """
+    lines = _text_lines(uri)
     motifs: dict[str, np.ndarray] = {}
-    with open(path) as handle:
-        lines = handle.read().splitlines()
+    named_on: dict[str, int] = {}
     current: str | None = None
     index = 0
     while index < len(lines):
         line = lines[index].strip()
         index += 1
         if line.startswith("ALPHABET=") and line.split("=", 1)[1].strip() not in ("ACGT", ""):
-            raise BadInputError(path, index, f"only the ACGT alphabet is supported, found {line!r}")
-        if line.startswith("MOTIF"):
-            fields = line.split()
-            if len(fields) < 2:
-                raise BadInputError(path, index, "MOTIF line without an id")
-            current = fields[1]
-        elif line.startswith("letter-probability matrix") and current is not None:
-            header = _key_values(line.split(":", 1)[1])
-            width = int(header["w"])
-            rows = []
-            for offset in range(width):
-                if index + offset >= len(lines):
-                    raise BadInputError(path, index + offset, f"motif {current} truncated ({offset} of {width} rows)")
-                values = lines[index + offset].split()
-                if len(values) != 4:
-                    raise BadInputError(
-                        path, index + offset + 1, f"motif {current}: expected 4 columns, found {len(values)}"
-                    )
-                rows.append([float(v) for v in values])
-            index += width
-            matrix = np.asarray(rows, dtype=np.float64)
+            raise BadInputError(uri, index, f"only the ACGT alphabet is supported, found {line!r}")
+        if line.split()[:1] == ["MOTIF"]:
+            current = _motif_id(uri, index, line, named_on)
+        elif line.startswith("letter-probability matrix"):
+            if current is None:
+                raise BadInputError(uri, index, "letter-probability matrix without a MOTIF line before it")
+            width = _matrix_width(uri, index, line)
+            matrix, index = _matrix_rows(uri, lines, index, width, current)
             motifs[current] = matrix / matrix.sum(axis=1, keepdims=True)
             current = None
+    if not motifs:
+        raise BadInputError(uri, 1, "no motif (no 'letter-probability matrix' line after a MOTIF line)")
     return motifs
+
+
+def _text_lines(uri: str) -> list[str]:
+    """The file's lines, each decoded on its own so that bad bytes are named by line."""
+    try:
+        with storage.open_input(uri) as stream:
+            raw = stream.read()
+    except FileNotFoundError:
+        raise
+    except OSError as err:  # a corrupt .gz, an unreadable object
+        raise BadInputError(uri, 1, f"cannot be read ({err})") from None
+    lines = []
+    for number, line in enumerate(raw.splitlines(), start=1):
+        try:
+            lines.append(line.decode("utf-8"))
+        except UnicodeDecodeError as err:
+            raise BadInputError(
+                uri, number, f"not UTF-8 text (byte {line[err.start]:#04x} at column {err.start + 1})"
+            ) from None
+    return lines
+
+
+def _motif_id(uri: str, number: int, line: str, named_on: dict[str, int]) -> str:
+    """The id of a ``MOTIF id [alt]`` line; an id already used is refused (one would shadow the other)."""
+    fields = line.split()
+    if len(fields) < 2:
+        raise BadInputError(uri, number, "MOTIF line without an id")
+    motif = fields[1]
+    if motif in named_on:
+        raise BadInputError(uri, number, f"motif {motif} named twice (first on line {named_on[motif]})")
+    named_on[motif] = number
+    return motif
+
+
+def _matrix_width(uri: str, number: int, line: str) -> int | None:
+    """``w=`` of a ``letter-probability matrix:`` line (None when absent), its ``alength=`` checked."""
+    header = _key_values(line.partition(":")[2])
+    if header.get("alength", "4") != "4":
+        raise BadInputError(uri, number, f"alength= {header['alength']}: only the 4 letters ACGT are supported")
+    width = header.get("w")
+    if width is None:
+        return None
+    if not (width.isascii() and width.isdigit() and int(width) > 0):
+        raise BadInputError(uri, number, f"w= {width!r} is not a positive integer")
+    return int(width)
+
+
+def _matrix_rows(uri: str, lines: list[str], start: int, width: int | None, motif: str) -> tuple[np.ndarray, int]:
+    """The checked rows of a matrix whose first row is ``lines[start]``; also the index after its last row.
+
+    Without ``w=`` the matrix ends at a blank line, a MOTIF or URL line, or
+    the end of the file.
+    """
+    rows: list[list[float]] = []
+    index = start
+    while width is None or len(rows) < width:
+        if index >= len(lines):
+            if width is None and rows:
+                break
+            raise BadInputError(uri, len(lines), f"motif {motif} truncated ({len(rows)} of {width or 'some'} rows)")
+        fields = lines[index].split()
+        if width is None and rows and (not fields or fields[0].startswith(_MATRIX_ENDS)):
+            break
+        index += 1
+        rows.append(_probability_row(uri, index, fields, motif))
+    return np.asarray(rows, dtype=np.float64), index
+
+
+def _probability_row(uri: str, number: int, fields: list[str], motif: str) -> list[float]:
+    """One matrix row: four probabilities in ACGT order, summing to 1 up to rounding."""
+    if len(fields) != 4:
+        raise BadInputError(uri, number, f"motif {motif}: expected 4 columns, found {len(fields)}")
+    row = []
+    for field in fields:
+        try:
+            value = float(field)
+        except ValueError:
+            raise BadInputError(uri, number, f"motif {motif}: {field!r} is not a number") from None
+        # Written so that NaN fails too.
+        if not 0.0 <= value <= 1.0:
+            raise BadInputError(uri, number, f"motif {motif}: {field!r} is not a probability (0 to 1)")
+        row.append(value)
+    total = sum(row)
+    if total == 0.0:
+        raise BadInputError(uri, number, f"motif {motif}: every probability of the row is 0")
+    if abs(total - 1.0) > ROW_SUM_TOLERANCE:
+        raise BadInputError(uri, number, f"motif {motif}: the row sums to {total:g}, not 1")
+    return row
 
 
 def _key_values(text: str) -> dict[str, str]:

@@ -154,7 +154,7 @@ def explain_version(spark: SparkSession, config: PipelineConfig, version: str) -
     motif_db = cfg.motif_db or config.evaluate.motif_db
     if motif_db is None or not storage.exists(motif_db):
         raise MissingInputError(f"{motif_db or 'explain.motif_db'}: not found: no motif database to match against")
-    metadata = json.loads(storage.read_text(metadata_uri))
+    metadata = versions.read_export_metadata(export)
     window = int(metadata["window"])
     length = min(cfg.scan_bp, window)
     first = (window - length) // 2
@@ -183,7 +183,7 @@ def explain_version(spark: SparkSession, config: PipelineConfig, version: str) -
         )
         if pattern is not None:
             patterns[tf_name] = pattern
-    table = _match_and_draw(config, report_dir, patterns, read_meme(storage.local_path(motif_db)))
+    table = _match_and_draw(config, report_dir, patterns, read_meme(motif_db))
     lineage = versions.read_lineage(config.run_dir, version)
     seeding, seeding_sentence = (
         seeding_note(lineage.train)

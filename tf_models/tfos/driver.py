@@ -16,7 +16,13 @@ import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from tf_models.tfos.failures import ClusterFailed, ClusterSizeError, describe_failure, failure_message
+from tf_models.tfos.failures import (
+    ClusterFailed,
+    ClusterSetupError,
+    ClusterSizeError,
+    describe_failure,
+    failure_message,
+)
 from tf_models.tfos.node import CHIEF, NODE_DIR_ARG, TF_NETWORK_SECRET_ARG, NodeMain
 from tf_models.tfos.node_files import read_node_files
 from tf_models.tfos.sealed import SECRET_BYTES, HiddenBytes
@@ -113,7 +119,7 @@ def reservation_host(sc: SparkContext) -> str:
     """
     host = sc.getConf().get("spark.driver.host")
     if not host:
-        raise ClusterFailed("spark.driver.host is not set: no interface for the TF cluster's reservations")
+        raise ClusterSetupError("spark.driver.host is not set: no interface for the TF cluster's reservations")
     return host
 
 
@@ -259,6 +265,8 @@ def run_cluster(
     ClusterSizeError
         If the application has fewer (or more) executors than TF nodes, or
         executors that run several tasks at once.
+    ClusterSetupError
+        If ``spark.driver.host`` is not set (no address for the reservations).
     ClusterFailed
         If a node failed or died, or the run timed out. A dead node is reported within seconds, by name
         (``TF node worker:1 (Spark executor 3, ...) died: its process was

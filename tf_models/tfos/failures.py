@@ -24,7 +24,15 @@ class ClusterFailed(RuntimeError):
     """A TF node failed, or the cluster did not start or finish in time."""
 
 
-class ClusterSizeError(ClusterFailed, TfbsError):
+class ClusterSetupError(ClusterFailed, TfbsError):
+    """The application cannot host a TF cluster, found before any node ran: the cluster's or the configuration's to fix.
+
+    A :class:`~tfbs.errors.TfbsError`, so a stage ends in one ``error:`` line
+    with exit status 2 (:func:`jobs.common.run_stage`), not a traceback.
+    """
+
+
+class ClusterSizeError(ClusterSetupError):
     """The application's executors do not match the TF nodes: the cluster's or the configuration's to fix."""
 
 
