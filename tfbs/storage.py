@@ -17,9 +17,10 @@ Whole-file writes are atomic on every backend: a reader (or a process
 resuming after a crash) finds the old file or the new one, never a
 truncated one. On file systems with directories, bytes go to a hidden
 sibling ``.<name>.tmp-<hex>`` that is renamed over the target once closed;
-listings leave such names out (as Hadoop's readers do with dot files). A
-GCS object appears whole when its upload is closed, so it is written in
-place.
+listings leave such names out (as Hadoop's readers do with dot files). On
+GCS the same hidden name is uploaded and then copied over the target (a
+server-side copy) and deleted: pyarrow's stream cannot drop an upload, so
+an aborted write finalizes only the hidden object.
 """
 
 from __future__ import annotations
@@ -482,6 +483,15 @@ def replace_file(fs: pafs.FileSystem, temporary: str, path: str) -> None:
         # delete-then-rename would leave a moment with no file at all.
         client.rename(temporary, path, True)
         return
+    if _is_object_store(fs):
+        # No rename on a bucket: a server-side copy replaces the target in one
+        # step (a reader gets the old object or the new one), then the hidden
+        # source goes. Left behind by a failed delete, it stays out of every
+        # listing and remove_stale_temporaries sweeps it.
+        fs.copy_file(temporary, path)
+        with contextlib.suppress(OSError):
+            fs.delete_file(temporary)
+        return
     # Any other file system pyarrow serves: no portable rename-over. Deleting
     # first may let a reader find no file for a moment, never a partial one.
     if fs.get_file_info(path).type == pafs.FileType.File:
@@ -498,14 +508,15 @@ class AtomicOutput:
     target keeps what it held before. Without ``with``, call ``write`` and
     then ``close`` (publish) or ``abort`` (discard).
 
-    On file systems with directories the bytes go to a hidden sibling
-    (:func:`temporary_name`) renamed over the target at close. On object
-    stores the object is written in place: it appears whole when its upload
-    is closed, and a killed writer leaves nothing. pyarrow's GCS stream has
-    no abort, though, so an exception raised while writing to a bucket still
-    publishes what was written so far; writers that can fail part-way there
-    (the shard writer) write into a staging directory that readers trust only
-    once its marker is there.
+    The bytes go to a hidden sibling (:func:`temporary_name`) that replaces
+    the target at close (:func:`replace_file`): a rename where there are
+    directories, a server-side copy on a bucket. pyarrow's GCS stream has no
+    abort and finalizes its upload whenever it is closed (or collected), so
+    writing the target in place would publish half an object on abort; under
+    the hidden name only that name is finalized, and :meth:`abort` deletes
+    it. A writer killed mid-upload leaves nothing (the resumable upload is
+    never finalized), or, killed between close and copy, a hidden object
+    that :func:`remove_stale_temporaries` sweeps.
     """
 
     def __init__(self, fs: pafs.FileSystem, path: str, compression: str | None) -> None:
@@ -513,8 +524,8 @@ class AtomicOutput:
             # Detected from the target's name: the temporary one ends in hex digits.
             compression = _detect_compression(path)
         self._fs, self._path = fs, path
-        self._temporary = None if _is_object_store(fs) else _temporary_sibling(path)
-        self._stream = fs.open_output_stream(self._temporary or path, compression=compression)
+        self._temporary = _temporary_sibling(path)
+        self._stream = fs.open_output_stream(self._temporary, compression=compression)
         self._finished = False
 
     @property
@@ -534,8 +545,7 @@ class AtomicOutput:
         try:
             interrupts.raise_if_interrupted(self._path)
             self._stream.close()
-            if self._temporary is not None:
-                replace_file(self._fs, self._temporary, self._path)
+            replace_file(self._fs, self._temporary, self._path)
         except BaseException:
             self._discard()
             raise
@@ -551,8 +561,6 @@ class AtomicOutput:
             self._discard()
 
     def _discard(self) -> None:
-        if self._temporary is None:
-            return
         # Called while an error propagates, which matters more than a
         # leftover: a temporary name stays hidden from readers anyway.
         with contextlib.suppress(Exception):
