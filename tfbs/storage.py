@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from blake3 import blake3
 
-from tfbs import interrupts
+from tfbs import dir_swap, interrupts
 from tfbs.errors import MissingInputError
 from tfbs.hadoop_conf import token_service_host
 from tfbs.storage_gateway import GATEWAY_FD_ENV, GatewayHandler
@@ -753,9 +753,13 @@ def replace_dir(staging_uri: str, final_uri: str, commit_marker: str) -> None:
     Readers must trust the directory only when its ``commit_marker`` file
     (the shards' ``manifest.json``) exists.
 
-    - Local and HDFS file systems: the old directory is removed and the
-      staging directory renamed, atomically, so readers see either no
-      directory or a whole one.
+    - Local file systems on Linux: the two names are exchanged in one step
+      (``renameat2``), so readers find the old directory or the new one,
+      whole, at every moment (:mod:`tfbs.dir_swap`).
+    - HDFS, and local file systems without that exchange: the old directory
+      is renamed aside, the staging one renamed in, then the old one
+      deleted; readers find the old directory whole, for a moment none,
+      then the new one whole, never one partly deleted.
     - Object stores (GCS, S3) have no rename. The old directory is deleted
       first, then every staging object except the marker(s) is copied,
       then the top-level marker last, then the staging objects
@@ -776,9 +780,7 @@ def replace_dir(staging_uri: str, final_uri: str, commit_marker: str) -> None:
     fs, final_path = filesystem(final_uri)
     _, staging_path = filesystem(staging_uri)
     if not _is_object_store(fs):
-        if fs.get_file_info(final_path).type != pafs.FileType.NotFound:
-            fs.delete_dir(final_path)
-        fs.move(staging_path, final_path)
+        dir_swap.swap_in(fs, staging_path, final_path, aside=_temporary_sibling(final_path))
         return
     if fs.get_file_info(staging_path).type == pafs.FileType.NotFound:
         raise FileNotFoundError(errno.ENOENT, "no such staging directory", staging_uri)
