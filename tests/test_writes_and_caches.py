@@ -11,14 +11,24 @@ GCS counterparts are in tests/test_uri_gcs.py (the emulator).
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
+from blake3 import blake3
 
-from tfbs import dir_swap, storage
+from tfbs import content_keys, dir_swap, owned_dirs, storage
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -149,3 +159,168 @@ class _MoveFailing:
 
     def delete_dir(self, path: str) -> None:
         self._fs.delete_dir(path)
+
+
+# --------------------------------------------------------------------------
+# Caches keyed by content
+# --------------------------------------------------------------------------
+
+
+def test_fetch_file_refetches_a_same_size_rewrite(tmp_path):
+    source, copy = tmp_path / "remote" / "variables.data", tmp_path / "copy" / "variables.data"
+    source.parent.mkdir()
+    source.write_bytes(b"A" * 4096)
+
+    assert storage.fetch_file(storage.to_uri(source), copy)
+    assert not storage.fetch_file(storage.to_uri(source), copy)  # the same bytes: kept
+    source.write_bytes(b"B" * 4096)  # retrained: the same size
+    assert storage.fetch_file(storage.to_uri(source), copy)
+    assert copy.read_bytes() == b"B" * 4096
+
+
+def test_fetch_file_on_gcs_compares_the_stored_md5(gcs_base, tmp_path):
+    uri, copy = f"{gcs_base}/variables.data", tmp_path / "variables.data"
+    storage.write_bytes(uri, b"A" * 4096)
+    fs, path = storage.filesystem(uri)
+    assert content_keys.stored_key(fs, path) == content_keys.local_key(_bytes_file(tmp_path, b"A" * 4096), "md5:")
+
+    assert storage.fetch_file(uri, copy)
+    assert not storage.fetch_file(uri, copy)
+    storage.write_bytes(uri, b"B" * 4096)
+    assert storage.fetch_file(uri, copy) and copy.read_bytes() == b"B" * 4096
+
+
+def _bytes_file(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "bytes"
+    path.write_bytes(data)
+    return path
+
+
+def _write_export(base: str, data: bytes, record: bool) -> None:
+    """A stand-in export at ``base``: a graph, a 2 MiB variables file, its metadata; ``record``: with digests."""
+    files = {"saved_model.pb": b"graph", "variables/variables.data-00000-of-00001": data}
+    for name, content in files.items():
+        storage.write_bytes(f"{base}/{name}", content)
+    if record:
+        keys = {name: f"blake3:{blake3(content).hexdigest()}" for name, content in files.items()}
+        storage.write_text(f"{base}/{content_keys.DIGESTS_NAME}", json.dumps(keys))
+    storage.write_text(f"{base}/tfbs_metadata.json", "{}")
+
+
+@pytest.mark.parametrize("record", [True, False], ids=["recorded", "unrecorded"])
+def test_local_export_copy_follows_content_past_1_mib(gcs_base, tmp_path, monkeypatch, record):
+    from tf_models.model_dir import export_cache, local_export
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    export = f"{gcs_base}/model/export"
+    _write_export(export, b"\1" * (2 << 20), record)
+    first = local_export(export)
+    assert local_export(export) == first
+
+    _write_export(export, b"\2" * (2 << 20), record)  # retrained: every size the same
+    second = local_export(export)
+    assert second != first
+    assert Path(second, "variables", "variables.data-00000-of-00001").read_bytes()[:1] == b"\2"
+    assert [p.name for p in export_cache().iterdir()] == [Path(second).name]
+
+
+def test_local_export_refuses_a_copy_unlike_its_record(gcs_base, tmp_path, monkeypatch):
+    from tf_models.model_dir import export_cache, local_export
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    export = f"{gcs_base}/model/export"
+    _write_export(export, b"\1" * 1024, record=True)
+    storage.write_bytes(f"{export}/saved_model.pb", b"rewritten meanwhile")
+
+    with pytest.raises(RuntimeError, match="changed while it was copied"):
+        local_export(export)
+    assert list(export_cache().iterdir()) == []
+
+
+def test_record_digests_names_every_file(tmp_path):
+    _write_tree(tmp_path, {"saved_model.pb": b"graph", "variables/variables.index": b"index"})
+    keys = content_keys.record_digests(tmp_path)
+    assert json.loads((tmp_path / content_keys.DIGESTS_NAME).read_text()) == keys
+    assert keys == {
+        "saved_model.pb": f"blake3:{blake3(b'graph').hexdigest()}",
+        "variables/variables.index": f"blake3:{blake3(b'index').hexdigest()}",
+    }
+
+
+# --------------------------------------------------------------------------
+# Folders of killed processes
+# --------------------------------------------------------------------------
+
+_HOLDER = """
+import sys, time
+from tfbs import owned_dirs
+owned_dirs.claim(sys.argv[1])
+print("claimed", flush=True)
+time.sleep(600)
+"""
+
+
+def _claiming_process(folder: Path) -> subprocess.Popen:
+    """A process that claims ``folder`` and lives on (until killed)."""
+    process = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, str(folder)], stdout=subprocess.PIPE, text=True, cwd=REPO
+    )
+    assert process.stdout is not None and process.stdout.readline().strip() == "claimed"
+    return process
+
+
+def _age(folder: Path, hours: float) -> None:
+    then = time.time() - hours * 3600
+    os.utime(folder, (then, then))
+
+
+def test_sweep_removes_folders_of_killed_processes_only(tmp_path):
+    killed, alive, young = (tmp_path / f"tfbs-model-{n}" for n in ("killed", "alive", "young"))
+    for folder in (killed, alive, young):
+        _write_tree(folder, {"ckpt-1.index": b"x"})
+    dead = _claiming_process(killed)
+    dead.send_signal(signal.SIGKILL)
+    dead.wait()
+    living = _claiming_process(alive)
+    try:
+        for folder in (killed, alive):
+            _age(folder, 2)
+        removed = owned_dirs.sweep(tmp_path, lambda name: name.startswith("tfbs-model-"))
+        assert removed == [killed]
+        assert alive.is_dir() and young.is_dir()  # claimed; unclaimed but just made
+    finally:
+        living.kill()
+        living.wait()
+
+
+def test_model_directory_sweeps_mirrors_of_killed_runs(gcs_base, tmp_path, monkeypatch):
+    from tf_models.model_dir import MIRROR_PREFIX, model_directory
+    from tfbs.private_dirs import user_temp_dir
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    mirrors = user_temp_dir("mirrors")
+    stale = mirrors / f"{MIRROR_PREFIX}killed"
+    _write_tree(stale, {"checkpoints/ckpt-1.index": b"x"})
+    _age(stale, 2)
+
+    first = model_directory(f"{gcs_base}/model")
+    _age(Path(first.local), 2)  # old, but its process (this one) is alive and claims it
+    second = model_directory(f"{gcs_base}/model")
+
+    assert sorted(p.name for p in mirrors.iterdir()) == sorted([Path(first.local).name, Path(second.local).name])
+    for directory in (first, second):
+        directory.close()
+
+
+def test_local_export_sweeps_unfinished_copies_of_killed_processes(gcs_base, tmp_path, monkeypatch):
+    from tf_models.model_dir import export_cache, local_export
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    unfinished = export_cache() / storage.temporary_name("0123456789abcdef-fedcba9876543210")
+    _write_tree(unfinished, {"saved_model.pb": b"half"})
+    _age(unfinished, 2)
+    export = f"{gcs_base}/model/export"
+    _write_export(export, b"\1" * 16, record=True)
+
+    copy = local_export(export)
+    assert [p.name for p in export_cache().iterdir()] == [Path(copy).name]

@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from blake3 import blake3
 
-from tfbs import dir_swap, interrupts
+from tfbs import content_keys, dir_swap, interrupts
 from tfbs.errors import MissingInputError
 from tfbs.hadoop_conf import token_service_host
 from tfbs.storage_gateway import GATEWAY_FD_ENV, GatewayHandler
@@ -976,11 +976,14 @@ def stage_local(uri: str, directory: str | os.PathLike[str]) -> str:
 
 
 def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
-    """Copy the file at ``uri`` to the local ``target``, unless a copy of the same size is there.
+    """Copy the file at ``uri`` to the local ``target``, unless ``target`` holds its bytes already.
 
-    The copy is written under a temporary name and renamed, so processes
-    fetching the same file at once (or after a killed one) never read a
-    half-written one.
+    A copy there is kept only if its content key is the file's
+    (:func:`tfbs.content_keys.same_content`): the MD5 GCS keeps, else
+    BLAKE3, which reads the file once; a file rewritten at the same size
+    is fetched again. The copy is written under a temporary name and
+    renamed, so processes fetching the same file at once (or after a killed
+    one) never read a half-written one.
 
     Returns
     -------
@@ -989,7 +992,7 @@ def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
     """
     target = Path(target)
     fs, path = filesystem(uri)
-    if target.exists() and target.stat().st_size == fs.get_file_info(path).size:
+    if target.is_file() and content_keys.same_content(fs, path, target):
         return False
     with open_input(uri, compression=None) as stream:
         _copy_to_local(stream, target)
@@ -999,7 +1002,7 @@ def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
 def download_tree(uri: str, directory: str | os.PathLike[str]) -> int:
     """Copy every file under ``uri`` into ``directory``, keeping relative paths.
 
-    Files already there with the same size are left alone; files still
+    Files already there with the same content are left alone; files still
     being written at ``uri``, or removed after the listing, are not copied.
     Each file is renamed into place whole. Returns the number of files
     copied (0 when nothing exists at ``uri``).
