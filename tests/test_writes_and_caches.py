@@ -324,3 +324,67 @@ def test_local_export_sweeps_unfinished_copies_of_killed_processes(gcs_base, tmp
 
     copy = local_export(export)
     assert [p.name for p in export_cache().iterdir()] == [Path(copy).name]
+
+
+# --------------------------------------------------------------------------
+# The YARN archive's stamp
+# --------------------------------------------------------------------------
+
+#: Stands in for $PYTHON: the real interpreter, but pip's dry run answers with $FAKE_PIP_REPORT (fails if unset).
+_FAKE_PYTHON = """#!/usr/bin/env bash
+case " $* " in
+  *" --dry-run "*)
+    [ -n "${FAKE_PIP_REPORT:-}" ] || exit 1
+    while [ $# -gt 0 ]; do [ "$1" = --report ] && cp "$FAKE_PIP_REPORT" "$2"; shift; done
+    exit 0;;
+esac
+exec "%s" "$@"
+"""
+
+
+def _pip_report(path: Path, versions: dict[str, str]) -> Path:
+    install = [{"metadata": {"name": name, "version": version}} for name, version in versions.items()]
+    path.write_text(json.dumps({"version": "1", "install": install}))
+    return path
+
+
+def _build_dist(tmp_path: Path, mode: str, report: Path | None) -> subprocess.CompletedProcess:
+    python = tmp_path / "python"
+    python.write_text(_FAKE_PYTHON % sys.executable)
+    python.chmod(0o755)
+    env = {
+        **os.environ,
+        "PYTHON": str(python),
+        "DIST_OUT": str(tmp_path / "dist"),
+        "FAKE_PIP_REPORT": str(report or ""),
+    }
+    return subprocess.run(
+        ["bash", "scripts/build_dist.sh", mode], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_archive_stamp_follows_the_resolved_dependencies(tmp_path):
+    resolved = _pip_report(tmp_path / "a.json", {"numpy": "2.4.6", "tensorflow-cpu": "2.21.0"})
+    stamped = _build_dist(tmp_path, "--stamp", resolved)
+    assert stamped.returncode == 0, stamped.stderr
+    assert stamped.stdout.splitlines()[1:] == ["numpy==2.4.6", "tensorflow-cpu==2.21.0"]
+    # What a build leaves: the archive, the jars, the stamp.
+    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist" / "tfbs-env.tar.gz").touch()
+    (tmp_path / "dist" / "spark-jars.zip").touch()
+    (tmp_path / "dist" / ".sources.sha256").write_text(stamped.stdout)
+
+    same = _build_dist(tmp_path, "--check", resolved)
+    assert same.returncode == 0 and same.stdout.startswith("up to date:"), same.stdout + same.stderr
+
+    released = _pip_report(tmp_path / "b.json", {"numpy": "2.4.7", "tensorflow-cpu": "2.21.0"})
+    newer = _build_dist(tmp_path, "--check", released)
+    assert newer.returncode == 1
+    assert "dependencies resolved differently" in newer.stdout and "numpy==2.4.7" in newer.stdout
+
+    offline = _build_dist(tmp_path, "--check", None)  # no resolution, nor could a rebuild make one
+    assert offline.returncode == 0 and "could not resolve" in offline.stderr
+
+    (tmp_path / "dist" / ".sources.sha256").write_text("0" * 64 + "\n" + "\n".join(stamped.stdout.splitlines()[1:]))
+    changed = _build_dist(tmp_path, "--check", resolved)
+    assert changed.returncode == 1 and "sources" in changed.stdout
