@@ -467,7 +467,7 @@ def _hdfs_native_client(fs: pafs.FileSystem) -> Any:
 
 
 def replace_file(fs: pafs.FileSystem, temporary: str, path: str) -> None:
-    """Rename the closed file ``temporary`` over ``path`` (same directory), in one step where the file system can."""
+    """Put the closed file ``temporary`` over ``path`` (same directory) in one step where the file system can: a rename, or a copy on a bucket."""
     if isinstance(fs, pafs.LocalFileSystem):
         os.replace(temporary, path)  # rename(2): atomic, replaces an existing file
         return
