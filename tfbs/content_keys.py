@@ -4,7 +4,7 @@ A copy is current only if it holds the bytes the store holds now; two
 versions of a file can have the same size (a model retrained at the same
 URI). A content key is ``"<algorithm>:<digest>"``:
 
-- ``md5:<base64>`` where the store keeps a checksum of each object and says
+- ``md5:<hex>`` where the store keeps a checksum of each object and says
   it without reading the bytes (GCS's ``md5Hash``, in the object's metadata);
 - ``blake3:<hex>`` of the bytes otherwise (HDFS through hdfs-native, which
   exposes no file checksum; local files), read once;
@@ -42,9 +42,8 @@ def _hasher(algorithm: str) -> Any:
 
 
 def _encode(algorithm: str, digest: bytes) -> str:
-    # GCS states its MD5 in base64; BLAKE3 reads as b3sum prints it.
-    text = base64.b64encode(digest).decode() if algorithm == "md5" else digest.hex()
-    return f"{algorithm}:{text}"
+    # Hex, as md5sum and b3sum print them (and preprocess.fingerprint records them).
+    return f"{algorithm}:{digest.hex()}"
 
 
 def stored_key(fs: pafs.FileSystem, path: str) -> str | None:
@@ -58,7 +57,8 @@ def stored_key(fs: pafs.FileSystem, path: str) -> str | None:
     # open_input_file asks for the object's metadata only; bytes come on read.
     with fs.open_input_file(path) as handle:
         md5 = handle.metadata().get("md5Hash")
-    return f"md5:{md5.decode()}" if md5 else None
+    # pyarrow hands the object's JSON metadata over as {str: bytes}; GCS states the MD5 in base64.
+    return _encode("md5", base64.b64decode(md5)) if md5 else None
 
 
 def key_of_stream(stream: object, algorithm: str = "blake3") -> str:
