@@ -232,7 +232,7 @@ def test_local_export_refuses_a_copy_unlike_its_record(gcs_base, tmp_path, monke
     _write_export(export, b"\1" * 1024, record=True)
     storage.write_bytes(f"{export}/saved_model.pb", b"rewritten meanwhile")
 
-    with pytest.raises(RuntimeError, match="changed while it was copied"):
+    with pytest.raises(RuntimeError, match="export changed while it was copied"):
         local_export(export)
     assert list(export_cache().iterdir()) == []
 

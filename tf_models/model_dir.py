@@ -235,13 +235,14 @@ def _install(export_uri: str, copy: Path) -> None:
     Raises
     ------
     RuntimeError
-        If a file copied is not the one the export's record names: the
-        export was rewritten while it was being copied (try again).
+        If a file copied is missing or not the one the export's record
+        names: the export was rewritten while it was being copied (try
+        again), or is incomplete.
     """
     copy.parent.mkdir(parents=True, exist_ok=True)
     partial = copy.with_name(storage.temporary_name(copy.name))
     partial.mkdir()
-    # Claimed while it fills: a sweep by another process leaves it alone (sweep_stale_copies).
+    # Claimed while it fills: another process's sweep (owned_dirs.sweep) leaves it alone.
     claim = owned_dirs.claim(partial)
     try:
         if not storage.download_tree(export_uri, partial):
@@ -263,7 +264,10 @@ def _check_recorded(export_uri: str, copy: Path) -> None:
         return
     for name, key in json.loads(record.read_text()).items():
         if not (copy / name).is_file() or local_key(copy / name, key) != key:
-            raise RuntimeError(f"{export_uri}/{name}: changed while it was copied; run again")
+            raise RuntimeError(
+                f"{export_uri}/{name}: missing or not what the export's record names"
+                " (the export changed while it was copied, or is incomplete); run again"
+            )
 
 
 def _remove_other_versions(cache: Path, name: str, keep: Path) -> None:
