@@ -12,27 +12,81 @@
 # then relocated by scripts/standalone_python.py: no virtualenv, no path of
 # this machine, so ./environment/bin/python runs on a node without Python
 # (the node needs the OS libraries the interpreter links: glibc, OpenSSL, libffi...
-# of the same OS release). Rebuilt only when the package's sources or
-# dependencies, this build, or $PYTHON changed.
+# of the same OS release). Rebuilt only when the package's sources, this
+# build or $PYTHON changed, or the versions pip resolves for its dependencies
+# now differ from those of the archive (a new release of an unpinned one).
+#
+#   --check   say whether the archive is up to date (exit 0) or not (exit 1), build nothing
+#   --stamp   print the stamp the archive would get now, build nothing
+# DIST_OUT: where the archive goes (default build/dist).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+mode="${1:-build}"
 
 PYTHON="${PYTHON:-python3.11}"
 # GPU=1: TensorFlow with CUDA from PyPI (the `gpu` extra) for GPU nodes, in an
 # archive of its own beside the CPU one (the `cpu` extra).
 if [ "${GPU:-0}" = 1 ]; then flavour=gpu suffix=-gpu; else flavour=cpu suffix=; fi
-OUT=build/dist
+OUT="${DIST_OUT:-build/dist}"
 ENV="$OUT/env$suffix"
 ARCHIVE="$OUT/tfbs-env$suffix.tar.gz"
 JARS="$OUT/spark-jars.zip"
+# The sources' digest on its first line, then the dependencies resolved, a name==version a line.
 STAMP="$OUT/.sources$suffix.sha256"
 
 sources=$( (find pyproject.toml setup.py scripts/build_dist.sh scripts/standalone_python.py \
     tfbs preprocess synthetic tf_models jobs -type f -not -path '*/__pycache__/*' | LC_ALL=C sort | xargs sha256sum
   "$PYTHON" -c 'import sys; print(sys.version, sys.base_prefix)'; echo "$flavour") | sha256sum | cut -d' ' -f1)
-if [ -f "$ARCHIVE" ] && [ -f "$JARS" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$sources" ]; then
+
+# What pip resolves for the package now (name==version, sorted), without
+# installing: a dry run of $PYTHON's bundled pip (no pip of $PYTHON's own
+# needed; the dry run with a report neither installs nor minds a Debian
+# "externally managed" Python). Fails offline or without ensurepip.
+resolved_dependencies() {
+  local report wheel
+  report=$(mktemp)
+  wheel=$("$PYTHON" -c 'import ensurepip, glob, os; print(glob.glob(os.path.join(os.path.dirname(ensurepip.__file__), "_bundled", "pip-*.whl"))[0])') &&
+    PIP_ROOT_USER_ACTION=ignore "$PYTHON" "$wheel/pip" install --dry-run --quiet --ignore-installed \
+      --disable-pip-version-check --report "$report" ".[hdfs,$flavour]" >&2 &&
+    "$PYTHON" - "$report" <<'PY'
+import json, sys
+with open(sys.argv[1]) as report:
+    found = json.load(report)["install"]
+print("\n".join(sorted(f"{item['metadata']['name'].lower()}=={item['metadata']['version']}" for item in found)))
+PY
+  local status=$?
+  rm -f "$report"
+  return $status
+}
+
+# The stamp's first line must match; then the resolution, when pip can make
+# one now (offline it cannot, and neither could a rebuild: the archive stays).
+if ! dependencies=$(resolved_dependencies); then
+  echo "build_dist: pip could not resolve the dependencies now; they are not compared" >&2
+  dependencies=""
+fi
+if [ "$mode" = --stamp ]; then
+  printf '%s\n%s\n' "$sources" "$dependencies"
+  exit 0
+fi
+stale="no archive"
+if [ -f "$ARCHIVE" ] && [ -f "$JARS" ] && [ -f "$STAMP" ]; then
+  if [ "$(head -n 1 "$STAMP")" != "$sources" ]; then
+    stale="sources, this build or \$PYTHON changed"
+  elif [ -n "$dependencies" ] && [ "$(tail -n +2 "$STAMP")" != "$dependencies" ]; then
+    changes=$(diff <(tail -n +2 "$STAMP") <(echo "$dependencies") | grep '^[<>]' | tr '\n' ' ' || true)
+    stale="dependencies resolved differently: $changes"
+  else
+    stale=""
+  fi
+fi
+if [ -z "$stale" ]; then
   echo "up to date: $ARCHIVE"
   exit 0
+fi
+echo "out of date: $ARCHIVE ($stale)"
+if [ "$mode" = --check ]; then
+  exit 1
 fi
 TOOLS="$OUT/tools$suffix"
 # pip installs into a private build directory here, not a system Python.
@@ -76,5 +130,5 @@ find "$site" \( -path "$site/tensorflow" -o -path "$site/keras" \) -prune -o -ty
 # Entries at the archive's top level (YARN unpacks it as ./environment); gzip -4 as venv-pack did.
 (cd "$ENV" && tar --sort=name --owner=0 --group=0 --numeric-owner -cf - -- *) | gzip -4 > "$ARCHIVE.tmp"
 mv "$ARCHIVE.tmp" "$ARCHIVE"
-echo "$sources" > "$STAMP"
+printf '%s\n%s\n' "$sources" "$dependencies" > "$STAMP"
 echo "built $ARCHIVE ($(du -h "$ARCHIVE" | cut -f1)) and $JARS ($(du -h "$JARS" | cut -f1)) in $(( $(date +%s) - started )) s"

@@ -66,6 +66,36 @@ def test_bytes_round_trip_past_one_upload_chunk(gcs_base):
         assert stream.read() == data
 
 
+def test_aborted_write_publishes_no_object(gcs_emulator, gcs_base):
+    key = gcs_base.split("/", 3)[3]
+    target = f"{gcs_base}/out/blob.bin"
+    out = storage.open_output(target, compression=None)
+    out.write(bytes(range(251)) * 2000)  # past one upload chunk: a resumable upload under way
+    out.abort()
+
+    assert not storage.exists(target)
+    assert gcs_emulator.objects(key) == {}  # nor anything under a hidden name
+
+    storage.write_bytes(target, b"old")
+    with pytest.raises(RuntimeError, match="mid-write"), storage.open_output(target, compression=None) as stream:
+        stream.write(b"partial" * 100_000)
+        raise RuntimeError("mid-write")
+    assert storage.read_text(target) == "old"
+    assert list(gcs_emulator.objects(key)) == [f"{key}/out/blob.bin"]
+
+
+def test_committed_write_is_whole_and_alone(gcs_emulator, gcs_base):
+    key = gcs_base.split("/", 3)[3]
+    data = bytes(range(251)) * 3000
+    storage.write_bytes(f"{gcs_base}/blob.bin", b"old")
+    storage.write_bytes(f"{gcs_base}/blob.bin", data)
+
+    with storage.open_input(f"{gcs_base}/blob.bin") as stream:
+        assert stream.read() == data
+    objects = gcs_emulator.objects(key)
+    assert list(objects) == [f"{key}/blob.bin"] and int(objects[f"{key}/blob.bin"]["size"]) == len(data)
+
+
 def test_open_output_compresses_by_extension(gcs_base):
     with storage.open_output(f"{gcs_base}/out/part-0.txt.gz") as out:
         out.write(b"A\tB\n" * 100)

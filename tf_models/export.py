@@ -21,6 +21,7 @@ import tensorflow as tf
 from tf_models.encoding import dna_one_hot, protein_bytes_to_indices, protein_one_hot
 from tf_models.model import TFBSModel, build_model
 from tfbs.config import ModelConfig
+from tfbs.content_keys import record_digests
 from tfbs.lineage import EXPORT_METADATA as METADATA_NAME
 from tfbs.proteins import protein_table
 
@@ -89,9 +90,11 @@ def export_model(
     """Copy the trained weights into a local model and save it for serving.
 
     The copy detaches the export from where the variables live (parameter
-    servers, mirrored replicas), so the SavedModel loads anywhere.
-    ``metadata`` is written last, as :data:`METADATA_NAME`: its presence
-    marks a whole export.
+    servers, mirrored replicas), so the SavedModel loads anywhere. The
+    BLAKE3 of each file goes into :data:`~tfbs.content_keys.DIGESTS_NAME`
+    (nodes key their copies of the export by it,
+    :func:`tf_models.model_dir.local_export`). ``metadata`` is written
+    last, as :data:`METADATA_NAME`: its presence marks a whole export.
 
     Returns
     -------
@@ -102,6 +105,7 @@ def export_model(
     local.set_weights([np.asarray(w) for w in trained.get_weights()])
     module = ServingModule(local, proteins, window, model_config.aa_max_length)
     tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve, "indexed": module.indexed})
+    record_digests(export_dir)
     with tf.io.gfile.GFile(f"{export_dir}/{METADATA_NAME}", "w") as out:
         out.write(json.dumps(metadata, indent=2))
     return export_dir

@@ -17,20 +17,19 @@ whose files are not there, and holds no more checkpoints than the mirror.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import logging
 import os
 import shutil
 import tempfile
-import time
 import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from tfbs import storage
+from tfbs import owned_dirs, storage
+from tfbs.content_keys import DIGESTS_NAME, content_key, local_key
 from tfbs.private_dirs import user_temp_dir
 
 log = logging.getLogger("tfbs.train")
@@ -41,10 +40,6 @@ STATE_FILES = ("checkpoint",)
 MIRROR_PREFIX = "tfbs-model-"
 #: Copies of remote exports, shared by a user's processes on a node: ``<tmp>/tfbs-<user>/exports``.
 EXPORT_CACHE = "exports"
-#: Export files up to this size are hashed to tell versions apart (all but the variables' data).
-_HASHED_BYTES = 1 << 20
-#: A copy of an export still unfinished after this long was left by a killed process.
-_STALE_SECONDS = 3600
 
 
 @dataclass
@@ -63,7 +58,10 @@ class ModelDirectory:
     temporary
         Whether ``local`` is a temporary mirror that :meth:`close` removes
         (also removed when the object is garbage-collected or the
-        interpreter exits, should nobody call :meth:`close`).
+        interpreter exits, should nobody call :meth:`close`). The mirror is
+        claimed meanwhile (:func:`tfbs.owned_dirs.claim`): should this
+        process be killed, the next :func:`model_directory` of the user on
+        this node removes it.
     """
 
     uri: str
@@ -74,7 +72,7 @@ class ModelDirectory:
 
     def __post_init__(self) -> None:
         if self.temporary:
-            self._cleanup = weakref.finalize(self, shutil.rmtree, self.local, True)
+            self._cleanup = weakref.finalize(self, _remove_mirror, self.local, owned_dirs.claim(self.local))
 
     @property
     def mirrored(self) -> bool:
@@ -155,11 +153,23 @@ class ModelDirectory:
         self.close()
 
 
+def _remove_mirror(local: str, claim: int) -> None:
+    shutil.rmtree(local, ignore_errors=True)
+    owned_dirs.release(claim)
+
+
 def model_directory(uri: str) -> ModelDirectory:
-    """The model directory of ``uri``: itself if local, else a fresh temporary mirror (close it when done)."""
+    """The model directory of ``uri``: itself if local, else a fresh temporary mirror (close it when done).
+
+    Mirrors that processes killed on this node left are removed first
+    (:func:`tfbs.owned_dirs.sweep`).
+    """
     if not storage.is_remote(uri):
         return ModelDirectory(uri, storage.local_path(uri))
-    return ModelDirectory(uri, tempfile.mkdtemp(prefix=MIRROR_PREFIX, dir=user_temp_dir("mirrors")), temporary=True)
+    mirrors = user_temp_dir("mirrors")
+    for stale in owned_dirs.sweep(mirrors, lambda name: name.startswith(MIRROR_PREFIX)):
+        log.info("removed %s, the model mirror of a process that is gone", stale)
+    return ModelDirectory(uri, tempfile.mkdtemp(prefix=MIRROR_PREFIX, dir=mirrors), temporary=True)
 
 
 def local_export(export_uri: str) -> str:
@@ -170,13 +180,15 @@ def local_export(export_uri: str) -> str:
     with ``os._exit`` (no ``atexit``), so rather than a copy per process that
     nobody removes, the processes of a node share one copy per export and
     version under :func:`export_cache`: named by the export's URI and a
-    digest of its files (a model retrained at the same URI gets a new copy
-    and the old one is removed), installed by a rename so a process never
-    loads a half-copied model.
+    digest of its files' contents (:func:`_export_version`: a model
+    retrained at the same URI gets a new copy and the old one is removed),
+    installed by a rename so a process never loads a half-copied model.
     """
     if not storage.is_remote(export_uri):
         return storage.local_path(export_uri)
     cache = export_cache()
+    for stale in owned_dirs.sweep(cache, storage.is_temporary):
+        log.info("removed %s, an export copy a process that is gone left unfinished", stale)
     name = _digest(export_uri.rstrip("/").encode())
     copy = cache / f"{name}-{_export_version(export_uri)}"
     if not copy.is_dir():
@@ -202,42 +214,64 @@ def _digest(data: bytes) -> str:
 
 
 def _export_version(export_uri: str) -> str:
-    """A digest of the export's files: names and sizes, and the bytes of all but the large ones.
+    """A digest of the export's file names and content keys (:mod:`tfbs.content_keys`).
 
-    The small files (``saved_model.pb``, ``fingerprint.pb``, the variables'
-    index with its per-tensor checksums, the metadata) change with any
-    retraining, so the variables' data need not be read.
+    Sizes say nothing: a model retrained at the same URI has files of the
+    same sizes. The keys come from the export's record of its own files
+    (:data:`~tfbs.content_keys.DIGESTS_NAME`, written at export) where it
+    has one, so only that file is read; files it does not name are keyed
+    by the store's checksum (GCS's MD5) or, without one, by their bytes.
     """
     base = export_uri.rstrip("/") + "/"
-    listing = []
-    for uri, size in storage.list_sizes(export_uri).items():
-        content = _digest(storage.read_range(uri, 0, size)) if size <= _HASHED_BYTES else None
-        listing.append((uri[len(base) :], size, content))
+    names = [uri[len(base) :] for uri in storage.list_files(export_uri)]
+    recorded = json.loads(storage.read_text(base + DIGESTS_NAME)) if DIGESTS_NAME in names else {}
+    listing = [(name, recorded.get(name) or content_key(*storage.filesystem(base + name))) for name in names]
     return _digest(json.dumps(listing).encode())
 
 
 def _install(export_uri: str, copy: Path) -> None:
-    """Download the export next to ``copy`` under a temporary name and rename it into place."""
+    """Download the export next to ``copy`` under a temporary name, check it, and rename it into place.
+
+    Raises
+    ------
+    RuntimeError
+        If a file copied is missing or not the one the export's record
+        names: the export was rewritten while it was being copied (try
+        again), or is incomplete.
+    """
     copy.parent.mkdir(parents=True, exist_ok=True)
     partial = copy.with_name(storage.temporary_name(copy.name))
+    partial.mkdir()
+    # Claimed while it fills: another process's sweep (owned_dirs.sweep) leaves it alone.
+    claim = owned_dirs.claim(partial)
     try:
         if not storage.download_tree(export_uri, partial):
             raise FileNotFoundError(f"{export_uri}: no exported model there")
+        _check_recorded(export_uri, partial)
         os.rename(partial, copy)
-    except OSError:
+    except (OSError, RuntimeError):
         shutil.rmtree(partial, ignore_errors=True)
         if not copy.is_dir():  # else another process installed the same version first
             raise
+    finally:
+        owned_dirs.release(claim)
+
+
+def _check_recorded(export_uri: str, copy: Path) -> None:
+    """Raise RuntimeError if a file of ``copy`` is not what the export's record (if any) says it holds."""
+    record = copy / DIGESTS_NAME
+    if not record.is_file():
+        return
+    for name, key in json.loads(record.read_text()).items():
+        if not (copy / name).is_file() or local_key(copy / name, key) != key:
+            raise RuntimeError(
+                f"{export_uri}/{name}: missing or not what the export's record names"
+                " (the export changed while it was copied, or is incomplete); run again"
+            )
 
 
 def _remove_other_versions(cache: Path, name: str, keep: Path) -> None:
-    """Remove older copies of the same export, and unfinished ones a killed process left."""
+    """Remove older copies of the same export (unfinished ones are :func:`tfbs.owned_dirs.sweep`'s)."""
     for other in cache.iterdir():
-        if other == keep:
-            continue
-        if other.name.startswith(f"{name}-"):
+        if other != keep and other.name.startswith(f"{name}-"):
             shutil.rmtree(other, ignore_errors=True)
-        elif storage.is_temporary(other.name) and other.name.startswith(f".{name}-"):
-            with contextlib.suppress(FileNotFoundError):  # another process may remove it first
-                if time.time() - other.stat().st_mtime > _STALE_SECONDS:
-                    shutil.rmtree(other, ignore_errors=True)

@@ -17,9 +17,10 @@ Whole-file writes are atomic on every backend: a reader (or a process
 resuming after a crash) finds the old file or the new one, never a
 truncated one. On file systems with directories, bytes go to a hidden
 sibling ``.<name>.tmp-<hex>`` that is renamed over the target once closed;
-listings leave such names out (as Hadoop's readers do with dot files). A
-GCS object appears whole when its upload is closed, so it is written in
-place.
+listings leave such names out (as Hadoop's readers do with dot files). On
+GCS the same hidden name is uploaded and then copied over the target (a
+server-side copy) and deleted: pyarrow's stream cannot drop an upload, so
+an aborted write finalizes only the hidden object.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 from blake3 import blake3
 
-from tfbs import interrupts
+from tfbs import content_keys, dir_swap, interrupts
 from tfbs.errors import MissingInputError
 from tfbs.hadoop_conf import token_service_host
 from tfbs.storage_gateway import GATEWAY_FD_ENV, GatewayHandler
@@ -466,7 +467,7 @@ def _hdfs_native_client(fs: pafs.FileSystem) -> Any:
 
 
 def replace_file(fs: pafs.FileSystem, temporary: str, path: str) -> None:
-    """Rename the closed file ``temporary`` over ``path`` (same directory), in one step where the file system can."""
+    """Put the closed file ``temporary`` over ``path`` (same directory) in one step where the file system can: a rename, or a copy on a bucket."""
     if isinstance(fs, pafs.LocalFileSystem):
         os.replace(temporary, path)  # rename(2): atomic, replaces an existing file
         return
@@ -481,6 +482,15 @@ def replace_file(fs: pafs.FileSystem, temporary: str, path: str) -> None:
         # its namespace lock, so readers see the old file or the new one;
         # delete-then-rename would leave a moment with no file at all.
         client.rename(temporary, path, True)
+        return
+    if _is_object_store(fs):
+        # No rename on a bucket: a server-side copy replaces the target in one
+        # step (a reader gets the old object or the new one), then the hidden
+        # source goes. Left behind by a failed delete, it stays out of every
+        # listing and remove_stale_temporaries sweeps it.
+        fs.copy_file(temporary, path)
+        with contextlib.suppress(OSError):
+            fs.delete_file(temporary)
         return
     # Any other file system pyarrow serves: no portable rename-over. Deleting
     # first may let a reader find no file for a moment, never a partial one.
@@ -498,14 +508,15 @@ class AtomicOutput:
     target keeps what it held before. Without ``with``, call ``write`` and
     then ``close`` (publish) or ``abort`` (discard).
 
-    On file systems with directories the bytes go to a hidden sibling
-    (:func:`temporary_name`) renamed over the target at close. On object
-    stores the object is written in place: it appears whole when its upload
-    is closed, and a killed writer leaves nothing. pyarrow's GCS stream has
-    no abort, though, so an exception raised while writing to a bucket still
-    publishes what was written so far; writers that can fail part-way there
-    (the shard writer) write into a staging directory that readers trust only
-    once its marker is there.
+    The bytes go to a hidden sibling (:func:`temporary_name`) that replaces
+    the target at close (:func:`replace_file`): a rename where there are
+    directories, a server-side copy on a bucket. pyarrow's GCS stream has no
+    abort and finalizes its upload whenever it is closed (or collected), so
+    writing the target in place would publish half an object on abort; under
+    the hidden name only that name is finalized, and :meth:`abort` deletes
+    it. A writer killed mid-upload leaves nothing (the resumable upload is
+    never finalized), or, killed between close and copy, a hidden object
+    that :func:`remove_stale_temporaries` sweeps.
     """
 
     def __init__(self, fs: pafs.FileSystem, path: str, compression: str | None) -> None:
@@ -513,8 +524,8 @@ class AtomicOutput:
             # Detected from the target's name: the temporary one ends in hex digits.
             compression = _detect_compression(path)
         self._fs, self._path = fs, path
-        self._temporary = None if _is_object_store(fs) else _temporary_sibling(path)
-        self._stream = fs.open_output_stream(self._temporary or path, compression=compression)
+        self._temporary = _temporary_sibling(path)
+        self._stream = fs.open_output_stream(self._temporary, compression=compression)
         self._finished = False
 
     @property
@@ -534,8 +545,7 @@ class AtomicOutput:
         try:
             interrupts.raise_if_interrupted(self._path)
             self._stream.close()
-            if self._temporary is not None:
-                replace_file(self._fs, self._temporary, self._path)
+            replace_file(self._fs, self._temporary, self._path)
         except BaseException:
             self._discard()
             raise
@@ -551,8 +561,6 @@ class AtomicOutput:
             self._discard()
 
     def _discard(self) -> None:
-        if self._temporary is None:
-            return
         # Called while an error propagates, which matters more than a
         # leftover: a temporary name stays hidden from readers anyway.
         with contextlib.suppress(Exception):
@@ -745,9 +753,13 @@ def replace_dir(staging_uri: str, final_uri: str, commit_marker: str) -> None:
     Readers must trust the directory only when its ``commit_marker`` file
     (the shards' ``manifest.json``) exists.
 
-    - Local and HDFS file systems: the old directory is removed and the
-      staging directory renamed, atomically, so readers see either no
-      directory or a whole one.
+    - Local file systems on Linux: the two names are exchanged in one step
+      (``renameat2``), so readers find the old directory or the new one,
+      whole, at every moment (:mod:`tfbs.dir_swap`).
+    - HDFS, and local file systems without that exchange: the old directory
+      is renamed aside, the staging one renamed in, then the old one
+      deleted; readers find the old directory whole, for a moment none,
+      then the new one whole, never one partly deleted.
     - Object stores (GCS, S3) have no rename. The old directory is deleted
       first, then every staging object except the marker(s) is copied,
       then the top-level marker last, then the staging objects
@@ -768,9 +780,7 @@ def replace_dir(staging_uri: str, final_uri: str, commit_marker: str) -> None:
     fs, final_path = filesystem(final_uri)
     _, staging_path = filesystem(staging_uri)
     if not _is_object_store(fs):
-        if fs.get_file_info(final_path).type != pafs.FileType.NotFound:
-            fs.delete_dir(final_path)
-        fs.move(staging_path, final_path)
+        dir_swap.swap_in(fs, staging_path, final_path, aside=_temporary_sibling(final_path))
         return
     if fs.get_file_info(staging_path).type == pafs.FileType.NotFound:
         raise FileNotFoundError(errno.ENOENT, "no such staging directory", staging_uri)
@@ -966,11 +976,14 @@ def stage_local(uri: str, directory: str | os.PathLike[str]) -> str:
 
 
 def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
-    """Copy the file at ``uri`` to the local ``target``, unless a copy of the same size is there.
+    """Copy the file at ``uri`` to the local ``target``, unless ``target`` holds its bytes already.
 
-    The copy is written under a temporary name and renamed, so processes
-    fetching the same file at once (or after a killed one) never read a
-    half-written one.
+    A copy there is kept only if its content key is the file's
+    (:func:`tfbs.content_keys.same_content`): the MD5 GCS keeps, else
+    BLAKE3, which reads the file once; a file rewritten at the same size
+    is fetched again. The copy is written under a temporary name and
+    renamed, so processes fetching the same file at once (or after a killed
+    one) never read a half-written one.
 
     Returns
     -------
@@ -979,7 +992,7 @@ def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
     """
     target = Path(target)
     fs, path = filesystem(uri)
-    if target.exists() and target.stat().st_size == fs.get_file_info(path).size:
+    if target.is_file() and content_keys.same_content(fs, path, target):
         return False
     with open_input(uri, compression=None) as stream:
         _copy_to_local(stream, target)
@@ -989,7 +1002,7 @@ def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
 def download_tree(uri: str, directory: str | os.PathLike[str]) -> int:
     """Copy every file under ``uri`` into ``directory``, keeping relative paths.
 
-    Files already there with the same size are left alone; files still
+    Files already there with the same content are left alone; files still
     being written at ``uri``, or removed after the listing, are not copied.
     Each file is renamed into place whole. Returns the number of files
     copied (0 when nothing exists at ``uri``).
