@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import model_inputs, small_config
+from conftest import SMALL_RUN_MIN_MEAN_AUPRC, model_inputs, small_config
 
 from tf_models.distributed import train_on_spark
 from tf_models.evaluate import evaluate
@@ -141,6 +141,7 @@ def test_evaluation_report(trained, evaluated):
     report_dir = local_path(versions.report_uri(config.run_dir, summary["version"]))
     on_disk = json.loads(Path(report_dir, "report.json").read_text())
     assert on_disk["mean_auroc"] == pytest.approx(np.mean([r["auroc"] for r in report["results"].values()]))
+    assert on_disk["mean_auprc"] > SMALL_RUN_MIN_MEAN_AUPRC, report["results"]  # a model that learned
     assert on_disk["version"] == summary["version"]
     assert on_disk["lineage"] == json.loads(
         Path(local_path(versions.lineage_uri(config.run_dir, summary["version"]))).read_text()

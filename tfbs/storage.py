@@ -274,6 +274,10 @@ class _BytesWriter(io.RawIOBase):
                 super().close()
 
 
+#: hdfs-native's error when the NameNode would not complete a file (its blocks short of replicas).
+_UNCOMPLETED = 'OperationFailed("Failed to complete file in time'
+
+
 def _datanode_failure(err: BaseException) -> bool:
     """Whether an hdfs-native error came from a DataNode, which another pipeline may avoid.
 
@@ -286,6 +290,8 @@ def _datanode_failure(err: BaseException) -> bool:
     --------
     >>> _datanode_failure(OSError("Connection refused (os error 111)"))
     True
+    >>> _datanode_failure(RuntimeError('OperationFailed("Failed to complete file in time")'))
+    True
     >>> _datanode_failure(RuntimeError('RPCError("org.apache.hadoop.security.AccessControlException", "...")'))
     False
     """
@@ -293,7 +299,9 @@ def _datanode_failure(err: BaseException) -> bool:
         return False
     if isinstance(err, OSError):
         return True
-    return isinstance(err, RuntimeError) and str(err).startswith("DataTransferError")
+    # The NameNode completes a file once its blocks reach their minimal replication:
+    # a pipeline that lost a DataNode as the last block closed never does.
+    return isinstance(err, RuntimeError) and str(err).startswith(("DataTransferError", _UNCOMPLETED))
 
 
 class _ReplayedHdfsWriter(io.RawIOBase):
@@ -355,8 +363,13 @@ class _ReplayedHdfsWriter(io.RawIOBase):
             # bytes: hdfs-native takes them at disk speed, other buffers far slower (_BytesWriter)
             while chunk := self._spool.read(4 << 20):
                 writer.write(chunk)
-        finally:
-            writer.close()
+        except BaseException:
+            # The write's error is the one to judge: closing a broken pipeline fails
+            # too ("Failed to complete file in time") and would hide it.
+            with contextlib.suppress(Exception):
+                writer.close()
+            raise
+        writer.close()
 
 
 class _HdfsHandler(pafs.FSSpecHandler):
