@@ -1,3 +1,11 @@
-"""tfbs-spark core: configuration, storage URIs, Spark sessions and the CLI."""
+"""tfbs-spark core: what the stages share; it imports none of them.
 
-__version__ = "0.1.0"
+Configuration, storage URIs, the shard contract (records, manifest,
+lineage), the input formats of ENCODE-DREAM, the official metrics and the
+Spark sessions. The stages live in ``preprocess``, ``tf_models`` and
+``jobs`` (whose ``jobs/cli.py`` is the ``tfbs`` command).
+"""
+
+#: The package's version, written here only: ``pyproject.toml`` reads it
+#: (``[tool.setuptools.dynamic]``) and lineage records it as ``tfbs_version``.
+__version__ = "0.2.0"
