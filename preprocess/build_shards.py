@@ -60,8 +60,7 @@ from preprocess.shard_writer import (
     store_dealt_records,
     write_chromosome,
 )
-from tfbs import manifest as manifest_io
-from tfbs import storage
+from tfbs import manifest, storage
 from tfbs.config import DataConfig, PipelineConfig, PreprocessConfig
 from tfbs.dream import TEST, TRAIN, VALID, read_bed_intervals, read_dnase_peaks, split_of
 from tfbs.errors import BadInputError
@@ -233,14 +232,14 @@ def _assemble_manifest(
     final_uri: str,
 ) -> dict:
     """Fold the tasks' results into the manifest's counts, draws and file lists."""
-    counts = manifest_io.tally_outcomes(row for result in results for row in result.counts)
+    counts = manifest.tally_outcomes(row for result in results for row in result.counts)
     for tf, cells in cells_by_tf.items():
         for cell in cells:
             # Every TF/cell gets an entry, so the accounting check sees one
             # whose rows all went missing.
             entry = counts.setdefault(tf, {}).setdefault(cell, {})
             if reports[tf].rejected:
-                entry[manifest_io.REJECTED] = len(reports[tf].rejected)
+                entry[manifest.REJECTED] = len(reports[tf].rejected)
     draws: dict = defaultdict(lambda: defaultdict(dict))
     parquet: dict[str, list] = defaultdict(list)
     records: dict[str, dict[str, Any]] = {
@@ -279,7 +278,7 @@ def _assemble_manifest(
     }
 
 
-def current_shards(shards_uri: str, fingerprint: dict | Future[dict]) -> manifest_io.Manifest | None:
+def current_shards(shards_uri: str, fingerprint: dict | Future[dict]) -> manifest.Manifest | None:
     """The manifest of the shards at ``shards_uri`` if they were built from ``fingerprint``, else None.
 
     Logs why: no shards yet, an unfinished or older-schema directory, or
@@ -293,13 +292,13 @@ def current_shards(shards_uri: str, fingerprint: dict | Future[dict]) -> manifes
         :func:`preprocess.fingerprint.input_fingerprint` of the inputs now,
         or its future: awaited only if there are shards to compare with.
     """
-    if not storage.exists(f"{shards_uri}/{manifest_io.MANIFEST_NAME}"):
+    if not storage.exists(f"{shards_uri}/{manifest.MANIFEST_NAME}"):
         log.info("building the shards in %s: none there yet", shards_uri)
         return None
     if isinstance(fingerprint, Future):
         fingerprint = fingerprint.result()
     try:
-        existing = manifest_io.read_manifest(shards_uri)
+        existing = manifest.read_manifest(shards_uri)
     except BadInputError as err:
         log.info("rebuilding the shards: %s", err)
         return None
@@ -315,9 +314,7 @@ def current_shards(shards_uri: str, fingerprint: dict | Future[dict]) -> manifes
     return existing
 
 
-def build_shards(
-    spark: SparkSession, config: PipelineConfig, inputs: CheckedInputs | None = None
-) -> manifest_io.Manifest:
+def build_shards(spark: SparkSession, config: PipelineConfig, inputs: CheckedInputs | None = None) -> manifest.Manifest:
     """Run preprocessing end to end and return the manifest.
 
     Parameters
@@ -438,9 +435,9 @@ def build_shards(
         )
         _log_accounting(assembled["counts"], input_rows)
         # Validation checks that every TF/cell's outcomes add up to its input rows.
-        manifest = manifest_io.Manifest.model_validate(
+        shard_manifest = manifest.Manifest.model_validate(
             {
-                "schema_version": manifest_io.SCHEMA_VERSION,
+                "schema_version": manifest.SCHEMA_VERSION,
                 "config_digest": config.digest(),
                 "fingerprint": inputs.fingerprint.result(),
                 "created_unix": int(time.time()),
@@ -468,7 +465,7 @@ def build_shards(
                 "proteins": {tf: proteins[tf] for tf in tfs},
             }
         )
-        manifest_io.write_manifest(staging_uri, manifest)
+        manifest.write_manifest(staging_uri, shard_manifest)
     except BaseException as err:
         # Ctrl-C too: an interrupted build leaves no staging folder behind
         # (a SIGKILLed one does; nothing reads it, and it is safe to delete).
@@ -477,13 +474,13 @@ def build_shards(
         if reason and not isinstance(err, BadInputError):
             raise BadInputError.from_message(reason) from None
         raise
-    storage.replace_dir(staging_uri, final_uri, commit_marker=manifest_io.MANIFEST_NAME)
+    storage.replace_dir(staging_uri, final_uri, commit_marker=manifest.MANIFEST_NAME)
     total = sum(input_rows.values())
     elapsed = time.monotonic() - started
     log.info(
         "shards committed to %s: %d label lines in %.1f s (%.0f lines/s)", final_uri, total, elapsed, total / elapsed
     )
-    return manifest
+    return shard_manifest
 
 
 def _log_accounting(counts: dict, input_rows: dict[str, int]) -> None:

@@ -23,11 +23,11 @@ import numpy as np
 
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece, ReadReport
 from preprocess.sampling import uniform_draw
-from tfbs import manifest as outcomes
 from tfbs import storage
 from tfbs.annotate import Intervals, peak_proximity
 from tfbs.dream import BIN_STEP, TEST
 from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
+from tfbs.manifest import OUTCOMES
 
 BLACKLIST = "blacklist"
 
@@ -250,7 +250,7 @@ def decide(
         is given. Asked only for the bins some cell would keep: on a
         training chromosome a few per cent of them.
     """
-    code = {name: i for i, name in enumerate(outcomes.OUTCOMES)}
+    code = {name: i for i, name in enumerate(OUTCOMES)}
     n, n_cells = bins.codes.shape
     outcome = np.full((n, n_cells), code["kept"], dtype=np.int8)
     drawn = np.zeros((n, n_cells, n_draws), dtype=bool)

@@ -32,13 +32,13 @@ from blake3 import blake3
 
 from preprocess.label_reader import CODE_B, LABEL_LETTERS
 from preprocess.segregate import ChromBins, Decision
-from tfbs import manifest as outcomes
 from tfbs import storage
 from tfbs.dream import LABEL_CODES, TEST
 from tfbs.genome import gather_windows
+from tfbs.manifest import OUTCOMES
 from tfbs.records import RecordLayout, pack_records
 
-_KEPT = outcomes.OUTCOMES.index("kept")
+_KEPT = OUTCOMES.index("kept")
 #: Shard label codes (A = -1) by preprocessing code.
 _SHARD_CODES = np.array([LABEL_CODES[letter] for letter in LABEL_LETTERS], dtype=np.int8)
 
@@ -97,14 +97,14 @@ class ChromResult:
 def tally(bins: ChromBins, cells: list[str], decision: Decision) -> ChromResult:
     """Count every (bin, cell) by outcome, and kept rows by label."""
     result = ChromResult(bins.tf, bins.split, bins.chrom)
-    n_outcomes, n_labels = len(outcomes.OUTCOMES), len(LABEL_LETTERS)
+    n_outcomes, n_labels = len(OUTCOMES), len(LABEL_LETTERS)
     for c, cell in enumerate(cells):
         # Counted in one pass over (outcome, label) pairs: sorting for np.unique took most of the time.
         pairs = decision.outcome[:, c].astype(np.intp) * n_labels + bins.codes[:, c]
         by_pair = np.bincount(pairs, minlength=n_outcomes * n_labels).reshape(n_outcomes, n_labels)
         for code, n in enumerate(by_pair.sum(axis=1)):
             if code != _KEPT and n:
-                result.counts.append((bins.tf, cell, outcomes.OUTCOMES[code], bins.split, "", int(n)))
+                result.counts.append((bins.tf, cell, OUTCOMES[code], bins.split, "", int(n)))
         for label, n in enumerate(by_pair[_KEPT]):
             if n:
                 result.counts.append((bins.tf, cell, "kept", bins.split, LABEL_LETTERS[label], int(n)))

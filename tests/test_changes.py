@@ -25,8 +25,7 @@ import jobs.changes
 from preprocess.changes import Changes, changes_since_latest
 from preprocess.fingerprint import changed_inputs, input_fingerprint, same_content
 from tf_models import MODEL_FORMAT
-from tfbs import lineage as versions
-from tfbs import storage
+from tfbs import lineage, storage
 from tfbs.config import PipelineConfig
 from tfbs.lineage import Lineage
 from tfbs.storage import local_path
@@ -38,15 +37,15 @@ EXPORT = ("saved_model.pb", "variables/variables.index", "variables/variables.da
 def _version(config: PipelineConfig, fingerprint: dict, created_at: str, model_format: int = MODEL_FORMAT) -> Lineage:
     """A trained version of ``config`` from shards of ``fingerprint``: its lineage and a whole export."""
     manifest = {"fingerprint": fingerprint, "created_at": created_at}
-    lineage = Lineage.of(config, manifest, model_format).model_copy(update={"created_at": created_at})
-    versions.write_lineage(config.run_dir, lineage)
-    export = versions.export_uri(config.run_dir, lineage.version)
+    version_lineage = Lineage.of(config, manifest, model_format).model_copy(update={"created_at": created_at})
+    lineage.write_lineage(config.run_dir, version_lineage)
+    export = lineage.export_uri(config.run_dir, version_lineage.version)
     for name in EXPORT:
         storage.write_text(f"{export}/{name}", name)
-    metadata = {"version": lineage.version, "manifest_digest": lineage.manifest_digest}
+    metadata = {"version": version_lineage.version, "manifest_digest": version_lineage.manifest_digest}
     metadata |= {"tfs": ["CTCF"], "cells": ["K562"], "window": 1000}  # read_export_metadata checks them
-    storage.write_text(f"{export}/{versions.EXPORT_METADATA}", json.dumps(metadata))
-    return lineage
+    storage.write_text(f"{export}/{lineage.EXPORT_METADATA}", json.dumps(metadata))
+    return version_lineage
 
 
 def _other_content(fingerprint: dict, name: str) -> dict:
@@ -68,9 +67,9 @@ def data(small_dataset, tmp_path_factory) -> Path:
 def run(data, tmp_path) -> tuple[PipelineConfig, Lineage]:
     """A run whose ``LATEST`` is a version of exactly this data and configuration."""
     config = small_config(tmp_path, f"data.root={data}")
-    lineage = _version(config, input_fingerprint(config), "2026-01-05T00:00:00Z")
-    versions.write_latest(config.run_dir, lineage, 0.9, 0.5)
-    return config, lineage
+    version_lineage = _version(config, input_fingerprint(config), "2026-01-05T00:00:00Z")
+    lineage.write_latest(config.run_dir, version_lineage, 0.9, 0.5)
+    return config, version_lineage
 
 
 def _changes(config: PipelineConfig, model_format: int = MODEL_FORMAT) -> Changes:
@@ -78,12 +77,12 @@ def _changes(config: PipelineConfig, model_format: int = MODEL_FORMAT) -> Change
 
 
 def test_nothing_new_on_the_same_inputs_and_settings(run, capsys):
-    config, lineage = run
+    config, version_lineage = run
     changes = _changes(config)
-    assert not changes.anything_new and changes.latest_version == lineage.version
+    assert not changes.anything_new and changes.latest_version == version_lineage.version
     assert jobs.changes.run(config) == jobs.changes.NOTHING_NEW
     assert capsys.readouterr().out.strip() == (
-        f"nothing new since model version {lineage.version}: inputs and configuration unchanged"
+        f"nothing new since model version {version_lineage.version}: inputs and configuration unchanged"
     )
 
 
@@ -96,15 +95,15 @@ def test_before_any_evaluated_version_the_run_goes_without_reading_the_inputs(tm
 # -- the schedule does not stick ------------------------------------------------------
 
 
-@pytest.mark.parametrize("deleted", ["saved_model.pb", "variables/variables.index", versions.EXPORT_METADATA])
+@pytest.mark.parametrize("deleted", ["saved_model.pb", "variables/variables.index", lineage.EXPORT_METADATA])
 def test_latest_without_its_whole_export_is_work_to_do(run, deleted, capsys):
-    config, lineage = run
-    export = versions.export_uri(config.run_dir, lineage.version)
+    config, version_lineage = run
+    export = lineage.export_uri(config.run_dir, version_lineage.version)
     storage.delete_file(f"{export}/{deleted}")
     changes = _changes(config)
     assert changes.anything_new
     assert changes.describe() == (
-        f"new since model version {lineage.version}: export of model version {lineage.version} unusable "
+        f"new since model version {version_lineage.version}: export of model version {version_lineage.version} unusable "
         f"({export}: {deleted} missing)"
     )
     assert jobs.changes.run(config) == 0
@@ -112,19 +111,19 @@ def test_latest_without_its_whole_export_is_work_to_do(run, deleted, capsys):
 
 
 def test_latest_whose_export_folder_is_gone_is_work_to_do(run):
-    config, lineage = run
-    export = versions.export_uri(config.run_dir, lineage.version)
+    config, version_lineage = run
+    export = lineage.export_uri(config.run_dir, version_lineage.version)
     storage.delete_dir(export)
     changes = _changes(config)
     assert changes.anything_new and changes.changed == [
-        f"export of model version {lineage.version} unusable ({export}: no export there)"
+        f"export of model version {version_lineage.version} unusable ({export}: no export there)"
     ]
 
 
 def test_an_export_of_another_version_is_not_latest_s(run):
-    config, lineage = run
-    export = versions.export_uri(config.run_dir, lineage.version)
-    storage.write_text(f"{export}/{versions.EXPORT_METADATA}", json.dumps({"version": "v0", "manifest_digest": "0"}))
+    config, version_lineage = run
+    export = lineage.export_uri(config.run_dir, version_lineage.version)
+    storage.write_text(f"{export}/{lineage.EXPORT_METADATA}", json.dumps({"version": "v0", "manifest_digest": "0"}))
     assert _changes(config).anything_new
 
 
@@ -135,13 +134,13 @@ def test_a_version_that_failed_its_floors_is_not_retried_until_an_input_changes(
     config, latest = run
     strict = config.model_copy(update={"evaluate": config.evaluate.model_copy(update={"min_mean_auprc": 0.99})})
     # LATEST was made from an older label file; the version of the current one fell below the floor.
-    versions.write_lineage(
+    lineage.write_lineage(
         config.run_dir,
         latest.model_copy(update={"input_fingerprint": _other_content(latest.input_fingerprint, "labels/CTCF")}),
     )
     failed = _version(config, input_fingerprint(config), "2026-01-12T00:00:00Z")
     failures = ["mean auPRC 0.410 is below evaluate.min_mean_auprc 0.99"]
-    versions.write_floor_failure(config.run_dir, failed, (None, 0.99), (0.8, 0.41), failures)
+    lineage.write_floor_failure(config.run_dir, failed, (None, 0.99), (0.8, 0.41), failures)
 
     changes = _changes(strict)
     assert not changes.anything_new and changes.failed is not None and changes.failed.version == failed.version
@@ -171,7 +170,7 @@ def test_a_version_that_failed_its_floors_is_not_retried_until_an_input_changes(
 def test_a_failure_before_any_version_passed_is_not_retried_either(data, tmp_path):
     config = small_config(tmp_path, f"data.root={data}")
     failed = _version(config, input_fingerprint(config), "2026-01-12T00:00:00Z")
-    versions.write_floor_failure(config.run_dir, failed, (None, None), (0.5, 0.1), ["below"])
+    lineage.write_floor_failure(config.run_dir, failed, (None, None), (0.5, 0.1), ["below"])
     changes = _changes(config)
     assert not changes.anything_new and changes.latest_version is None
     assert "no version has passed yet" in changes.describe()
@@ -221,14 +220,14 @@ def test_a_setting_that_changes_the_model_retrains(run, data, tmp_path, setting,
 
 
 def test_another_model_format_retrains_as_a_new_version(run):
-    config, lineage = run
+    config, version_lineage = run
     changes = _changes(config, MODEL_FORMAT + 1)
     assert changes.anything_new and changes.changed == [f"model format {MODEL_FORMAT} -> {MODEL_FORMAT + 1}"]
     # Training then makes a version of its own, beside the old code's.
-    manifest = {"fingerprint": lineage.input_fingerprint, "created_at": lineage.created_at}
+    manifest = {"fingerprint": version_lineage.input_fingerprint, "created_at": version_lineage.created_at}
     bumped = Lineage.of(config, manifest, MODEL_FORMAT + 1)
-    assert bumped.version == f"{lineage.version}-m{MODEL_FORMAT + 1}"
-    assert lineage.difference(bumped.model_copy(update={"version": lineage.version})) == (
+    assert bumped.version == f"{version_lineage.version}-m{MODEL_FORMAT + 1}"
+    assert version_lineage.difference(bumped.model_copy(update={"version": version_lineage.version})) == (
         f"trained by model format {MODEL_FORMAT}, this code's is {MODEL_FORMAT + 1}"
     )
 
@@ -246,7 +245,7 @@ def test_a_lineage_from_before_model_formats_is_of_the_first():
         "created_at": "",
         "tfbs_version": "",
     }
-    assert Lineage.model_validate(record).model_format == versions.FIRST_MODEL_FORMAT == 1
+    assert Lineage.model_validate(record).model_format == lineage.FIRST_MODEL_FORMAT == 1
 
 
 # -- content, not checksum kinds --------------------------------------------------------
@@ -285,7 +284,7 @@ def test_a_seed_motif_file_counts_by_its_bytes_not_its_place(run, data, tmp_path
         shutil.copyfile(motifs, path)
     seeded = [f"data.root={data}", "train.model.motif_cnn.seed_motifs=true"]
     first = small_config(tmp_path, *seeded, f"train.model.motif_cnn.seed_motif_db={here}")
-    versions.write_latest(first.run_dir, _version(first, input_fingerprint(first), "2026-01-19T00:00:00Z"), 0.9, 0.5)
+    lineage.write_latest(first.run_dir, _version(first, input_fingerprint(first), "2026-01-19T00:00:00Z"), 0.9, 0.5)
     assert not _changes(first).anything_new
     assert not _changes(small_config(tmp_path, *seeded, f"train.model.motif_cnn.seed_motif_db={there}")).anything_new
     there.write_bytes(there.read_bytes() + b"\n")

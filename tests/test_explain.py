@@ -188,7 +188,7 @@ def _label_predictions(config, tfs: list[str], path: str) -> None:
 
 def test_explain_recovers_the_planted_motifs_end_to_end(spark, small_dataset, tmp_path, database):
     from tf_models.explain.report import COLUMNS, explain_version
-    from tfbs import lineage as versions
+    from tfbs import lineage
     from tfbs.storage import local_path
 
     config = small_config(
@@ -199,8 +199,8 @@ def test_explain_recovers_the_planted_motifs_end_to_end(spark, small_dataset, tm
     )
     tfs, cells = ["CTCF", "FOXA1"], list(small_dataset.generate.cells)
     version = "hand-built"
-    _hand_built_export(config, database, local_path(versions.export_uri(config.run_dir, version)), tfs, cells)
-    report = local_path(versions.report_uri(config.run_dir, version))
+    _hand_built_export(config, database, local_path(lineage.export_uri(config.run_dir, version)), tfs, cells)
+    report = local_path(lineage.report_uri(config.run_dir, version))
     _label_predictions(config, tfs, f"{report}/predictions")
 
     table = explain_version(spark, config, version)
@@ -223,7 +223,7 @@ def test_explain_recovers_the_planted_motifs_end_to_end(spark, small_dataset, tm
     assert all(Path(report, image).stat().st_size > 2000 for image in written["images"])
     assert set(read_meme(f"{report}/motifs.meme")) == {"CTCF_learned", "FOXA1_learned"}
     # Not LATEST (there is none): the run-level report is left alone.
-    assert not Path(local_path(versions.run_report_uri(config.run_dir)), "motifs.json").exists()
+    assert not Path(local_path(lineage.run_report_uri(config.run_dir)), "motifs.json").exists()
 
 
 def test_a_paralogue_motif_as_the_best_match_is_not_recovered(tmp_path, database):

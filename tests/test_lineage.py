@@ -19,8 +19,7 @@ import pytest
 from conftest import SMALL_RUN_MIN_MEAN_AUPRC, small_config
 
 from tf_models import MODEL_FORMAT
-from tfbs import lineage as versions
-from tfbs import storage
+from tfbs import lineage, storage
 from tfbs.config import ConfigError
 from tfbs.errors import BelowFloorError, MissingInputError
 from tfbs.lineage import Lineage, LineageError
@@ -88,25 +87,25 @@ def second(spark, first, other_shards):
 def test_the_manifest_digest_is_its_contents(small_shards, other_shards):
     shared, manifest = small_shards
     text = Path(local_path(shared.shards_uri), "manifest.json").read_text()
-    digest = versions.manifest_digest(manifest)
+    digest = lineage.manifest_digest(manifest)
     assert re.fullmatch(r"[0-9a-f]{64}", digest)
     # The object, its file (indented) and the parsed dict give one digest.
-    assert versions.manifest_digest(text) == versions.manifest_digest(json.loads(text)) == digest
-    assert versions.manifest_digest(text.encode()) == digest
-    assert versions.manifest_digest(other_shards[1]) != digest
+    assert lineage.manifest_digest(text) == lineage.manifest_digest(json.loads(text)) == digest
+    assert lineage.manifest_digest(text.encode()) == digest
+    assert lineage.manifest_digest(other_shards[1]) != digest
 
 
 def test_version_names_are_deterministic(small_shards, tmp_path):
     shared, manifest = small_shards
     config = _config(tmp_path, shared.shards_uri, shared.data.root)
-    lineage = Lineage.of(config, manifest, MODEL_FORMAT)
-    digest = versions.manifest_digest(manifest)
-    assert lineage.version == f"{digest[:10]}-{versions.training_config_digest(config)[:8]}"
+    version_lineage = Lineage.of(config, manifest, MODEL_FORMAT)
+    digest = lineage.manifest_digest(manifest)
+    assert version_lineage.version == f"{digest[:10]}-{lineage.training_config_digest(config)[:8]}"
     assert (
         Lineage.of(_config(tmp_path, shared.shards_uri, shared.data.root), manifest, MODEL_FORMAT).version
-        == lineage.version
+        == version_lineage.version
     )
-    assert lineage.input_fingerprint == manifest.fingerprint and lineage.manifest_digest == digest
+    assert version_lineage.input_fingerprint == manifest.fingerprint and version_lineage.manifest_digest == digest
 
     # Where, how spread and how long training runs is no part of the model; what it learns is.
     same = _config(
@@ -118,13 +117,13 @@ def test_version_names_are_deterministic(small_shards, tmp_path):
         "train.master=local-cluster[4,1,1024]",
         "train.timeout_s=60",
     )
-    assert Lineage.of(same, manifest, MODEL_FORMAT).version == lineage.version
+    assert Lineage.of(same, manifest, MODEL_FORMAT).version == version_lineage.version
     longer = _config(tmp_path, shared.shards_uri, shared.data.root, "train.steps=30")
     wider = _config(tmp_path, shared.shards_uri, shared.data.root, "train.model.dense_units=8")
     assert (
         len(
             {
-                lineage.version,
+                version_lineage.version,
                 Lineage.of(longer, manifest, MODEL_FORMAT).version,
                 Lineage.of(wider, manifest, MODEL_FORMAT).version,
             }
@@ -137,8 +136,8 @@ def test_version_names_are_deterministic(small_shards, tmp_path):
     motifs = {**config.evaluate.motifs, "CTCF": "CTCF_f1"}
     chosen = [f"evaluate.motif_db={config.evaluate.motif_db}", f"evaluate.motifs={json.dumps(motifs)}"]
     other_motif = _config(tmp_path, shared.shards_uri, shared.data.root, *chosen)
-    assert Lineage.of(other_motif, manifest, MODEL_FORMAT).version != lineage.version
-    assert "train.seed_motifs_from.motifs.CTCF='CTCF_f2' (now 'CTCF_f1')" in lineage.difference(
+    assert Lineage.of(other_motif, manifest, MODEL_FORMAT).version != version_lineage.version
+    assert "train.seed_motifs_from.motifs.CTCF='CTCF_f2' (now 'CTCF_f1')" in version_lineage.difference(
         Lineage.of(other_motif, manifest, MODEL_FORMAT)
     )
     unseeded = ["train.model.motif_cnn.seed_motifs=false"]
@@ -151,7 +150,7 @@ def test_version_names_are_deterministic(small_shards, tmp_path):
 
     named = _config(tmp_path, shared.shards_uri, shared.data.root, "train.version=v1")
     assert Lineage.of(named, manifest, MODEL_FORMAT).version == "v1"
-    assert Lineage.of(named, manifest, MODEL_FORMAT).training_config_digest == lineage.training_config_digest
+    assert Lineage.of(named, manifest, MODEL_FORMAT).training_config_digest == version_lineage.training_config_digest
     for bad in ("LATEST", "../v1", "a b"):
         with pytest.raises(ConfigError, match="train.version"):
             _config(tmp_path, shared.shards_uri, shared.data.root, f"train.version={bad}")
@@ -162,13 +161,13 @@ def test_the_lineage_is_written_before_training(small_shards, tmp_path):
 
     shared, manifest = small_shards
     config = _config(tmp_path, shared.shards_uri, shared.data.root)
-    lineage, up_to_date = prepare_version(config, manifest)
+    version_lineage, up_to_date = prepare_version(config, manifest)
     assert not up_to_date
-    on_disk = json.loads(Path(local_path(versions.lineage_uri(config.run_dir, lineage.version))).read_text())
-    assert on_disk["manifest_digest"] == versions.manifest_digest(manifest)
+    on_disk = json.loads(Path(local_path(lineage.lineage_uri(config.run_dir, version_lineage.version))).read_text())
+    assert on_disk["manifest_digest"] == lineage.manifest_digest(manifest)
     assert on_disk["shards_uri"] == shared.shards_uri and on_disk["train"]["steps"] == 20
     assert "spark_conf" not in on_disk["train"] and "master" not in on_disk["train"]
-    model_dir = Path(local_path(versions.model_uri(config.run_dir, lineage.version)))
+    model_dir = Path(local_path(lineage.model_uri(config.run_dir, version_lineage.version)))
     assert [path.name for path in model_dir.iterdir()] == ["lineage.json"]
 
 
@@ -217,13 +216,13 @@ def test_other_shards_train_a_new_version(first, second):
     config, manifest, summary = first
     again, other, retrained = second
     assert not retrained["up_to_date"] and retrained["version"] != summary["version"]
-    assert retrained["version"].startswith(versions.manifest_digest(other)[:10])
+    assert retrained["version"].startswith(lineage.manifest_digest(other)[:10])
     assert retrained["version"].endswith(summary["version"][-8:])  # the same train section
-    lineages = {lineage.version: lineage for lineage in versions.list_versions(config.run_dir)}
+    lineages = {version_lineage.version: version_lineage for version_lineage in lineage.list_versions(config.run_dir)}
     assert set(lineages) == {summary["version"], retrained["version"]}
     assert lineages[retrained["version"]].shards_uri == again.shards_uri
-    export = Path(local_path(versions.export_uri(config.run_dir, retrained["version"])), "tfbs_metadata.json")
-    assert json.loads(export.read_text())["manifest_digest"] == versions.manifest_digest(other)
+    export = Path(local_path(lineage.export_uri(config.run_dir, retrained["version"])), "tfbs_metadata.json")
+    assert json.loads(export.read_text())["manifest_digest"] == lineage.manifest_digest(other)
 
 
 def test_a_named_version_of_other_inputs_is_refused(spark, first, other_shards):
@@ -232,15 +231,15 @@ def test_a_named_version_of_other_inputs_is_refused(spark, first, other_shards):
 
     config, manifest, summary = first
     version = summary["version"]
-    lineage_file = Path(local_path(versions.lineage_uri(config.run_dir, version)))
+    lineage_file = Path(local_path(lineage.lineage_uri(config.run_dir, version)))
     before = lineage_file.read_bytes()
     shards_uri, other = other_shards
     named = config.model_copy(
         update={"shards_dir": shards_uri, "train": config.train.model_copy(update={"version": version})}
     )
-    old, new = versions.manifest_digest(manifest), versions.manifest_digest(other)
+    old, new = lineage.manifest_digest(manifest), lineage.manifest_digest(other)
     expected = (
-        f"{versions.lineage_uri(config.run_dir, version)}: trained from shards manifest {old[:12]}, "
+        f"{lineage.lineage_uri(config.run_dir, version)}: trained from shards manifest {old[:12]}, "
         f"these shards are {new[:12]}; set train.version to a new name"
     )
     with pytest.raises(LineageError) as refused:
@@ -266,9 +265,9 @@ def promoted(spark, first, second):
     from tf_models.evaluate import evaluate
 
     config, manifest, _ = first
-    assert versions.read_latest(config.run_dir) is None
+    assert lineage.read_latest(config.run_dir) is None
     evaluate(spark, config, manifest)
-    latest = Path(local_path(versions.latest_uri(config.run_dir))).read_bytes()
+    latest = Path(local_path(lineage.latest_uri(config.run_dir))).read_bytes()
     again, other, _ = second
     strict = again.model_copy(update={"evaluate": again.evaluate.model_copy(update={"min_mean_auroc": 1.0})})
     with pytest.raises(BelowFloorError) as refused:
@@ -285,23 +284,23 @@ def test_latest_moves_only_when_evaluation_passes_its_floor(first, second, promo
     assert latest["version"] == summary["version"]
     # What was promoted is what was evaluated: the version's own report, means and all.
     evaluated = json.loads(
-        Path(local_path(versions.report_uri(config.run_dir, summary["version"])), "report.json").read_text()
+        Path(local_path(lineage.report_uri(config.run_dir, summary["version"])), "report.json").read_text()
     )
     assert (latest["mean_auroc"], latest["mean_auprc"]) == (evaluated["mean_auroc"], evaluated["mean_auprc"])
     assert evaluated["mean_auprc"] > SMALL_RUN_MIN_MEAN_AUPRC, evaluated["results"]  # a model that learned
 
     # Below the floor: the report is written in its version, LATEST and the run's report stay.
     assert "below evaluate.min_mean_auroc 1.0" in error and error.endswith(f"still names {summary['version']}")
-    assert Path(local_path(versions.latest_uri(config.run_dir))).read_bytes() == latest_bytes
-    refused_report = Path(local_path(versions.report_uri(config.run_dir, retrained["version"])), "report.json")
+    assert Path(local_path(lineage.latest_uri(config.run_dir))).read_bytes() == latest_bytes
+    refused_report = Path(local_path(lineage.report_uri(config.run_dir, retrained["version"])), "report.json")
     assert json.loads(refused_report.read_text())["floors"]["passed"] is False
     # ... and recorded for `tfbs changes`, with the floors it was held to; the passing version has no record.
-    failure = versions.read_floor_failure(config.run_dir, retrained["version"])
+    failure = lineage.read_floor_failure(config.run_dir, retrained["version"])
     assert (
         failure is not None and failure.min_mean_auroc == 1.0 and "below evaluate.min_mean_auroc" in failure.failures[0]
     )
-    assert versions.read_floor_failure(config.run_dir, summary["version"]) is None
-    run_report = json.loads(Path(local_path(versions.run_report_uri(config.run_dir)), "report.json").read_text())
+    assert lineage.read_floor_failure(config.run_dir, summary["version"]) is None
+    run_report = json.loads(Path(local_path(lineage.run_report_uri(config.run_dir)), "report.json").read_text())
     assert run_report["version"] == summary["version"]
     assert run_report["lineage"]["manifest_digest"] == latest["manifest_digest"]
 
@@ -318,7 +317,7 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
     regions.write_text("chr8\t10000\t10200\nchr21\t5000\t5200\n")
     args = argparse.Namespace(regions=str(regions), tf="CTCF", cell="K562", out=None, model_version=None)
     assert jobs.predict.run(config, args) == 2
-    submission = Path(local_path(versions.report_uri(config.run_dir, summary["version"])), "F.CTCF.K562.tab.gz")
+    submission = Path(local_path(lineage.report_uri(config.run_dir, summary["version"])), "F.CTCF.K562.tab.gz")
     assert len(gzip.decompress(submission.read_bytes()).splitlines()) == 2
 
     # A submission of every bin of chr8 (two partitions' worth), validated, with its tracks.
@@ -341,7 +340,7 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
     assert [(s, e) for s, e, _ in track.intervals("chr8")] == [(s, s + 50) for s in starts.tolist()]
     assert np.allclose([v for _, _, v in track.intervals("chr8")], maxima, atol=1e-6)  # float32 in a bigWig
     report = json.loads(
-        Path(local_path(versions.report_uri(config.run_dir, summary["version"])), "report.json").read_text()
+        Path(local_path(lineage.report_uri(config.run_dir, summary["version"])), "report.json").read_text()
     )
     threshold = report["results"]["CTCF/K562"]["threshold_at_fdr_10"]
     bed = submission.parent / "CTCF.K562.fdr10.bed.gz"
@@ -358,7 +357,7 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
     # Another version on request, even one below the floor.
     args.model_version = retrained["version"]
     assert jobs.predict.run(config, args) == 2
-    assert Path(local_path(versions.report_uri(config.run_dir, retrained["version"])), "F.CTCF.K562.tab.gz").exists()
+    assert Path(local_path(lineage.report_uri(config.run_dir, retrained["version"])), "F.CTCF.K562.tab.gz").exists()
 
     # No LATEST yet: one line, naming the file.
     fresh = config.model_copy(update={"run_dir": f"file://{tmp_path}/fresh"})
@@ -371,7 +370,7 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
 
 def _version(run_dir: str, name: str, created_at: str) -> Lineage:
     """A version folder with its lineage and an export file, as training leaves it."""
-    lineage = Lineage(
+    version_lineage = Lineage(
         version=name,
         manifest_digest=name * 8,
         input_fingerprint=None,
@@ -382,33 +381,39 @@ def _version(run_dir: str, name: str, created_at: str) -> Lineage:
         created_at=created_at,
         tfbs_version="",
     )
-    versions.write_lineage(run_dir, lineage)
-    storage.write_text(f"{versions.export_uri(run_dir, name)}/saved_model.pb", name)
-    return lineage
+    lineage.write_lineage(run_dir, version_lineage)
+    storage.write_text(f"{lineage.export_uri(run_dir, name)}/saved_model.pb", name)
+    return version_lineage
 
 
 def test_pruning_keeps_latest_its_newest_elders_and_everything_after_it(tmp_path):
     run_dir = storage.to_uri(tmp_path)
     made = [_version(run_dir, f"v{i}", f"2026-01-0{i}T00:00:00Z") for i in range(1, 8)]
-    assert versions.prune_versions(run_dir, keep=3) == []  # nothing has passed evaluation yet
-    versions.write_latest(run_dir, made[4], 0.9, 0.5)  # v5; v6 and v7 came after it
+    assert lineage.prune_versions(run_dir, keep=3) == []  # nothing has passed evaluation yet
+    lineage.write_latest(run_dir, made[4], 0.9, 0.5)  # v5; v6 and v7 came after it
 
-    assert versions.prune_versions(run_dir, keep=3) == ["v1", "v2"]
+    assert lineage.prune_versions(run_dir, keep=3) == ["v1", "v2"]
     left = sorted(p.name for p in (tmp_path / "models").iterdir())
     assert left == ["LATEST", "v3", "v4", "v5", "v6", "v7"]
-    assert [lineage.version for lineage in versions.list_versions(run_dir)] == ["v3", "v4", "v5", "v6", "v7"]
-    assert versions.prune_versions(run_dir, keep=3) == []  # idempotent
-    assert versions.prune_versions(run_dir, keep=1) == ["v3", "v4"]
-    assert versions.read_latest(run_dir).version == "v5"
+    assert [version_lineage.version for version_lineage in lineage.list_versions(run_dir)] == [
+        "v3",
+        "v4",
+        "v5",
+        "v6",
+        "v7",
+    ]
+    assert lineage.prune_versions(run_dir, keep=3) == []  # idempotent
+    assert lineage.prune_versions(run_dir, keep=1) == ["v3", "v4"]
+    assert lineage.read_latest(run_dir).version == "v5"
     assert (tmp_path / "models" / "v5" / "export" / "saved_model.pb").read_text() == "v5"
 
 
 def test_a_prune_cut_short_is_finished_by_the_next(tmp_path):
     run_dir = storage.to_uri(tmp_path)
     made = [_version(run_dir, f"v{i}", f"2026-01-0{i}T00:00:00Z") for i in range(1, 4)]
-    versions.write_latest(run_dir, made[2], 0.9, 0.5)
+    lineage.write_latest(run_dir, made[2], 0.9, 0.5)
     # Killed after the export went, before the lineage: still a listed version.
     (tmp_path / "models" / "v1" / "export" / "saved_model.pb").unlink()
-    assert [lineage.version for lineage in versions.list_versions(run_dir)] == ["v1", "v2", "v3"]
-    assert versions.prune_versions(run_dir, keep=2) == ["v1"]
+    assert [version_lineage.version for version_lineage in lineage.list_versions(run_dir)] == ["v1", "v2", "v3"]
+    assert lineage.prune_versions(run_dir, keep=2) == ["v1"]
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == ["LATEST", "v2", "v3"]

@@ -23,7 +23,7 @@ from tf_models.distributed import train_on_spark
 from tf_models.evaluate import evaluate
 from tf_models.report import PAGE_JSON, REPORT_HTML, write_html_report
 from tf_models.report.html import anchor
-from tfbs import lineage as versions
+from tfbs import lineage
 from tfbs.storage import local_path
 
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
@@ -84,8 +84,8 @@ def _sections(report_dir: Path) -> None:
 
 def test_evaluate_writes_the_page_and_its_run_copy(evaluated):
     config, manifest, version, report = evaluated
-    report_dir = Path(local_path(versions.report_uri(config.run_dir, version)))
-    run_report = Path(local_path(versions.run_report_uri(config.run_dir)))
+    report_dir = Path(local_path(lineage.report_uri(config.run_dir, version)))
+    run_report = Path(local_path(lineage.run_report_uri(config.run_dir)))
     for name in (REPORT_HTML, PAGE_JSON):
         assert (run_report / name).read_bytes() == (report_dir / name).read_bytes()
     page = json.loads((report_dir / PAGE_JSON).read_text())
@@ -130,12 +130,12 @@ def browser():
 
 def test_the_page_in_headless_chromium(evaluated, browser, tmp_path):
     config, manifest, version, report = evaluated
-    report_dir = Path(local_path(versions.report_uri(config.run_dir, version)))
+    report_dir = Path(local_path(lineage.report_uri(config.run_dir, version)))
     _sections(report_dir)
     # The version is LATEST: `tfbs report` writes its page and the run's copy again.
     page_uri = report_job.run(config, argparse.Namespace(version=None))
     html = Path(local_path(page_uri)).read_text()
-    assert Path(local_path(versions.run_report_uri(config.run_dir)), REPORT_HTML).read_text() == html
+    assert Path(local_path(lineage.run_report_uri(config.run_dir)), REPORT_HTML).read_text() == html
     assert "http://" not in html and "https://" not in html and "<script" not in html
 
     browser.get(Path(local_path(page_uri)).as_uri())
@@ -170,7 +170,7 @@ def test_the_page_in_headless_chromium(evaluated, browser, tmp_path):
 def test_a_report_with_gaps_still_renders(tmp_path):
     """No predictions, history or manifest, and a broken section: the page says so and shows the rest."""
     run_dir, version = str(tmp_path / "run"), "v1"
-    report_dir = Path(local_path(versions.report_uri(run_dir, version)))
+    report_dir = Path(local_path(lineage.report_uri(run_dir, version)))
     report_dir.mkdir(parents=True)
     metrics = {"auprc": 0.5, "auroc": 0.8, "recall_at_fdr_10": 0.1, "recall_at_fdr_50": 0.4, "n_pos": 5, "n_neg": 50}
     report = {
@@ -205,7 +205,7 @@ def test_tfbs_report_needs_an_evaluated_version(tmp_path, capsys):
     assert report_job.main(["--config", str(DEMO_CONFIG), "--set", f"run_dir={tmp_path}"]) == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error == (
-        f"error: {versions.latest_uri(tmp_path.as_uri())}: not found: no model has passed evaluation yet "
+        f"error: {lineage.latest_uri(tmp_path.as_uri())}: not found: no model has passed evaluation yet "
         "(run `tfbs evaluate`, or name one with --model-version)"
     )
     assert report_job.main(["--config", str(DEMO_CONFIG), "--set", f"run_dir={tmp_path}", "--model-version", "v9"]) == 2

@@ -17,7 +17,7 @@ from conftest import SMALL_RUN_MIN_MEAN_AUPRC, model_inputs, small_config
 
 from tf_models.distributed import train_on_spark
 from tf_models.evaluate import evaluate
-from tfbs import lineage as versions
+from tfbs import lineage
 from tfbs.errors import BelowFloorError
 from tfbs.storage import local_path
 
@@ -39,12 +39,12 @@ def trained(spark, small_shards, tmp_path_factory):
 def _export(trained) -> str:
     """The local path of the trained version's export."""
     config, _, summary = trained
-    return local_path(versions.export_uri(config.run_dir, summary["version"]))
+    return local_path(lineage.export_uri(config.run_dir, summary["version"]))
 
 
 def test_history_and_checkpoints(trained):
     config, _, summary = trained
-    model_dir = local_path(versions.model_uri(config.run_dir, summary["version"]))
+    model_dir = local_path(lineage.model_uri(config.run_dir, summary["version"]))
     assert not summary["up_to_date"] and summary["model_uri"].endswith(f"/models/{summary['version']}")
     steps = [h["step"] for h in summary["history"]]
     assert steps == [30, 60]
@@ -93,7 +93,7 @@ def test_export_serves_sequences_and_indices_alike(trained):
     metadata = json.loads(Path(_export(trained), "tfbs_metadata.json").read_text())
     assert metadata["tfs"] == manifest.tfs and metadata["steps"] == 60
     assert metadata["version"] == summary["version"]
-    assert metadata["manifest_digest"] == versions.manifest_digest(manifest)
+    assert metadata["manifest_digest"] == lineage.manifest_digest(manifest)
 
 
 def test_a_killed_run_resumes_within_its_version(spark, trained, tmp_path):
@@ -103,8 +103,8 @@ def test_a_killed_run_resumes_within_its_version(spark, trained, tmp_path):
 
     config, manifest, summary = trained
     rerun = config.model_copy(update={"run_dir": f"file://{tmp_path}/run"})
-    source = local_path(versions.model_uri(config.run_dir, summary["version"]))
-    model_dir = local_path(versions.model_uri(rerun.run_dir, summary["version"]))
+    source = local_path(lineage.model_uri(config.run_dir, summary["version"]))
+    model_dir = local_path(lineage.model_uri(rerun.run_dir, summary["version"]))
     shutil.copytree(source, model_dir, ignore=shutil.ignore_patterns("export"))
     checkpoints = Path(model_dir, "checkpoints")
     for newer in checkpoints.glob("ckpt-60.*"):
@@ -138,21 +138,21 @@ def test_evaluation_report(trained, evaluated):
         assert (result["n_pos"], result["n_neg"], result["n_ambiguous"]) == (kept["B"], kept["U"], kept.get("A", 0))
         for metric in ("auroc", "auprc", "recall_at_fdr_10", "recall_at_fdr_50"):
             assert 0.0 <= result[metric] <= 1.0
-    report_dir = local_path(versions.report_uri(config.run_dir, summary["version"]))
+    report_dir = local_path(lineage.report_uri(config.run_dir, summary["version"]))
     on_disk = json.loads(Path(report_dir, "report.json").read_text())
     assert on_disk["mean_auroc"] == pytest.approx(np.mean([r["auroc"] for r in report["results"].values()]))
     assert on_disk["mean_auprc"] > SMALL_RUN_MIN_MEAN_AUPRC, report["results"]  # a model that learned
     assert on_disk["version"] == summary["version"]
     assert on_disk["lineage"] == json.loads(
-        Path(local_path(versions.lineage_uri(config.run_dir, summary["version"]))).read_text()
+        Path(local_path(lineage.lineage_uri(config.run_dir, summary["version"]))).read_text()
     )
     assert on_disk["floors"] == {"min_mean_auroc": None, "min_mean_auprc": None, "passed": True}
     for name in ("curves.png", "baselines.png"):
         assert tf.io.gfile.stat(f"{report_dir}/{name}").length > 1000
     # No floor: the version is LATEST, and the run's report is a copy of its report.
-    latest = versions.read_latest(config.run_dir)
+    latest = lineage.read_latest(config.run_dir)
     assert (latest.version, latest.mean_auroc) == (summary["version"], pytest.approx(report["mean_auroc"]))
-    run_report = local_path(versions.run_report_uri(config.run_dir))
+    run_report = local_path(lineage.run_report_uri(config.run_dir))
     for name in ("report.json", "curves.png", "baselines.png"):
         assert Path(run_report, name).read_bytes() == Path(report_dir, name).read_bytes()
 
@@ -189,7 +189,7 @@ def test_evaluation_floor_fails_loudly(spark, trained, evaluated):
     with pytest.raises(BelowFloorError) as refused:
         evaluate(spark, strict, manifest)
     message = str(refused.value)
-    assert "\n" not in message and message.startswith(versions.report_uri(config.run_dir, summary["version"]))
+    assert "\n" not in message and message.startswith(lineage.report_uri(config.run_dir, summary["version"]))
     assert "below evaluate.min_mean_auroc 1.0" in message and "below evaluate.min_mean_auprc 1.0" in message
     assert message.endswith(f"models/LATEST still names {summary['version']}")
 
@@ -216,7 +216,7 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
     regions = tmp_path / "regions.bed"
     regions.write_text("".join(f"{rows[i]['chrom']}\t{rows[i]['start']}\t{rows[i]['start'] + 200}\n" for i in order))
     out = f"file://{tmp_path}/F.CTCF.K562.tab.gz"
-    export = versions.export_uri(config.run_dir, summary["version"])
+    export = lineage.export_uri(config.run_dir, summary["version"])
     assert predict_regions(spark, config, export, f"file://{regions}", "CTCF", "K562", out) == len(rows)
 
     lines = gzip.decompress(Path(local_path(out)).read_bytes()).decode().splitlines()
@@ -244,7 +244,7 @@ def test_genome_wide_prediction_in_parts_joins_in_order_and_reuses_finished_part
 
     config, _, summary = trained
     config = config.model_copy(update={"predict": config.predict.model_copy(update={"rows_per_part": 4000})})
-    export = versions.export_uri(config.run_dir, summary["version"])
+    export = lineage.export_uri(config.run_dir, summary["version"])
     targets = [
         predict.Target(tf, cell, f"file://{tmp_path}/F.{tf}.{cell}.tab.gz")
         for tf, cell in [("CTCF", "K562"), ("FOXA1", "HepG2")]

@@ -19,7 +19,7 @@ from tf_models.unseen.run import family_control_config, held_out_config, run_uns
 from tf_models.unseen.score import load_exported_model
 from tf_models.unseen.shards import count_by_tf, without_tf
 from tf_models.unseen.table import COLUMNS, INPUTS, JSON_NAME, PNG_NAME, SITES, control_note, family_note
-from tfbs import lineage as versions
+from tfbs import lineage
 from tfbs.errors import BadInputError, ConfigError, MissingInputError
 from tfbs.records import RecordLayout
 from tfbs.storage import local_path
@@ -94,10 +94,10 @@ def test_filtered_shards_hold_no_row_of_the_held_out_tf(small_shards, tmp_path):
 
 def _seen_model(config, manifest) -> dict:
     """A LATEST version with a report, as evaluation leaves it (the seen-TF reference)."""
-    lineage = versions.claim_version(config.run_dir, versions.Lineage.of(config, manifest, MODEL_FORMAT))
+    version_lineage = lineage.claim_version(config.run_dir, lineage.Lineage.of(config, manifest, MODEL_FORMAT))
     results = {f"{tf}/{cell}": {"auprc": 0.5} for tf in manifest.tfs for cell in manifest.cells}
-    versions.write_latest(config.run_dir, lineage, 0.9, 0.5)
-    report_dir = local_path(versions.report_uri(config.run_dir, lineage.version))
+    lineage.write_latest(config.run_dir, version_lineage, 0.9, 0.5)
+    report_dir = local_path(lineage.report_uri(config.run_dir, version_lineage.version))
     Path(report_dir).mkdir(parents=True, exist_ok=True)
     (Path(report_dir) / "report.json").write_text(json.dumps({"results": results}))
     return results
@@ -117,8 +117,8 @@ def test_unseen_end_to_end_writes_the_table(small_shards, tmp_path):
     result = run_unseen(run_config, manifest, control=(run_config, manifest))
 
     for report_dir in (
-        versions.report_uri(run_config.run_dir, versions.read_latest(run_config.run_dir).version),
-        versions.run_report_uri(run_config.run_dir),
+        lineage.report_uri(run_config.run_dir, lineage.read_latest(run_config.run_dir).version),
+        lineage.run_report_uri(run_config.run_dir),
     ):
         folder = Path(local_path(report_dir))
         table = json.loads((folder / JSON_NAME).read_text())
@@ -146,7 +146,7 @@ def test_unseen_end_to_end_writes_the_table(small_shards, tmp_path):
 
     # The scored model is the export: the same logits as its own signature, on the TFs it was trained with.
     held = result["results"][0]
-    export = versions.export_uri(held_out_config(run_config, held["tf"]).run_dir, held["version"])
+    export = lineage.export_uri(held_out_config(run_config, held["tf"]).run_dir, held["version"])
     model = load_exported_model(export, run_config.train.model, len(manifest.cells), manifest.window)
     rng = np.random.default_rng(1)
     dna = [rng.choice(list(b"ACGT"), size=manifest.window).astype(np.uint8).tobytes() for _ in range(4)]

@@ -32,8 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from tf_models import MODEL_FORMAT
-from tfbs import lineage as versions
-from tfbs import storage
+from tfbs import lineage, storage
 from tfbs.config import PipelineConfig, TrainConfig
 from tfbs.lineage import Lineage
 from tfbs.manifest import Manifest
@@ -60,20 +59,22 @@ def prepare_version(config: PipelineConfig, manifest: Manifest) -> tuple[Lineage
         If the version folder holds a model of other shards or another
         training configuration (possible when ``train.version`` names it).
     """
-    lineage = versions.claim_version(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
-    return lineage, finished_export(versions.export_uri(config.run_dir, lineage.version), lineage)
+    version_lineage = lineage.claim_version(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
+    return version_lineage, finished_export(
+        lineage.export_uri(config.run_dir, version_lineage.version), version_lineage
+    )
 
 
-def finished_export(export_uri: str, lineage: Lineage) -> bool:
-    """Whether ``export_uri`` holds a whole export of the model of ``lineage`` (:func:`tfbs.lineage.export_problem`).
+def finished_export(export_uri: str, version_lineage: Lineage) -> bool:
+    """Whether ``export_uri`` holds a whole export of the model of ``version_lineage`` (:func:`tfbs.lineage.export_problem`).
 
     The export's metadata is written last (:func:`_export`); a SavedModel
     file deleted since makes the export unfinished too, so it is trained again.
     """
-    return versions.export_problem(export_uri, lineage) is None
+    return lineage.export_problem(export_uri, version_lineage) is None
 
 
-def _export(config: PipelineConfig, lineage: Lineage, run, manifest: Manifest, result) -> str:
+def _export(config: PipelineConfig, version_lineage: Lineage, run, manifest: Manifest, result) -> str:
     from tf_models.export import export_model
 
     model_config = run.model_config(config.train)
@@ -85,17 +86,17 @@ def _export(config: PipelineConfig, lineage: Lineage, run, manifest: Manifest, r
         "steps": result.steps,
         "strategy": config.train.strategy,
         "config_digest": config.digest(),
-        "version": lineage.version,
-        "manifest_digest": lineage.manifest_digest,
-        "training_config_digest": lineage.training_config_digest,
+        "version": version_lineage.version,
+        "manifest_digest": version_lineage.manifest_digest,
+        "training_config_digest": version_lineage.training_config_digest,
     }
     from tf_models.model_dir import model_directory
 
-    target = versions.export_uri(config.run_dir, lineage.version)
+    target = lineage.export_uri(config.run_dir, version_lineage.version)
     storage.delete_dir(target)  # a partial export of a killed run goes; this one replaces it whole
     # Training closed its mirror: the export gets one of its own (or, for a
     # local model URI, writes in place).
-    with model_directory(versions.model_uri(config.run_dir, lineage.version)) as directory:
+    with model_directory(lineage.model_uri(config.run_dir, version_lineage.version)) as directory:
         local = export_model(
             result.model,
             model_config,
@@ -108,11 +109,11 @@ def _export(config: PipelineConfig, lineage: Lineage, run, manifest: Manifest, r
         if directory.mirrored:
             # The metadata marks a whole export (finished_export): it goes up
             # after the SavedModel's files, never before.
-            written = Path(local, versions.EXPORT_METADATA)
+            written = Path(local, lineage.EXPORT_METADATA)
             text = written.read_text()
             written.unlink()
             directory.push()
-            storage.write_text(f"{target}/{versions.EXPORT_METADATA}", text)
+            storage.write_text(f"{target}/{lineage.EXPORT_METADATA}", text)
     return target
 
 
@@ -199,13 +200,15 @@ def known_motif_seeds(config: PipelineConfig, tfs: list[str]) -> tuple[np.ndarra
 
 
 def _train_and_export(
-    config: PipelineConfig, lineage: Lineage, manifest: Manifest, run, strategy, is_chief: bool
+    config: PipelineConfig, version_lineage: Lineage, manifest: Manifest, run, strategy, is_chief: bool
 ) -> None:
     from tf_models.train_loop import train
 
-    result = train(config.train, versions.model_uri(config.run_dir, lineage.version), run, strategy, is_chief=is_chief)
+    result = train(
+        config.train, lineage.model_uri(config.run_dir, version_lineage.version), run, strategy, is_chief=is_chief
+    )
     if is_chief:
-        _export(config, lineage, run, manifest, result)
+        _export(config, version_lineage, run, manifest, result)
 
 
 def node_main(args: dict, info) -> None:
@@ -236,15 +239,15 @@ def node_main(args: dict, info) -> None:
     log_devices(info.job_name, info.task_index, config.train.gpus_per_worker)
 
     manifest: Manifest = args["manifest"]
-    lineage: Lineage = args["lineage"]
-    marker = f"{versions.model_uri(config.run_dir, lineage.version)}/{DONE_MARKER}"
+    version_lineage: Lineage = args["lineage"]
+    marker = f"{lineage.model_uri(config.run_dir, version_lineage.version)}/{DONE_MARKER}"
     timeout = config.train.worker_wait_timeout_s
 
     if config.train.strategy == "multi_worker_mirrored":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         pin_to_cpus(info, config.train.node_cpus)
         run = _readable_run(config, manifest, ("train", "valid"), args.get("motif_seeds"))
-        _train_and_export(config, lineage, manifest, run, strategy, is_chief=info.is_chief)
+        _train_and_export(config, version_lineage, manifest, run, strategy, is_chief=info.is_chief)
         return
     if info.job_name in ("ps", "worker"):
         # Workers run the input graph the chief builds: their record files first.
@@ -270,7 +273,7 @@ def node_main(args: dict, info) -> None:
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         pin_to_cpus(info, config.train.node_cpus)
         run = _readable_run(config, manifest, ("valid",), args.get("motif_seeds"))
-        _train_and_export(config, lineage, manifest, run, strategy, is_chief=True)
+        _train_and_export(config, version_lineage, manifest, run, strategy, is_chief=True)
         status = "ok"
     finally:
         # Release the ps and workers whether training worked or not, so the
@@ -368,21 +371,21 @@ def _read_history(model_uri: str) -> list[dict]:
     return json.loads(storage.read_text(history_uri)) if storage.exists(history_uri) else []
 
 
-def up_to_date_summary(config: PipelineConfig, lineage: Lineage) -> dict:
+def up_to_date_summary(config: PipelineConfig, version_lineage: Lineage) -> dict:
     """What :func:`train_on_spark` returns for a version already trained and exported."""
-    model_uri = versions.model_uri(config.run_dir, lineage.version)
+    model_uri = lineage.model_uri(config.run_dir, version_lineage.version)
     log.info(
         "model %s is up to date (shards manifest %s, train config %s): not retrained; %s",
-        lineage.version,
-        lineage.manifest_digest[:12],
-        lineage.training_config_digest[:12],
+        version_lineage.version,
+        version_lineage.manifest_digest[:12],
+        version_lineage.training_config_digest[:12],
         f"{model_uri}/export",
     )
     return {
         "strategy": config.train.strategy,
         "seconds": 0.0,
         "history": _read_history(model_uri),
-        "version": lineage.version,
+        "version": version_lineage.version,
         "model_uri": model_uri,
         "up_to_date": True,
     }
@@ -417,17 +420,17 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
     """
     started = time.monotonic()
     cfg = config.train
-    lineage, up_to_date = prepare_version(config, manifest)
+    version_lineage, up_to_date = prepare_version(config, manifest)
     if up_to_date:
-        return up_to_date_summary(config, lineage)
-    model_uri = versions.model_uri(config.run_dir, lineage.version)
-    log.info("training model version %s in %s", lineage.version, model_uri)
+        return up_to_date_summary(config, version_lineage)
+    model_uri = lineage.model_uri(config.run_dir, version_lineage.version)
+    log.info("training model version %s in %s", version_lineage.version, model_uri)
     seeds = known_motif_seeds(config, manifest.tfs)
     if cfg.strategy == "local":
         import tensorflow as tf
 
         run = _readable_run(config, manifest, ("train", "valid"), seeds)
-        _train_and_export(config, lineage, manifest, run, tf.distribute.get_strategy(), is_chief=True)
+        _train_and_export(config, version_lineage, manifest, run, tf.distribute.get_strategy(), is_chief=True)
     else:
         from tf_models.tfos import ClusterFailed, run_cluster
         from tf_models.tfos.failures import ClusterSetupError
@@ -453,7 +456,7 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
                 {
                     "config": config,
                     "manifest": manifest,
-                    "lineage": lineage,
+                    "lineage": version_lineage,
                     "num_gpus": cfg.gpus_per_worker,
                     "motif_seeds": seeds,
                 },
@@ -482,12 +485,12 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
             follower.stop()
     _write_history_plot(model_uri)
     seconds = time.monotonic() - started
-    log.info("training (%s) of version %s finished in %.1f s", cfg.strategy, lineage.version, seconds)
+    log.info("training (%s) of version %s finished in %.1f s", cfg.strategy, version_lineage.version, seconds)
     return {
         "strategy": cfg.strategy,
         "seconds": seconds,
         "history": _read_history(model_uri),
-        "version": lineage.version,
+        "version": version_lineage.version,
         "model_uri": model_uri,
         "up_to_date": False,
     }

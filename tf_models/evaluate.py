@@ -28,8 +28,7 @@ from pyspark.sql import SparkSession
 from tf_models import MODEL_FORMAT
 from tf_models.baselines import OracleTable, bin_motif_scores, motif_log_odds
 from tf_models.model_dir import local_export
-from tfbs import lineage as versions
-from tfbs import storage
+from tfbs import lineage, storage
 from tfbs.config import DataConfig, EvaluateConfig, PipelineConfig
 from tfbs.dream import TEST
 from tfbs.errors import BelowFloorError
@@ -183,20 +182,20 @@ def _copy(source: str, target: str) -> None:
 RUN_REPORT_FILES = ("report.json", "curves.png", "baselines.png", "report.html", "page.json")
 
 
-def _promote(config: PipelineConfig, lineage: Lineage, report: dict) -> None:
+def _promote(config: PipelineConfig, version_lineage: Lineage, report: dict) -> None:
     """Copy the version's report to ``<run_dir>/report/``, then point ``LATEST`` at it.
 
     ``LATEST`` is written last: a run killed in between leaves it naming the
     version before, and evaluating again completes the move. Then versions
     beyond ``evaluate.keep_versions`` are deleted (:func:`tfbs.lineage.prune_versions`).
     """
-    source, target = versions.report_uri(config.run_dir, lineage.version), versions.run_report_uri(config.run_dir)
+    source, target = lineage.report_uri(config.run_dir, version_lineage.version), lineage.run_report_uri(config.run_dir)
     for name in RUN_REPORT_FILES:
         _copy(f"{source}/{name}", f"{target}/{name}")
-    versions.write_latest(config.run_dir, lineage, report["mean_auroc"], report["mean_auprc"])
-    log.info("%s now names version %s", versions.latest_uri(config.run_dir), lineage.version)
+    lineage.write_latest(config.run_dir, version_lineage, report["mean_auroc"], report["mean_auprc"])
+    log.info("%s now names version %s", lineage.latest_uri(config.run_dir), version_lineage.version)
     if config.evaluate.keep_versions is not None:
-        pruned = versions.prune_versions(config.run_dir, config.evaluate.keep_versions)
+        pruned = lineage.prune_versions(config.run_dir, config.evaluate.keep_versions)
         if pruned:
             log.info(
                 "deleted %d older model version(s), keeping %d: %s",
@@ -237,9 +236,9 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     from tf_models.report import write_html_report
 
     started = time.monotonic()
-    lineage = versions.require_lineage(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
-    export_uri = versions.export_uri(config.run_dir, lineage.version)
-    report_dir = versions.report_uri(config.run_dir, lineage.version)
+    version_lineage = lineage.require_lineage(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
+    export_uri = lineage.export_uri(config.run_dir, version_lineage.version)
+    report_dir = lineage.report_uri(config.run_dir, version_lineage.version)
     files = [entry.path for entry in manifest.parquet[TEST]]
     test = spark.read.parquet(*files).select(*_PREDICTION_COLUMNS).sortWithinPartitions("chrom", "start")
     batch_size, fasta_uri, window = config.evaluate.batch_size, config.data.genome_fasta, manifest.window
@@ -252,15 +251,17 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     # predictions and the metrics.
     predictions.write.mode("overwrite").parquet(f"{report_dir}/predictions")
     rows = [tuple(r) for r in spark.read.parquet(f"{report_dir}/predictions").collect()]
-    log.info("scored %d test rows of version %s in %.1f s", len(rows), lineage.version, time.monotonic() - started)
+    log.info(
+        "scored %d test rows of version %s in %.1f s", len(rows), version_lineage.version, time.monotonic() - started
+    )
 
     results, baselines, curves = score_groups(rows, _read_oracles(config.data, manifest.tfs))
     report = {
         "split": "test",
         "test_chroms": manifest.splits.test_chroms,
-        "version": lineage.version,
+        "version": version_lineage.version,
         "model": export_uri,
-        "lineage": lineage.model_dump(mode="json"),
+        "lineage": version_lineage.model_dump(mode="json"),
         "config_digest": config.digest(),
         "results": results,
         "baselines": baselines,
@@ -299,15 +300,15 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     log.info("mean auROC %.3f, mean auPRC %.3f%s", report["mean_auroc"], report["mean_auprc"], means)
     if report["below_motif_scan"]:
         log.warning("the model does not beat the motif scan on %s", ", ".join(report["below_motif_scan"]))
-    write_html_report(config.run_dir, lineage.version, manifest, table_uris=config.data.generator_table_uris)
+    write_html_report(config.run_dir, version_lineage.version, manifest, table_uris=config.data.generator_table_uris)
     if failures:
         # Recorded so a scheduled run does not retrain it on the same inputs (preprocess.changes).
         floors = (config.evaluate.min_mean_auroc, config.evaluate.min_mean_auprc)
         mean_scores = (report["mean_auroc"], report["mean_auprc"])
-        versions.write_floor_failure(config.run_dir, lineage, floors, mean_scores, failures)
-        latest = versions.read_latest(config.run_dir)
+        lineage.write_floor_failure(config.run_dir, version_lineage, floors, mean_scores, failures)
+        latest = lineage.read_latest(config.run_dir)
         kept = f"still names {latest.version}" if latest else "not written"
-        raise BelowFloorError(f"{report_json}: {'; '.join(failures)}; {versions.latest_uri(config.run_dir)} {kept}")
-    versions.clear_floor_failure(config.run_dir, lineage.version)
-    _promote(config, lineage, report)
+        raise BelowFloorError(f"{report_json}: {'; '.join(failures)}; {lineage.latest_uri(config.run_dir)} {kept}")
+    lineage.clear_floor_failure(config.run_dir, version_lineage.version)
+    _promote(config, version_lineage, report)
     return report

@@ -26,8 +26,7 @@ from tf_models.explain.logos import draw_pair, reverse_complement_ppm
 from tf_models.explain.seqlets import Pattern, build_pattern
 from tf_models.explain.tomtom import best_matches, to_meme
 from tf_models.seeding import seeding_note
-from tfbs import lineage as versions
-from tfbs import storage
+from tfbs import lineage, storage
 from tfbs.config import PipelineConfig
 from tfbs.errors import MissingInputError
 from tfbs.motifs import read_meme
@@ -143,9 +142,9 @@ def explain_version(spark: SparkSession, config: PipelineConfig, version: str) -
     """
     cfg = config.explain
     started = time.monotonic()
-    export = versions.export_uri(config.run_dir, version)
-    report_dir = versions.report_uri(config.run_dir, version)
-    metadata_uri = f"{export}/{versions.EXPORT_METADATA}"
+    export = lineage.export_uri(config.run_dir, version)
+    report_dir = lineage.report_uri(config.run_dir, version)
+    metadata_uri = f"{export}/{lineage.EXPORT_METADATA}"
     if not storage.exists(metadata_uri):
         raise MissingInputError(f"{metadata_uri}: not found: version {version} has no export (run `tfbs train`)")
     predictions = f"{report_dir}/predictions"
@@ -154,7 +153,7 @@ def explain_version(spark: SparkSession, config: PipelineConfig, version: str) -
     motif_db = cfg.motif_db or config.evaluate.motif_db
     if motif_db is None or not storage.exists(motif_db):
         raise MissingInputError(f"{motif_db or 'explain.motif_db'}: not found: no motif database to match against")
-    metadata = versions.read_export_metadata(export)
+    metadata = lineage.read_export_metadata(export)
     window = int(metadata["window"])
     length = min(cfg.scan_bp, window)
     first = (window - length) // 2
@@ -184,10 +183,10 @@ def explain_version(spark: SparkSession, config: PipelineConfig, version: str) -
         if pattern is not None:
             patterns[tf_name] = pattern
     table = _match_and_draw(config, report_dir, patterns, read_meme(motif_db))
-    lineage = versions.read_lineage(config.run_dir, version)
+    version_lineage = lineage.read_lineage(config.run_dir, version)
     seeding, seeding_sentence = (
-        seeding_note(lineage.train)
-        if lineage is not None
+        seeding_note(version_lineage.train)
+        if version_lineage is not None
         else ("seeding not recorded", f"Version {version} has no lineage.json: what its filters started as is unknown.")
     )
     table["title"] = f"Motifs the model learned ({seeding})"
@@ -276,9 +275,9 @@ def _write(
     )
     text = json.dumps(table, indent=2)
     targets = [report_dir]
-    latest = versions.read_latest(config.run_dir)
+    latest = lineage.read_latest(config.run_dir)
     if latest is not None and latest.version == version:
-        targets.append(versions.run_report_uri(config.run_dir))
+        targets.append(lineage.run_report_uri(config.run_dir))
     for target in targets:
         if target != report_dir:
             for logo in table["images"]:

@@ -21,8 +21,7 @@ from typing import Any
 
 from tf_models.report.collect import SECTION_FILES, collect
 from tf_models.report.html import render
-from tfbs import lineage as versions
-from tfbs import storage
+from tfbs import lineage, storage
 
 log = logging.getLogger("tfbs.report")
 
@@ -80,8 +79,8 @@ def write_html_report(
         If the version has no ``report.json``.
     """
     page = collect(run_dir, version, manifest, read_manifest, table_uris)
-    report_dir = versions.report_uri(run_dir, version)
-    targets = [report_dir] + ([versions.run_report_uri(run_dir)] if copy_to_run else [])
+    report_dir = lineage.report_uri(run_dir, version)
+    targets = [report_dir] + ([lineage.run_report_uri(run_dir)] if copy_to_run else [])
     text, values = render(page), json.dumps(_without_figures(page), indent=1, sort_keys=True, default=str)
     for target in targets:
         storage.write_text(f"{target}/{PAGE_JSON}", values)

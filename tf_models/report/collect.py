@@ -20,8 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tfbs import lineage as versions
-from tfbs import storage
+from tfbs import lineage, storage
 from tfbs.errors import MissingInputError, TfbsError
 
 log = logging.getLogger("tfbs.report")
@@ -223,7 +222,7 @@ def accounting(manifest: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def _manifest_part(
-    manifest: Any, read_manifest: Callable[[str], Any] | None, shards_uri: str, lineage: Mapping[str, Any]
+    manifest: Any, read_manifest: Callable[[str], Any] | None, shards_uri: str, version_lineage: Mapping[str, Any]
 ) -> tuple[dict[str, Any] | None, list[str]]:
     """The manifest as JSON values (passed in, or read from the lineage's shards), and notes."""
     if manifest is None and read_manifest is not None and shards_uri:
@@ -233,13 +232,13 @@ def _manifest_part(
             return None, [f"no class balance or accounting: {err}"]
     if manifest is None:
         return None, ["no class balance or accounting: no manifest given"]
-    tree = versions.manifest_tree(manifest)
+    tree = lineage.manifest_tree(manifest)
     notes = []
-    digest = versions.manifest_digest(tree)
-    if lineage.get("manifest_digest") and digest != lineage["manifest_digest"]:
+    digest = lineage.manifest_digest(tree)
+    if version_lineage.get("manifest_digest") and digest != version_lineage["manifest_digest"]:
         notes.append(
             f"the shards at {shards_uri} (manifest {digest[:12]}) are not the ones this version was trained "
-            f"from ({lineage['manifest_digest'][:12]}): balance and accounting are of the shards now there"
+            f"from ({version_lineage['manifest_digest'][:12]}): balance and accounting are of the shards now there"
         )
     return tree, notes
 
@@ -273,21 +272,23 @@ def collect(
     MissingInputError
         If the version has no ``report.json`` (run ``tfbs evaluate`` first).
     """
-    report_dir = versions.report_uri(run_dir, version)
+    report_dir = lineage.report_uri(run_dir, version)
     report = read_json(f"{report_dir}/report.json")
     if report is None:
         raise MissingInputError(f"{report_dir}/report.json: not found (run `tfbs evaluate` first)")
-    lineage = report.get("lineage")
-    if lineage is None:
-        found = versions.read_lineage(run_dir, version)
-        lineage = found.model_dump(mode="json") if found else {}
+    version_lineage = report.get("lineage")
+    if version_lineage is None:
+        found = lineage.read_lineage(run_dir, version)
+        version_lineage = found.model_dump(mode="json") if found else {}
     notes: list[str] = []
     curves, curve_notes = scorer_curves(report, report_dir, table_uris)
     notes += curve_notes
-    history = read_json(f"{versions.model_uri(run_dir, version)}/history.json")
+    history = read_json(f"{lineage.model_uri(run_dir, version)}/history.json")
     if history is None:
-        notes.append(f"{versions.model_uri(run_dir, version)}/history.json: not found (no training history)")
-    tree, manifest_notes = _manifest_part(manifest, read_manifest, lineage.get("shards_uri", ""), lineage)
+        notes.append(f"{lineage.model_uri(run_dir, version)}/history.json: not found (no training history)")
+    tree, manifest_notes = _manifest_part(
+        manifest, read_manifest, version_lineage.get("shards_uri", ""), version_lineage
+    )
     notes += manifest_notes
     sections = {}
     for name in SECTION_FILES:
@@ -301,7 +302,7 @@ def collect(
         "version": version,
         "report_dir": report_dir,
         "report": report,
-        "lineage": lineage,
+        "lineage": version_lineage,
         "curves": curves,
         "history": history or [],
         "class_balance": class_balance(tree) if tree else [],

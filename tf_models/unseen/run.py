@@ -25,8 +25,7 @@ from tf_models.unseen.proteins import nearest_protein, shuffled_protein
 from tf_models.unseen.score import auprc_by_cell, load_exported_model, read_test_rows, score_rows
 from tf_models.unseen.shards import without_tf
 from tf_models.unseen.table import INPUTS, SITES, control_note, family_note, table_rows, verdict, write_table
-from tfbs import lineage as versions
-from tfbs import storage
+from tfbs import lineage, storage
 from tfbs.config import DataConfig, PipelineConfig
 from tfbs.dream import TEST
 from tfbs.errors import ConfigError, MissingInputError
@@ -95,10 +94,10 @@ def _seen_report(config: PipelineConfig) -> tuple[str, dict]:
     MissingInputError
         If no version passed evaluation yet.
     """
-    latest = versions.read_latest(config.run_dir)
+    latest = lineage.read_latest(config.run_dir)
     if latest is None:
-        raise MissingInputError(f"{versions.latest_uri(config.run_dir)}: no evaluated model (run `tfbs demo` first)")
-    report_json = f"{versions.report_uri(config.run_dir, latest.version)}/report.json"
+        raise MissingInputError(f"{lineage.latest_uri(config.run_dir)}: no evaluated model (run `tfbs demo` first)")
+    report_json = f"{lineage.report_uri(config.run_dir, latest.version)}/report.json"
     if not storage.exists(report_json):
         raise MissingInputError(f"{report_json}: the LATEST version has no report (run `tfbs evaluate`)")
     return latest.version, json.loads(storage.read_text(report_json))
@@ -143,7 +142,7 @@ def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, 
     summary = train_on_spark(None, run_config, derived)
     model_config = config.train.model if manifest.dnase else config.train.model.model_copy(update={"use_dnase": False})
     model = load_exported_model(
-        versions.export_uri(run_config.run_dir, summary["version"]), model_config, len(manifest.cells), manifest.window
+        lineage.export_uri(run_config.run_dir, summary["version"]), model_config, len(manifest.cells), manifest.window
     )
     nearest, identity = nearest_protein(held_out, manifest.proteins)
     own = manifest.proteins[held_out]
@@ -269,7 +268,7 @@ def run_unseen(
         )
         + ".",
     ]
-    report_dirs = [versions.report_uri(config.run_dir, version), versions.run_report_uri(config.run_dir)]
+    report_dirs = [lineage.report_uri(config.run_dir, version), lineage.run_report_uri(config.run_dir)]
     uri = write_table(report_dirs, rows, notes, plot_auprc_bars)
     for note in notes:
         log.info("%s", note)
