@@ -96,11 +96,11 @@ def test_architecture_is_chosen_in_config_and_checked():
 @pytest.mark.parametrize("name", sorted(ARCHITECTURES))
 def test_each_architecture_builds_and_gives_one_float32_logit_per_example(name):
     from tf_models.factornet import FactorNet
-    from tf_models.model import EasyflowNet
+    from tf_models.model import EasyFlowNet
     from tf_models.motif_cnn import MotifCNN
 
     model, config = _build(name)
-    expected = {"factornet": FactorNet, "easyflow": EasyflowNet, "motif_cnn": MotifCNN}[name.split("-")[0]]
+    expected = {"factornet": FactorNet, "easyflow": EasyFlowNet, "motif_cnn": MotifCNN}[name.split("-")[0]]
     assert isinstance(model, expected)
     logits = model(_inputs(config, batch=5))
     assert logits.shape == (5,) and logits.dtype == tf.float32

@@ -8,7 +8,7 @@ and the two feature vectors are combined by an element-wise max, so the
 prediction does not depend on which strand the window was cut from, and a
 motif learned on one strand is found on the other without a second filter.
 
-What is added for this pipeline, as in :class:`tf_models.model.EasyflowNet`:
+What is added for this pipeline, as in :class:`tf_models.model.EasyFlowNet`:
 the TF's protein branch (the same convolutions, run once per distinct TF and
 gathered per example), the DNase overlap and the cell type (here a learned
 embedding). The protein also gates the DNA features channel by channel, so
@@ -94,7 +94,7 @@ class FactorNet(keras.Model):
         )
         self.dense = keras.layers.Dense(config.dense_units, activation="relu", name="dense")
         self.dropout = keras.layers.Dropout(config.dropout, name="dropout")
-        # float32 whatever the policy, as in EasyflowNet: a float16 logit would
+        # float32 whatever the policy, as in EasyFlowNet: a float16 logit would
         # be rounded (and overflow past 65504) before the loss.
         self.logit = keras.layers.Dense(1, name="logit", dtype="float32")
 

@@ -19,14 +19,14 @@ from tf_models.layers import center_crop, conv_tower, protein_branch
 from tfbs.config import ModelConfig
 
 #: Any architecture :func:`build_model` returns (``easyflow``:
-#: :class:`EasyflowNet`, ``motif_cnn``, ``factornet``). All take one input dict,
+#: :class:`EasyFlowNet`, ``motif_cnn``, ``factornet``). All take one input dict,
 #: ``dna`` (batch, window, 4), ``proteins`` (n_proteins, length, 21),
 #: ``tf_index`` (batch,) into ``proteins``, ``cell_index`` (batch,) and
 #: ``dnase`` (batch,), and return one float32 logit per example.
 TFBSModel: TypeAlias = keras.Model
 
 
-class EasyflowNet(keras.Model):
+class EasyFlowNet(keras.Model):
     """Predicts the logit of "bound" for (DNA window, TF protein, cell, DNase).
 
     Parameters
@@ -99,7 +99,7 @@ def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision:
 
             model = FactorNet(config, n_cells)
         else:
-            model = EasyflowNet(config, n_cells)
+            model = EasyFlowNet(config, n_cells)
     model(
         {
             "dna": tf.zeros([1, window, 4]),

@@ -182,7 +182,7 @@ class MotifCNN(keras.Model):
         self.match_dropout = keras.layers.Dropout(scan.match_dropout, name="match_dropout")
         self.dense = keras.layers.Dense(config.dense_units, activation="relu", name="dense")
         self.dropout = keras.layers.Dropout(config.dropout, name="dropout")
-        # float32 whatever the policy, as in EasyflowNet.
+        # float32 whatever the policy, as in EasyFlowNet.
         self.logit = keras.layers.Dense(1, name="logit", dtype="float32")
 
     def _best_matches(self, dna: tf.Tensor) -> tf.Tensor:

@@ -359,7 +359,7 @@ class ModelConfig(_Section):
     ``motif_cnn`` (the default, :class:`tf_models.motif_cnn.MotifCNN`) scans
     the bin with strand-shared motif filters gated by the TF's protein;
     ``easyflow`` is EasyFlow's TFBS CNN with its bugs fixed
-    (:class:`tf_models.model.EasyflowNet`); ``factornet`` is a strand-shared
+    (:class:`tf_models.model.EasyFlowNet`); ``factornet`` is a strand-shared
     wide-filter CNN with a pooled BiLSTM or attention layer
     (:class:`tf_models.factornet.FactorNet`). Each has its own section for
     its DNA branch; the protein branch, the cell, DNase, dense and dropout
