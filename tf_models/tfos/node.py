@@ -16,7 +16,7 @@ import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # typing only: TensorFlow loads lazily
     import tensorflow as tf
@@ -86,13 +86,6 @@ class NodeInfo:
     def address(self) -> str:
         """``host:port`` of this node in the cluster spec."""
         return self.cluster_spec[self.job_name][self.task_index]
-
-    def tf_config(self) -> dict[str, Any]:
-        """This node's ``TF_CONFIG`` as a dictionary."""
-        return {
-            "cluster": self.cluster_spec,
-            "task": {"type": self.job_name, "index": self.task_index},
-        }
 
     def describe(self) -> str:
         """The placement line every node logs when it starts."""
