@@ -6,7 +6,7 @@
 - Mirrors and export copies of killed processes are swept on the next run.
 - The YARN archive is rebuilt when the dependencies pip resolves change.
 
-GCS counterparts are in tests/test_uri_gcs.py (the emulator).
+GCS counterparts are in tests/test_storage_gcs.py (the emulator).
 """
 
 from __future__ import annotations
