@@ -1,7 +1,7 @@
 """The ``tfbs`` command: one subcommand per stage, each also a spark-submit job.
 
 tfbs demo                      # generate, preprocess, train, evaluate
-tfbs preprocess --config conf/encode_dream.yaml --set preprocess.window=1000
+tfbs preprocess --config conf/encode_dream_ctcf.yaml --set preprocess.window=1000
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 # Submit one stage to YARN (client mode) in the packed environment of `make dist`:
 #
 #   scripts/submit_yarn.sh <stage> [spark-submit options] -- [stage arguments]
-#   scripts/submit_yarn.sh train -- --config conf/yarn.yaml
+#   scripts/submit_yarn.sh train -- --config conf/yarn_gpu.yaml
 #   scripts/submit_yarn.sh path/to/app.py [spark-submit options] -- [its arguments]
 #
 # Training sizes its own executors (one single-core executor per TF node);

@@ -156,7 +156,7 @@ def generate_genome_scale(gen: GenerateConfig, data: DataConfig) -> dict:
     ValueError
         On a configuration it cannot honour (the message names the key) or a
         remote output.
-    preprocess.inputs.MissingInputError
+    tfbs.errors.MissingInputError
         If the sizes, a peak file or the motif file is missing.
     """
     log = logging.getLogger("tfbs.generate")
