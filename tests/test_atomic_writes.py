@@ -289,7 +289,10 @@ def _saves_through_mirror(directory, monkeypatch) -> list[tuple[str, str]]:
     )
     operations: list[tuple[str, str]] = []
     upload, delete = storage.upload_file, storage.delete_file
-    monkeypatch.setattr(storage, "upload_file", lambda src, uri: (operations.append(("put", uri)), upload(src, uri)))
+    # Where the callers look the names up: storage.upload_tree's own module, and the package (ModelDirectory).
+    monkeypatch.setattr(
+        storage.transfers, "upload_file", lambda src, uri: (operations.append(("put", uri)), upload(src, uri))
+    )
     monkeypatch.setattr(storage, "delete_file", lambda uri: (operations.append(("del", uri)), delete(uri))[1])
     for step in range(1, 6):
         value.assign(float(step))
@@ -333,7 +336,7 @@ def _check_max_to_keep(directory, monkeypatch) -> None:
     with ModelDirectory(directory.uri, tempfile.mkdtemp(prefix="tfbs-model-"), temporary=True) as fresh:
         fresh.pull()
         uploads: list[str] = []
-        monkeypatch.setattr(storage, "upload_file", lambda src, uri: uploads.append(uri))
+        monkeypatch.setattr(storage.transfers, "upload_file", lambda src, uri: uploads.append(uri))  # upload_tree's
         fresh.push()
         assert uploads == []  # what was pulled is not sent back
         value = tf.Variable(0.0)

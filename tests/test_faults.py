@@ -642,7 +642,8 @@ real = storage.filesystem
 def filesystem(uri):
     fs, path = real(uri)
     return DyingFileSystem(fs), path
-storage.filesystem = filesystem
+# The package's own writers call it in its module; callers outside, through the package.
+storage.filesystems.filesystem = storage.filesystem = filesystem
 ModelDirectory(sys.argv[1], sys.argv[2]).push()
 """
 
