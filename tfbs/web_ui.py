@@ -81,3 +81,13 @@ def save_token(token: str, app_id: str) -> Path:
     with os.fdopen(descriptor, "w") as out:
         out.write(token)
     return path
+
+
+def request_headers(app_id: str) -> dict[str, str]:
+    """What a request of this process to application ``app_id``'s own UI sends: its token, if it saved one.
+
+    The driver's REST calls to its own UI (task placement, :mod:`tf_models.tfos.spark_status`)
+    pass the filter like any other caller.
+    """
+    path = token_path(app_id)
+    return {"Authorization": f"Bearer {path.read_text()}"} if path.is_file() else {}

@@ -12,6 +12,8 @@ import time
 import urllib.request
 from typing import TYPE_CHECKING
 
+from tfbs.web_ui import request_headers
+
 if TYPE_CHECKING:  # typing only: pyspark loads lazily
     from pyspark import SparkContext
 
@@ -104,7 +106,8 @@ def spark_placement(sc: SparkContext, stage_id: int | None, num_nodes: int) -> d
     try:
         # The first REST call took ~5 s (the UI's REST layer starts lazily),
         # and longer while TF kept the cores busy. A 5 s timeout missed it.
-        with urllib.request.urlopen(api, timeout=30) as resp:
+        request = urllib.request.Request(api, headers=request_headers(sc.applicationId))
+        with urllib.request.urlopen(request, timeout=30) as resp:
             for task in json.load(resp):
                 if task.get("status") in ("RUNNING", "SUCCESS"):
                     placement[int(task["index"])] = str(task["executorId"])
