@@ -254,6 +254,7 @@ def spark_session(
 
     Used as ``with spark_session(config.spark, app_suffix="-evaluate") as spark:``.
     """
+    fresh = SparkContext._active_spark_context is None  # else getOrCreate lends a running one, and its token
     session = build_session(spark, master, app_suffix, extra_conf, scratch_dir)
     # After the session: PySpark's own SIGINT handler is installed by then.
     note_interrupts()
@@ -264,7 +265,8 @@ def spark_session(
     finally:
         app_id = session.sparkContext.applicationId
         session.stop()
-        token_path(app_id).unlink(missing_ok=True)
+        if fresh:
+            token_path(app_id).unlink(missing_ok=True)
 
 
 @contextmanager
