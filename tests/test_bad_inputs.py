@@ -1040,4 +1040,4 @@ def test_any_mangled_line_is_read_or_refused_at_a_line(meme, where, junk):
     try:
         _read_meme_lines(b"\n".join(encoded) + b"\n")
     except BadInputError as err:
-        assert 1 <= err.line <= len(lines) and "\n" not in str(err)
+        assert 0 < err.line <= len(lines) and "\n" not in str(err)
