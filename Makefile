@@ -13,10 +13,12 @@ PYTEST_ARGS ?=
 demo: $(STAMP) class-archive
 	$(BIN)/tfbs demo --config conf/demo.yaml
 
-# Lint, type and import-contract checks first: they take seconds, the suite about 40 minutes on 2 cores.
+# Lint, type and import-contract checks first: they take seconds. Then the
+# suite, in two groups side by side: the cluster of hosts' tests and the rest
+# (tests/conftest.py).
 test: lint class-archive
 	@TEST_DEPS=1 bash scripts/system_deps.sh
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
 
 # No Spark, no cluster, nothing slow: about a minute.
 test-unit: $(STAMP)

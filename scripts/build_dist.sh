@@ -59,6 +59,14 @@ PY
   return $status
 }
 
+# One build at a time: a second caller (the other worker of a parallel test
+# session) waits here, then finds the archive up to date.
+if [ "$mode" = build ]; then
+  mkdir -p "$OUT"
+  exec 9>"$OUT/.build$suffix.lock"
+  flock 9
+fi
+
 # The stamp's first line must match; then the resolution, when pip can make
 # one now (offline it cannot, and neither could a rebuild: the archive stays).
 if ! dependencies=$(resolved_dependencies); then

@@ -87,11 +87,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     """Mark tests by the fixtures they use (modules mark what runs in subprocesses); the hosts' last.
 
     The tests of the cluster of hosts and of ``make dist``'s archive (YARN,
-    the DAG on YARN, the archive itself) run after the others: the hosts'
-    daemons then run only while needed, and the archive's build, started in
-    the background once the session is collected
-    (:func:`pytest_collection_finish`), is done by then instead of holding
-    up the run for a minute or more.
+    the DAG on YARN, the archive itself) form one ``xdist_group`` and the
+    rest another: ``make test`` runs the two side by side
+    (``-n 2 --dist loadgroup``), each on a worker of its own, because the
+    hosts' tests mostly wait on daemons, container launches and heartbeats
+    while the one-machine tests keep the cores busy. Each group's session
+    fixtures (a Spark session, the hosts) then start once, on its worker.
+    Run alone, the hosts' tests come after the others: their daemons run
+    only while needed, and the archive's build, started in the background
+    once the session is collected (:func:`pytest_collection_finish`), is
+    done by then.
     """
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
@@ -99,6 +104,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.spark)
         if used & _CLUSTER_FIXTURES:
             item.add_marker(pytest.mark.cluster)
+        item.add_marker(pytest.mark.xdist_group("hosts" if _uses_hosts(item) else "machine"))
     items.sort(key=_uses_hosts)  # stable: the order stays otherwise
 
 
