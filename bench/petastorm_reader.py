@@ -41,6 +41,7 @@ import tensorflow as tf
 from petastorm import make_batch_reader
 from petastorm.tf_utils import make_petastorm_dataset
 
+# The repository root, for bench.report (standard library only, so none of the project's pins).
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.report import result_path, write_summary  # noqa: E402

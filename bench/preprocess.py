@@ -30,8 +30,7 @@ from pathlib import Path
 
 import psutil
 
-# The repository root before bench/, for bench.report (this file would
-# otherwise be the only "preprocess" importable as a script's neighbour).
+# The repository root, for bench.report: run as a script, only bench/ is on the path.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.report import result_path, write_summary  # noqa: E402
