@@ -13,7 +13,7 @@ checks what can be checked without one:
   without one logs the warning that it runs on the CPU, and why
   (:func:`tf_models.gpus.log_devices`).
 
-Prints JSON and writes ``build/bench/cuda_archive.json``. The build
+Prints JSON and writes ``bench/results/cuda_archive.json``. The build
 downloads the CUDA wheels (some GB) once; later runs reuse pip's cache.
 
     .venv/bin/python bench/cuda_archive.py
@@ -33,6 +33,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DIST = ROOT / "build" / "dist"
+sys.path.insert(0, str(ROOT))
+
+from bench.report import result_path, write_summary  # noqa: E402
 
 #: Run by the archive's own Python inside the unpacked environment.
 PROBE = """
@@ -91,7 +94,7 @@ def probe(archive: Path) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", default=str(ROOT / "build" / "bench" / "cuda_archive.json"))
+    parser.add_argument("--out", default=result_path("cuda_archive"))
     args = parser.parse_args(argv)
     cpu = build(gpu=False)
     gpu = build(gpu=True)
@@ -102,10 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         "size_ratio_gpu_to_cpu": round(gpu["bytes"] / cpu["bytes"], 2),
         "gpu_archive_check": checked,
     }
-    print(json.dumps(summary, indent=2))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=2))
+    write_summary(summary, args.out, args)
     # With CUDA built in and no device here, the node must say it falls back to the CPU, and why.
     ok = checked["built_with_cuda"] and any("finds no GPU device" in line for line in checked["fallback_log"])
     return 0 if ok else 1

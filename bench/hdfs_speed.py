@@ -12,7 +12,7 @@ DataNode on this machine), the same bytes each way, one after the other,
   caches, resumed model directories).
 
 Medians and ratios project / shell (issue 16's target: >= 0.7 both ways).
-Prints JSON and writes ``build/bench/hdfs_speed.json``.
+Prints JSON and writes ``bench/results/hdfs_speed.json``.
 
     .venv/bin/python bench/hdfs_speed.py --megabytes 512 --repeats 3
 """
@@ -20,7 +20,6 @@ Prints JSON and writes ``build/bench/hdfs_speed.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -32,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "hadoop"))
+
+from bench.report import result_path, write_summary  # noqa: E402
 
 
 def shell(cluster, *arguments: str) -> float:
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--megabytes", type=int, default=512)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workdir", default=None, help="mini cluster work dir (default: a temporary one)")
-    parser.add_argument("--out", default=str(ROOT / "build" / "bench" / "hdfs_speed.json"))
+    parser.add_argument("--out", default=result_path("hdfs_speed"))
     args = parser.parse_args(argv)
 
     import pyarrow.parquet as pq
@@ -137,10 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         "runs_seconds": runs,
         "repeats": args.repeats,
     }
-    print(json.dumps(summary, indent=2))
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(summary, indent=2))
+    write_summary(summary, args.out, args)
     return 0
 
 

@@ -4,7 +4,8 @@ Reads the training record files of a shard directory with the production
 input pipeline (decode, one-hot, reverse complement, batching) and times it
 alone, then times in-process training steps of the configured model on the
 same batches. Prints medians of repeated runs and the ratio
-pipeline / model demand (issue 4's target: >= 10x).
+pipeline / model demand (issue 4's target: >= 10x); writes them to
+``bench/results/input_pipeline.json``.
 
     .venv/bin/python bench/input_pipeline.py --config conf/demo.yaml
 """
@@ -12,7 +13,6 @@ pipeline / model demand (issue 4's target: >= 10x).
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 import time
@@ -24,6 +24,7 @@ import tensorflow as tf
 # shadow the preprocess package when this file is run as a script.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.report import result_path, write_summary
 from tf_models.train_loop import TrainingRun, build_training_step
 from tfbs.config import load_config
 from tfbs.manifest import read_manifest
@@ -57,6 +58,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--batches", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default=result_path("input_pipeline"))
     args = parser.parse_args()
     config = load_config(args.config, args.overrides)
     run = TrainingRun.from_manifest(read_manifest(config.shards_uri))
@@ -73,7 +75,7 @@ def main() -> None:
         "repeats": args.repeats,
     }
     result["ratio_pipeline_to_model"] = result["pipeline_examples_per_s"] / result["model_examples_per_s"]
-    print(json.dumps(result, indent=2))
+    write_summary(result, args.out, args)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ and ours/model.
     .venv/bin/python bench/input_vs_petastorm.py --config conf/demo.yaml \
         --set shards_dir=build/demo/run/shards --repeats 5
 
-Prints JSON and writes it to ``build/bench/input_vs_petastorm.json``.
+Prints JSON and writes it to ``bench/results/input_vs_petastorm.json``.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.input_pipeline import rate  # noqa: E402
-from bench.report import write_summary  # noqa: E402
+from bench.report import as_given, result_path, write_summary  # noqa: E402
 from tf_models.train_loop import TrainingRun, build_training_step  # noqa: E402
 from tfbs import storage  # noqa: E402
 from tfbs.config import load_config  # noqa: E402
@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--batches", type=int, default=2000, help="timed batches per pipeline measurement")
     parser.add_argument("--repeats", type=int, default=3, help="rounds (ours, model, Petastorm each)")
-    parser.add_argument("--out", default="build/bench/input_vs_petastorm.json")
+    parser.add_argument("--out", default=result_path("input_vs_petastorm"))
     args = parser.parse_args()
     config = load_config(args.config, args.overrides)
     cfg = config.train
@@ -129,7 +129,7 @@ def main() -> None:
         "batch_size": cfg.batch_size,
         "batches": args.batches,
         "repeats": args.repeats,
-        "shards": config.shards_uri,
+        "shards": as_given(config.shards_uri),
         "rows": {
             "records_train": sum(f.rows for f in manifest.records["train"].positives)
             + sum(f.rows for files in manifest.records["train"].negatives for f in files),
@@ -138,7 +138,7 @@ def main() -> None:
         "petastorm_versions": result["versions"],
         "load_average_1min_at_end": os.getloadavg()[0],
     }
-    write_summary(summary, args.out)
+    write_summary(summary, args.out, args)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
 """Benchmark: Petastorm's TensorFlow reader on the training Parquet shards.
 
 Runs only inside ``.venv-petastorm`` (``scripts/petastorm_env.sh``):
-Petastorm 0.13.1 needs pyarrow 13, numpy<2 and pandas<2.3. It imports
-nothing from this project, so the project's own pins never meet Petastorm's.
+Petastorm 0.13.1 needs pyarrow 13, numpy<2 and pandas<2.3. Of this project
+it imports only ``bench/report.py`` (standard library), so the project's own
+pins never meet Petastorm's.
 
     bash scripts/petastorm_env.sh
     .venv-petastorm/bin/python bench/petastorm_reader.py \
@@ -22,7 +23,7 @@ the median of ``--repeats`` fresh readers is reported. Also reported: the
 raw reader alone (Petastorm row-group batches, no TensorFlow), rows/s.
 
 Prints JSON and writes it to ``--out`` (default
-``build/bench/petastorm_reader.json``).
+``bench/results/petastorm_reader.json``).
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
-import os
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -39,6 +40,11 @@ import numpy as np
 import tensorflow as tf
 from petastorm import make_batch_reader
 from petastorm.tf_utils import make_petastorm_dataset
+
+# The repository root, for bench.report (standard library only, so none of the project's pins).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.report import result_path, write_summary  # noqa: E402
 
 #: Columns the model's input needs (what a Petastorm user would select).
 FIELDS = ["sequence", "label_code", "tf_index", "cell_index", "dnase"]
@@ -148,7 +154,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=10, help="Petastorm reader threads (its default)")
     parser.add_argument("--shuffle-buffer", type=int, default=8192)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--out", default="build/bench/petastorm_reader.json")
+    parser.add_argument("--out", default=result_path("petastorm_reader"))
     args = parser.parse_args()
     if args.window is None:
         args.window = json.loads(Path(args.manifest).read_text())["window"]
@@ -168,11 +174,10 @@ def main() -> None:
         "reader_workers": args.workers,
         "versions": _versions(),
     }
-    text = json.dumps(result, indent=2)
-    print(text)
     if args.out:
-        os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
-        Path(args.out).write_text(text + "\n")
+        write_summary(result, args.out, args)
+    else:
+        print(json.dumps(result, indent=2))
 
 
 def _versions() -> dict[str, str]:

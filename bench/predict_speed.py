@@ -14,7 +14,8 @@ the same cores:
 
 The job's rate counts scored bins (bins x TF/cells). Prints the rates, the ratios (job / loop, job / model) and the hours for the
 challenge's 60 M bins per TF/cell on N executors of two cores at the job's
-rate; writes ``build/bench/predict_speed.json``.
+rate; writes ``bench/results/predict_speed.json`` (the job's submissions go
+to ``build/bench/``).
 
     .venv/bin/python bench/predict_speed.py --config conf/demo.yaml
 """
@@ -33,6 +34,7 @@ import numpy as np
 # shadow the preprocess package when this file is run as a script.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.report import result_path, write_summary
 from tf_models.model_dir import local_export
 from tf_models.predict import Target, predict_targets
 from tfbs import storage
@@ -70,6 +72,7 @@ def main() -> None:
     )
     parser.add_argument("--loop-rows", type=int, default=300, help="regions scored one per call")
     parser.add_argument("--model-rows", type=int, default=8192, help="windows the batched model rate is timed on")
+    parser.add_argument("--out", default=result_path("predict_speed"))
     args = parser.parse_args()
     config = load_config(args.config, args.overrides)
     version = chosen_version(config.run_dir)
@@ -124,8 +127,7 @@ def main() -> None:
     }
     for executors in (10, 50):
         result[f"hours_for_60M_bins_on_{executors}_executors"] = round(CHALLENGE_BINS / job_rate / 3600 / executors, 2)
-    (out_dir / "predict_speed.json").write_text(json.dumps(result, indent=2))
-    print(json.dumps(result, indent=2))
+    write_summary(result, args.out, args)
 
 
 if __name__ == "__main__":

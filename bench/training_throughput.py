@@ -52,7 +52,8 @@ and, given ``--only local`` as well, against one process on both cores.
 The exchange with the ps costs each worker step a fixed time, so that
 ratio depends on the batch: measure at the one you train with
 (``--set train.batch_size=128`` for conf/encode_dream_ctcf.yaml's).
-JSON printed and written to ``build/bench/training_throughput.json``.
+JSON printed and written to ``bench/results/training_throughput.json`` (``--out``
+names each measured variant's file).
 """
 
 from __future__ import annotations
@@ -204,6 +205,9 @@ def train_once(name: str, args: argparse.Namespace, run_dir: Path) -> dict:
 
 
 def main() -> None:
+    sys.path.insert(0, str(ROOT))
+    from bench.report import as_given, result_path, write_summary
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", default="conf/demo.yaml")
     parser.add_argument("--set", dest="overrides", action="append", default=[], help="passed to every run")
@@ -215,10 +219,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", choices=sorted({**CONFIGURATIONS, **PINNED}), help="default: all")
     parser.add_argument("--work-dir", default="build/bench/training_runs", help="run directories (replaced)")
     parser.add_argument("--keep-runs", action="store_true")
-    parser.add_argument("--out", default="build/bench/training_throughput.json")
+    parser.add_argument("--out", default=result_path("training_throughput"))
     args = parser.parse_args()
-    sys.path.insert(0, str(ROOT))
-    from bench.report import write_summary
     from tfbs.config import load_config
 
     config = load_config(args.config, args.overrides)
@@ -281,18 +283,12 @@ def main() -> None:
             "steady_steps": args.steps - args.window_steps,
             "repeats": args.repeats,
             "cores": os.cpu_count(),
-            "shards": _as_given(config.shards_uri),
+            "shards": as_given(config.shards_uri),
             "overrides": {name: COMMON + {**CONFIGURATIONS, **PINNED}[name] for name in names},
             "runs": runs,
         }
     )
-    write_summary(summary, args.out)
-
-
-def _as_given(uri: str) -> str:
-    """``uri`` relative to the checkout when it lies inside it: results name no machine's folders."""
-    path = Path(uri.removeprefix("file://"))
-    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else uri
+    write_summary(summary, args.out, args)
 
 
 if __name__ == "__main__":
