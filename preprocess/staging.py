@@ -34,7 +34,7 @@ from tfbs.dream import BIN_STEP
 
 #: Folders of the staging directory that hold what passes between the stages; removed before the commit.
 ANNOTATED, DEALT = "annotated", "dealt"
-#: What a staging directory's name adds to the shard directory's (other tools look for it, e.g. to clean up).
+#: What a staging directory's name adds to the shard directory's (a leftover of a killed build is known by it).
 STAGING_SUFFIX = "._staging-"
 
 
