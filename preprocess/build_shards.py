@@ -16,57 +16,60 @@ Three Spark stages:
 3. a few tasks per core gather and write the record files, each reading
    one byte range of every chunk file.
 
-Everything goes to a staging directory that is swapped in whole after the
-manifest, which accounts for every input row, has been checked and written.
+Everything goes to a staging directory (:mod:`preprocess.staging`) that is
+swapped in whole after the manifest (:mod:`preprocess.shard_manifest`),
+which accounts for every input row, has been checked and written. What the
+driver decides before the first task, and the rows the stages hand back,
+are typed in :mod:`preprocess.plan`.
+
+:func:`build_shards` reads as those steps: check and fingerprint the inputs
+(and keep shards built from the same ones), plan, stage 1
+(:func:`_stage_label_files`), then stages 2 and 3 and the manifest
+(:func:`_write_shards_and_manifest`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import re
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future
 from functools import partial
-from operator import itemgetter
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
+from pyspark import SparkContext
+from pyspark.broadcast import Broadcast
 from pyspark.sql import SparkSession
 
 from preprocess.fingerprint import CheckedInputs, changed_inputs, check_and_fingerprint
 from preprocess.label_reader import ReadReport, read_label_file
 from preprocess.memory import keep_freed_memory
+from preprocess.plan import FileReport, LabelFile, ShardPlan, StagedChromosome, TaskSettings, plan_shards
 from preprocess.sampling import draw_probabilities
-from preprocess.segregate import (
-    BLACKLIST,
-    ChromBins,
-    annotate_while_reading,
-    class_counts,
-    decide,
-    dnase_source,
-    read_bins,
-    write_bins,
-)
-from preprocess.shard_writer import (
-    ChromResult,
+from preprocess.segregate import BLACKLIST, ChromBins, annotate_while_reading, class_counts, decide, dnase_source
+from preprocess.shard_manifest import shard_manifest
+from preprocess.shard_writer import ChromResult, gather_dealt_records, write_chromosome
+from preprocess.staging import (
+    ANNOTATED,
+    DEALT,
     DealtChunk,
-    ShardContext,
-    gather_dealt_records,
+    annotated_file,
+    dealt_file,
+    read_bins,
+    remove_folder,
     store_dealt_records,
-    write_chromosome,
+    write_bins,
 )
 from tfbs import manifest, storage
 from tfbs.config import DataConfig, PipelineConfig, PreprocessConfig
-from tfbs.dream import TEST, TRAIN, VALID, read_bed_intervals, read_dnase_peaks, split_of
+from tfbs.dream import TEST, read_bed_intervals, read_dnase_peaks
 from tfbs.errors import BadInputError
-from tfbs.genome import load_chromosome, read_fai, window_status
+from tfbs.genome import load_chromosome, window_status
 from tfbs.proteins import read_protein_fasta
-from tfbs.records import RecordLayout
 
 log = logging.getLogger("tfbs.preprocess")
 
@@ -77,82 +80,72 @@ _RECORD_TASKS_PER_CORE = 4
 #: Record bytes one writing task holds at most (it gathers all its files' chunks before writing).
 _RECORD_TASK_BYTES = 256 << 20
 
+#: Draw probabilities ``(p_open, p_closed)`` by ``(tf, cell, split)``.
+Probabilities = dict[tuple[str, str, str], tuple[float, float]]
+
 
 def _read_and_annotate(
-    job: tuple[str, str, list[str]],
-    chroms: list[str],
-    splits: dict[str, str],
-    intervals: dict,
-    read_options: tuple[Literal["fail", "set_aside"], int],
-    genome: dict,
-    config: dict,
-) -> Iterator[tuple]:
+    job: LabelFile, chroms: list[str], splits: dict[str, str], intervals: dict, settings: TaskSettings
+) -> Iterator[StagedChromosome | FileReport]:
     """Stage 1: annotate every chromosome of one label file; write the test ones, store the others.
 
     A test chromosome needs no draw probabilities, so its shard is written
     here, beside the read, where the reading leaves a core part idle; the
     others wait in the staging directory for stage 2.
 
-    Yields ``(tf, chrom, split, n_bins, class counts, result)`` per
-    chromosome (``result`` the :class:`ChromResult` of a test chromosome,
-    else None), then ``(tf, report)``.
+    Yields a :class:`StagedChromosome` per chromosome, then the file's
+    :class:`FileReport`.
     """
     keep_freed_memory()
-    tf, uri, cells = job
 
-    def store(bins: ChromBins) -> tuple:
+    def store(bins: ChromBins) -> StagedChromosome:
         if bins.split == TEST:
-            result = _write_one(bins, cells, {}, genome, config)
+            result = _write_one(bins, job.cells, {}, settings)
         else:
-            # Files for the next stage's tasks rather than Spark's shuffle:
-            # PySpark's partitionBy holds a task's output until the task ends,
-            # so the whole file's bins were pickled and written after the read,
-            # on one core (about 3 s at full size), and kept in memory twice.
-            write_bins(bins, _annotated_file(config["context"].out_uri, tf, bins.chrom))
+            # Files for the next stage's tasks rather than Spark's shuffle (preprocess.staging).
+            write_bins(bins, annotated_file(settings.context.out_uri, job.tf, bins.chrom))
             result = None
-        return tf, bins.chrom, bins.split, len(bins.starts), class_counts(bins), result
+        return StagedChromosome(job.tf, bins.chrom, bins.split, len(bins.starts), class_counts(bins), result)
 
-    items = read_label_file(uri, cells, chroms, *read_options)
-    for item in annotate_while_reading(tf, items, cells, splits, intervals, _ANNOTATION_THREADS, store):
-        yield (tf, item) if isinstance(item, ReadReport) else item
-
-
-#: Folders of the staging directory that hold what passes between the stages; removed before the commit.
-_ANNOTATED, _DEALT = "annotated", "dealt"
+    items = read_label_file(job.uri, job.cells, chroms, settings.bad_rows, settings.read_block_bytes)
+    for item in annotate_while_reading(job.tf, items, job.cells, splits, intervals, _ANNOTATION_THREADS, store):
+        yield FileReport(job.tf, item) if isinstance(item, ReadReport) else item
 
 
-def _annotated_file(staging_uri: str, tf: str, chrom: str) -> str:
-    return f"{staging_uri}/{_ANNOTATED}/{tf}/{chrom}.bins"
-
-
-def _window_status_at(chromosome: np.ndarray, starts: np.ndarray, config: dict, rows: np.ndarray) -> np.ndarray:
+def _window_status_at(
+    chromosome: np.ndarray, starts: np.ndarray, settings: TaskSettings, rows: np.ndarray
+) -> np.ndarray:
     """The window status of the bins at ``rows`` (:func:`tfbs.genome.window_status`)."""
-    return window_status(chromosome, starts[rows], config["window"], config["max_n_fraction"], config["pad"])
+    return window_status(chromosome, starts[rows], settings.window, settings.max_n_fraction, settings.pad_windows)
 
 
-def _write_one(bins: ChromBins, cells: list[str], probabilities: dict, genome: dict, config: dict) -> ChromResult:
+def _write_one(bins: ChromBins, cells: list[str], probabilities: Probabilities, settings: TaskSettings) -> ChromResult:
     """Decide, cut windows and write one (TF, chromosome); its dealt records go to a chunk file."""
-    chromosome = load_chromosome(genome["uri"], genome["fai"][bins.chrom])
-    status_of = partial(_window_status_at, chromosome, bins.starts, config)
+    genome = settings.genome
+    chromosome = load_chromosome(genome.uri, genome.fai[bins.chrom])
+    status_of = partial(_window_status_at, chromosome, bins.starts, settings)
     chosen = {cell: probabilities.get((bins.tf, cell, bins.split), (0.0, 0.0)) for cell in cells}
-    decision = decide(bins, cells, chosen, config["draws"], config["seed"], status_of)
-    context: ShardContext = config["context"]
+    decision = decide(bins, cells, chosen, settings.negative_draws, settings.seed, status_of)
+    context = settings.context
     result = write_chromosome(bins, cells, decision, chromosome, context)
     if result.record_chunks:
-        chunk_file = f"{context.out_uri}/{_DEALT}/{bins.tf}/{bins.chrom}.rec"
-        result.dealt = store_dealt_records(result, chunk_file, config["writer_of"])
+        chunk_file = dealt_file(context.out_uri, bins.tf, bins.chrom)
+        result.dealt = store_dealt_records(bins.tf, bins.chrom, result.record_chunks, chunk_file, settings.writer_of)
         result.record_chunks = []
     return result
 
 
 def _write_partition(
-    keys: Iterable[tuple[str, str]], cells_by_tf: dict, probabilities: dict, genome: dict, config: dict
+    keys: Iterable[tuple[str, str]],
+    cells_by_tf: dict[str, list[str]],
+    probabilities: Probabilities,
+    settings: TaskSettings,
 ) -> Iterator[ChromResult]:
     """Stage 2: write each (TF, chromosome) stage 1 stored."""
     keep_freed_memory()
     for tf, chrom in keys:
-        bins = read_bins(_annotated_file(config["context"].out_uri, tf, chrom))
-        yield _write_one(bins, cells_by_tf[tf], probabilities, genome, config)
+        bins = read_bins(annotated_file(settings.context.out_uri, tf, chrom))
+        yield _write_one(bins, cells_by_tf[tf], probabilities, settings)
 
 
 def _gather_partition(chunks: list[DealtChunk], record_bytes: int, staging_uri: str, seed: int) -> list[tuple]:
@@ -180,12 +173,14 @@ def _side_intervals(data: DataConfig, cells: list[str]) -> dict[str, dict]:
     return dict(by_chrom)
 
 
-def _probabilities(stats: list, cells_by_tf: dict, pp: PreprocessConfig) -> dict[tuple, tuple[float, float]]:
+def _probabilities(
+    chromosomes: list[StagedChromosome], cells_by_tf: dict[str, list[str]], pp: PreprocessConfig
+) -> Probabilities:
     """Draw probabilities per (TF, cell, split) from the class counts."""
     totals: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for (tf, _chrom), split, counts in stats:
-        for cell, row in zip(cells_by_tf[tf], counts):
-            total = totals[(tf, cell, split)]
+    for staged in chromosomes:
+        for cell, row in zip(cells_by_tf[staged.tf], staged.class_counts):
+            total = totals[(staged.tf, cell, staged.split)]
             for i in range(3):
                 total[i] += int(row[i])
     return {
@@ -196,18 +191,22 @@ def _probabilities(stats: list, cells_by_tf: dict, pp: PreprocessConfig) -> dict
 
 
 def _record_file_counts(
-    stats: list, cells_by_tf: dict, probabilities: dict, n_draws: int, rows_per_file: int
+    chromosomes: list[StagedChromosome],
+    cells_by_tf: dict[str, list[str]],
+    probabilities: Probabilities,
+    n_draws: int,
+    rows_per_file: int,
 ) -> dict[str, int]:
     """How many record files each ``<split>/<kind>`` gets, from the expected rows."""
     expected: dict[str, float] = defaultdict(float)
-    for (tf, _chrom), split, counts in stats:
-        if split == TEST:
+    for staged in chromosomes:
+        if staged.split == TEST:
             continue
-        for cell, (bound, open_unbound, closed_unbound) in zip(cells_by_tf[tf], counts):
-            p_open, p_closed = probabilities[(tf, cell, split)]
-            expected[f"{split}/positives"] += bound
+        for cell, (bound, open_unbound, closed_unbound) in zip(cells_by_tf[staged.tf], staged.class_counts):
+            p_open, p_closed = probabilities[(staged.tf, cell, staged.split)]
+            expected[f"{staged.split}/positives"] += bound
             for draw in range(n_draws):
-                expected[f"{split}/negatives-{draw}"] += p_open * open_unbound + p_closed * closed_unbound
+                expected[f"{staged.split}/negatives-{draw}"] += p_open * open_unbound + p_closed * closed_unbound
     return {key: max(1, math.ceil(rows / rows_per_file)) for key, rows in sorted(expected.items())}
 
 
@@ -222,60 +221,106 @@ def _record_writer_tasks(n_files: int, file_bytes: int, sc: Any) -> int:
     return max(1, min(n_files, max(_RECORD_TASKS_PER_CORE * sc.defaultParallelism, by_memory)))
 
 
-def _assemble_manifest(
-    results: list[ChromResult],
-    record_files: list[tuple[str, dict]],
-    reports: dict,
-    cells_by_tf: dict,
-    n_draws: int,
-    staging_uri: str,
-    final_uri: str,
-) -> dict:
-    """Fold the tasks' results into the manifest's counts, draws and file lists."""
-    counts = manifest.tally_outcomes(row for result in results for row in result.counts)
-    for tf, cells in cells_by_tf.items():
-        for cell in cells:
-            # Every TF/cell gets an entry, so the accounting check sees one
-            # whose rows all went missing.
-            entry = counts.setdefault(tf, {}).setdefault(cell, {})
-            if reports[tf].rejected:
-                entry[manifest.REJECTED] = len(reports[tf].rejected)
-    draws: dict = defaultdict(lambda: defaultdict(dict))
-    parquet: dict[str, list] = defaultdict(list)
-    records: dict[str, dict[str, Any]] = {
-        split: {"positives": [], "negatives": [[] for _ in range(n_draws)]} for split in (TRAIN, VALID)
-    }
+def _plan_record_files(
+    plan: ShardPlan, chromosomes: list[StagedChromosome], probabilities: Probabilities, sc: SparkContext
+) -> ShardPlan:
+    """``plan`` with its record files counted from stage 1's class counts, and each file's writing task."""
+    rows_per_file, n_draws = plan.rows_per_record_file, plan.settings.negative_draws
+    n_files = _record_file_counts(chromosomes, plan.cells_by_tf, probabilities, n_draws, rows_per_file)
+    file_keys = [(key, n) for key, count in n_files.items() for n in range(count)]
+    n_writers = _record_writer_tasks(len(file_keys), rows_per_file * plan.layout.record_bytes, sc)
+    writer_of = {file_key: i % n_writers for i, file_key in enumerate(file_keys)}
+    return plan.with_record_files(n_files, writer_of)
 
-    def final(entry: dict) -> dict:
-        return {**entry, "path": entry["path"].replace(staging_uri, final_uri, 1)}
 
-    for file_key, entry in record_files:
-        split, kind = file_key.split("/")
-        split_records = records[split]
-        target = (
-            split_records["positives"]
-            if kind == "positives"
-            else split_records["negatives"][int(kind.removeprefix("negatives-"))]
-        )
-        target.append(final(entry))
+def _stage_label_files(
+    sc: SparkContext, plan: ShardPlan, intervals: Broadcast
+) -> tuple[dict[str, ReadReport], list[StagedChromosome]]:
+    """Stage 1 on Spark, one task per label file: segregate every chromosome, write the test ones, stage the rest.
+
+    Returns
+    -------
+    tuple
+        Each TF's :class:`ReadReport`, and a :class:`StagedChromosome` per
+        (TF, chromosome).
+    """
+    chroms, splits, settings = plan.chroms, plan.splits, plan.settings
+    rows = (
+        sc.parallelize(plan.label_files, len(plan.label_files))
+        .flatMap(lambda job: _read_and_annotate(job, chroms, splits, intervals.value, settings))
+        .collect()
+    )
+    reports = {row.tf: row.report for row in rows if isinstance(row, FileReport)}
+    chromosomes = [row for row in rows if isinstance(row, StagedChromosome)]
+    for tf in plan.tfs:
+        log.info("%s: %d label lines, %d set aside as bad", tf, reports[tf].n_rows, len(reports[tf].rejected))
+    return reports, chromosomes
+
+
+def _write_shards(
+    sc: SparkContext, plan: ShardPlan, chromosomes: list[StagedChromosome], probabilities: Probabilities
+) -> list[ChromResult]:
+    """Stage 2 on Spark, one task per staged (TF, chromosome): decide, write its shard and deal its records.
+
+    Returns every chromosome's :class:`ChromResult`, stage 1's test ones first.
+    """
+    # The rest, largest first, so the stage does not end waiting on one.
+    stored = sorted((row for row in chromosomes if row.result is None), key=lambda row: -row.n_bins)
+    written = [(row.tf, row.chrom) for row in stored]
+    results = [row.result for row in chromosomes if row.result is not None]
+    cells_by_tf, settings = plan.cells_by_tf, plan.settings
+    results += (
+        sc.parallelize(written, max(1, len(written)))
+        .mapPartitions(lambda keys: _write_partition(keys, cells_by_tf, probabilities, settings))
+        .collect()
+    )
+    # Gone before the record files are written: on one machine the page
+    # cache they held serves those writes.
+    remove_folder(plan.staging_uri, ANNOTATED)
+    return results
+
+
+def _write_record_files(sc: SparkContext, plan: ShardPlan, results: list[ChromResult]) -> list[tuple[str, dict]]:
+    """Stage 3 on Spark, a few tasks per core: gather the dealt records into the record files.
+
+    Returns
+    -------
+    list of tuple
+        ``(file key, entry)`` of each record file written.
+    """
+    writer_of = plan.settings.writer_of
+    chunks_by_writer: dict[int, list[DealtChunk]] = defaultdict(list)
     for result in results:
-        parquet[result.split].extend(final(entry) for entry in result.parquet)
-        for cell, per_draw in result.draws.items():
-            current = draws[result.tf][cell].get(result.split, [0] * n_draws)
-            draws[result.tf][cell][result.split] = [a + b for a, b in zip(current, per_draw)]
-    by_path = itemgetter("path")
-    for files in parquet.values():
-        files.sort(key=by_path)
-    for split_records in records.values():
-        split_records["positives"].sort(key=by_path)
-        for files in split_records["negatives"]:
-            files.sort(key=by_path)
-    return {
-        "counts": counts,
-        "draws": {tf: {cell: dict(s) for cell, s in cells.items()} for tf, cells in draws.items()},
-        "parquet": dict(parquet),
-        "records": records,
-    }
+        for chunk in result.dealt:
+            chunks_by_writer[writer_of[(chunk.file_key, chunk.number)]].append(chunk)
+    record_bytes, staging_uri, seed = plan.layout.record_bytes, plan.staging_uri, plan.settings.seed
+    record_files = (
+        sc.parallelize(list(chunks_by_writer.values()), max(1, len(chunks_by_writer)))
+        .flatMap(lambda chunks: _gather_partition(chunks, record_bytes, staging_uri, seed))
+        .collect()
+    )
+    remove_folder(plan.staging_uri, DEALT)
+    return record_files
+
+
+def _write_shards_and_manifest(
+    sc: SparkContext,
+    plan: ShardPlan,
+    config: PipelineConfig,
+    inputs: CheckedInputs,
+    staged: tuple[dict[str, ReadReport], list[StagedChromosome]],
+    proteins: dict[str, str],
+) -> manifest.Manifest:
+    """Stages 2 and 3 with the draw probabilities stage 1's counts give, then the manifest, in the staging folder."""
+    reports, chromosomes = staged
+    probabilities = _probabilities(chromosomes, plan.cells_by_tf, config.preprocess)
+    plan = _plan_record_files(plan, chromosomes, probabilities, sc)
+    results = _write_shards(sc, plan, chromosomes, probabilities)
+    record_files = _write_record_files(sc, plan, results)
+    fingerprint = inputs.fingerprint.result()
+    built = shard_manifest(config, plan, fingerprint, reports, results, record_files, probabilities, proteins)
+    manifest.write_manifest(plan.staging_uri, built)
+    return built
 
 
 def current_shards(shards_uri: str, fingerprint: dict | Future[dict]) -> manifest.Manifest | None:
@@ -348,144 +393,34 @@ def build_shards(spark: SparkSession, config: PipelineConfig, inputs: CheckedInp
         add up to its input rows (:class:`tfbs.manifest.ManifestMismatchError`).
     """
     started = time.monotonic()
-    data, pp = config.data, config.preprocess
     if inputs is None:
         inputs = check_and_fingerprint(config)
-    cells_by_tf = inputs.cells_by_tf
-    tfs = list(data.tfs)
-    all_cells = sorted({cell for cells in cells_by_tf.values() for cell in cells})
-    label_uris = {tf: data.labels_uri(tf) for tf in tfs}
-    final_uri = config.shards_uri
-    existing = current_shards(final_uri, inputs.fingerprint)
+    existing = current_shards(config.shards_uri, inputs.fingerprint)
     if existing is not None:
         return existing
-    proteins = read_protein_fasta(data.proteins_fasta)
-    fai = read_fai(data.genome_fasta)
-    chroms = list(fai)
-    splits = {chrom: split_of(chrom, pp.test_chroms, pp.valid_chroms) for chrom in chroms}
-    layout = RecordLayout(pp.window)
+    proteins = read_protein_fasta(config.data.proteins_fasta)
+    plan = plan_shards(config, inputs)
     sc = spark.sparkContext
-    intervals = sc.broadcast(_side_intervals(data, all_cells))
-
-    staging_uri = f"{final_uri}._staging-{uuid.uuid4().hex[:8]}"
-    genome = {"uri": data.genome_fasta, "fai": fai}
-    read_options = (pp.bad_rows, pp.read_block_mb << 20)
-    jobs = [(tf, label_uris[tf], cells_by_tf[tf]) for tf in tfs]
-    context = ShardContext(
-        staging_uri, tfs, all_cells, pp.window, pp.seed, pp.rows_per_row_group, pp.test_rows_per_row_group, layout
-    )
-    task_config = {
-        "window": pp.window,
-        "max_n_fraction": pp.max_n_fraction,
-        "pad": pp.pad_windows,
-        "draws": pp.negative_draws,
-        "seed": pp.seed,
-        "context": context,
-        "writer_of": {},
-    }
+    intervals = sc.broadcast(_side_intervals(config.data, plan.cells))
     try:
-        summary = (
-            sc.parallelize(jobs, len(jobs))
-            .flatMap(
-                lambda job: _read_and_annotate(job, chroms, splits, intervals.value, read_options, genome, task_config)
-            )
-            .collect()
-        )
-        reports = {row[0]: row[1] for row in summary if isinstance(row[1], ReadReport)}
-        chromosomes = [row for row in summary if not isinstance(row[1], ReadReport)]
-        stats = [((tf, chrom), split, counts) for tf, chrom, split, _, counts, _ in chromosomes]
-        for tf in tfs:
-            log.info("%s: %d label lines, %d set aside as bad", tf, reports[tf].n_rows, len(reports[tf].rejected))
-        probabilities = _probabilities(stats, cells_by_tf, pp)
-        n_files = _record_file_counts(stats, cells_by_tf, probabilities, pp.negative_draws, pp.rows_per_record_file)
-        file_keys = [(key, n) for key, count in n_files.items() for n in range(count)]
-        n_writers = _record_writer_tasks(len(file_keys), pp.rows_per_record_file * layout.record_bytes, sc)
-        writer_of = {file_key: i % n_writers for i, file_key in enumerate(file_keys)}
-        task_config = {
-            **task_config,
-            "context": dataclasses.replace(context, record_files=n_files),
-            "writer_of": writer_of,
-        }
-        # The rest, largest first, so the stage does not end waiting on one.
-        stored = sorted((row for row in chromosomes if row[5] is None), key=lambda row: -row[3])
-        written = [(tf, chrom) for tf, chrom, *_ in stored]
-        results = [row[5] for row in chromosomes if row[5] is not None]
-        results += (
-            sc.parallelize(written, max(1, len(written)))
-            .mapPartitions(lambda keys: _write_partition(keys, cells_by_tf, probabilities, genome, task_config))
-            .collect()
-        )
-        # Gone before the record files are written: on one machine the page
-        # cache they held serves those writes.
-        storage.delete_dir(f"{staging_uri}/{_ANNOTATED}")
-        chunks_by_writer: dict[int, list[DealtChunk]] = defaultdict(list)
-        for result in results:
-            for chunk in result.dealt:
-                chunks_by_writer[writer_of[(chunk.file_key, chunk.number)]].append(chunk)
-        record_bytes = layout.record_bytes
-        record_files = (
-            sc.parallelize(list(chunks_by_writer.values()), max(1, len(chunks_by_writer)))
-            .flatMap(lambda chunks: _gather_partition(chunks, record_bytes, staging_uri, pp.seed))
-            .collect()
-        )
-        storage.delete_dir(f"{staging_uri}/{_DEALT}")
-        input_rows = {tf: reports[tf].n_rows for tf in tfs}
-        assembled = _assemble_manifest(
-            results, record_files, reports, cells_by_tf, pp.negative_draws, staging_uri, final_uri
-        )
-        _log_accounting(assembled["counts"], input_rows)
-        # Validation checks that every TF/cell's outcomes add up to its input rows.
-        shard_manifest = manifest.Manifest.model_validate(
-            {
-                "schema_version": manifest.SCHEMA_VERSION,
-                "config_digest": config.digest(),
-                "fingerprint": inputs.fingerprint.result(),
-                "created_unix": int(time.time()),
-                "tfs": tfs,
-                "cells": all_cells,
-                "cells_by_tf": cells_by_tf,
-                "splits": {"test_chroms": pp.test_chroms, "valid_chroms": pp.valid_chroms},
-                "window": pp.window,
-                # Without DNase every bin reads as closed: the model must not use the input.
-                "dnase": data.has_dnase,
-                "negative_draws": pp.negative_draws,
-                "record_layout": layout.to_dict(),
-                "inputs": {
-                    tf: {
-                        "uri": label_uris[tf],
-                        "input_rows": input_rows[tf],
-                        "rejected": [{"line": line, "reason": reason} for line, reason in sorted(reports[tf].rejected)],
-                    }
-                    for tf in tfs
-                },
-                "draw_probabilities": {
-                    f"{tf}/{cell}/{split}": p for (tf, cell, split), p in sorted(probabilities.items())
-                },
-                **assembled,
-                "proteins": {tf: proteins[tf] for tf in tfs},
-            }
-        )
-        manifest.write_manifest(staging_uri, shard_manifest)
+        staged = _stage_label_files(sc, plan, intervals)
+        built = _write_shards_and_manifest(sc, plan, config, inputs, staged, proteins)
     except BaseException as err:
         # Ctrl-C too: an interrupted build leaves no staging folder behind
         # (a SIGKILLed one does; nothing reads it, and it is safe to delete).
-        storage.delete_dir(staging_uri)
+        storage.delete_dir(plan.staging_uri)
         reason = _spark_error_reason(err) if isinstance(err, Exception) else None
         if reason and not isinstance(err, BadInputError):
             raise BadInputError.from_message(reason) from None
         raise
-    storage.replace_dir(staging_uri, final_uri, commit_marker=manifest.MANIFEST_NAME)
-    total = sum(input_rows.values())
+    storage.replace_dir(plan.staging_uri, plan.shards_uri, commit_marker=manifest.MANIFEST_NAME)
+    total = sum(report.n_rows for report in staged[0].values())
     elapsed = time.monotonic() - started
     log.info(
-        "shards committed to %s: %d label lines in %.1f s (%.0f lines/s)", final_uri, total, elapsed, total / elapsed
+        "shards committed to %s: %d label lines in %.1f s (%.0f lines/s)",
+        plan.shards_uri,
+        total,
+        elapsed,
+        total / elapsed,
     )
-    return shard_manifest
-
-
-def _log_accounting(counts: dict, input_rows: dict[str, int]) -> None:
-    for tf, cells in counts.items():
-        for cell, outcomes in sorted(cells.items()):
-            kept = {split: sum(n.values()) for split, n in outcomes.get("kept", {}).items()}
-            others = {key: value for key, value in outcomes.items() if key != "kept"}
-            log.info("%s/%s: %d input rows = kept %s + %s", tf, cell, input_rows[tf], kept, others)
+    return built

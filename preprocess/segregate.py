@@ -12,7 +12,6 @@ an outcome from :data:`tfbs.manifest.OUTCOMES`:
 
 from __future__ import annotations
 
-import json
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -23,9 +22,8 @@ import numpy as np
 
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece, ReadReport
 from preprocess.sampling import uniform_draw
-from tfbs import storage
 from tfbs.annotate import Intervals, peak_proximity
-from tfbs.dream import BIN_STEP, TEST
+from tfbs.dream import TEST
 from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
 from tfbs.manifest import OUTCOMES
 
@@ -50,61 +48,6 @@ class ChromBins:
     codes: np.ndarray  # uint8 (n, n_cells)
     blacklisted: np.ndarray  # bool (n,)
     open: np.ndarray  # float32 (n, n_cells): proximity to the cell's DNase summits, 0 outside its peaks
-
-
-def write_bins(bins: ChromBins, uri: str) -> None:
-    """Store annotated bins at ``uri`` (atomic) for another task to read.
-
-    A line of JSON naming each array's dtype and shape, then the arrays'
-    bytes, written straight from the arrays: ``np.savez`` into memory and out
-    again copied a chromosome's arrays twice more. Most bins lie in no peak,
-    so the proximities are stored as their non-zero entries and the flags as
-    bits: a third of the arrays' bytes.
-    """
-    flat = bins.open.ravel()
-    nonzero = np.flatnonzero(flat)
-    starts = bins.starts
-    # A whole chromosome's labels are one run of bins on the 50 bp grid: its first start stands for all.
-    on_grid = len(starts) > 0 and bool(np.all(np.diff(starts) == BIN_STEP))
-    arrays = {
-        "starts": starts[:1] if on_grid else starts,
-        "codes": bins.codes,
-        "blacklisted": np.packbits(bins.blacklisted),
-        "open_index": nonzero,
-        "open_values": flat[nonzero],
-    }
-    header = {
-        "names": [bins.tf, bins.chrom, bins.split],
-        "grid": on_grid,
-        "arrays": [[name, array.dtype.str, list(array.shape)] for name, array in arrays.items()],
-    }
-    with storage.open_output(uri, compression=None) as out:
-        out.write(json.dumps(header).encode() + b"\n")
-        for array in arrays.values():
-            out.write(np.ascontiguousarray(array).data)
-
-
-def read_bins(uri: str) -> ChromBins:
-    """Annotated bins stored by :func:`write_bins` (its arrays read-only views of one read)."""
-    with storage.open_input(uri, compression=None) as stream:
-        data = stream.read()
-    end_of_header = data.index(b"\n")
-    header = json.loads(data[:end_of_header])
-    arrays, offset = {}, end_of_header + 1
-    for name, dtype_str, shape in header["arrays"]:
-        dtype, count = np.dtype(dtype_str), int(np.prod(shape))
-        arrays[name] = np.frombuffer(data, dtype, count, offset).reshape(shape)
-        offset += count * dtype.itemsize
-    codes = arrays["codes"]
-    proximity = np.zeros(codes.shape, dtype=np.float32)
-    proximity.ravel()[arrays["open_index"]] = arrays["open_values"]
-    blacklisted = np.unpackbits(arrays["blacklisted"], count=len(codes)).astype(bool)
-    tf, chrom, split = header["names"]
-    starts = arrays["starts"]
-    if header["grid"]:
-        first = int(starts[0])
-        starts = np.arange(first, first + BIN_STEP * len(codes), BIN_STEP, dtype=np.int64)
-    return ChromBins(tf, chrom, split, starts, codes, blacklisted, proximity)
 
 
 def annotate_bins(

@@ -10,10 +10,10 @@ The graph-native training mirror splits the same rows into
 ``records/<split>/positives`` and ``records/<split>/negatives-<draw>``, so a
 trainer can redraw negatives per epoch without touching the positives. A
 task does not write those files itself: it deals each record to one of the
-split's files at random (:func:`deal`) and stores what it dealt in
-one chunk file (:func:`store_dealt_records`); a later task gathers each
-record file's chunks from every chunk file (:func:`gather_dealt_records`),
-so every file holds a sample of all TFs, cells and chromosomes. Files cut
+split's files at random (:func:`deal`) and stores what it dealt in one
+chunk file of the staging folder (:mod:`preprocess.staging`); a later task
+gathers each record file's chunks from every chunk file
+(:func:`gather_dealt_records`), so every file holds a sample of all TFs, cells and chromosomes. Files cut
 per (TF, chromosome) gave each worker, and each stretch of the stream, its
 own mix of TFs among the positives and another among the negatives: a label
 that the TF alone predicted, differently on each worker.
@@ -21,8 +21,6 @@ that the TF alone predicted, differently on each worker.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -32,6 +30,7 @@ from blake3 import blake3
 
 from preprocess.label_reader import CODE_B, LABEL_LETTERS
 from preprocess.segregate import ChromBins, Decision
+from preprocess.staging import DealtChunk, GatheredChunk, RecordChunk, read_dealt_chunks
 from tfbs import storage
 from tfbs.dream import LABEL_CODES, TEST
 from tfbs.genome import gather_windows
@@ -65,19 +64,6 @@ class ShardContext:
     record_files: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class DealtChunk:
-    """Where the records one chromosome task dealt to one record file lie in its chunk file."""
-
-    uri: str
-    file_key: str  # "<split>/<kind>"
-    number: int
-    tf: str
-    chrom: str
-    offset: int
-    size: int  # bytes
-
-
 @dataclass
 class ChromResult:
     """What one chromosome task wrote and counted."""
@@ -89,8 +75,8 @@ class ChromResult:
     draws: dict[str, list[int]] = field(default_factory=dict)
     parquet: list[dict] = field(default_factory=list)
     #: ``(file key "<split>/<kind>", file number, packed records)`` for the record writer.
-    record_chunks: list[tuple[str, int, np.ndarray]] = field(default_factory=list)
-    #: The same records once stored (:func:`store_dealt_records`).
+    record_chunks: list[RecordChunk] = field(default_factory=list)
+    #: The same records once stored (:func:`preprocess.staging.store_dealt_records`).
     dealt: list[DealtChunk] = field(default_factory=list)
 
 
@@ -231,33 +217,6 @@ def deal(n_records: int, n_files: int, rng: np.random.Generator) -> tuple[np.nda
     return order, [(int(number), slice(low, high)) for number, low, high in zip(present, bounds, bounds[1:])]
 
 
-def store_dealt_records(result: ChromResult, uri: str, writer_of: Mapping[tuple[str, int], int]) -> list[DealtChunk]:
-    """Store a task's dealt records in one file at ``uri``; returns where each record file's chunk lies.
-
-    Chunks are stored by the task that gathers them (``writer_of``, by
-    ``(file key, number)``), so each gathering task reads one byte range of
-    the file. Files rather than Spark's shuffle: PySpark pickled every
-    record into the JVM and back (2.2 GB at full size).
-
-    Parameters
-    ----------
-    result
-        The task's result, with its ``record_chunks``.
-    uri
-        The chunk file (in the shards' staging directory).
-    writer_of
-        The gathering task of every record file.
-    """
-    chunks = sorted(result.record_chunks, key=lambda chunk: (writer_of[(chunk[0], chunk[1])], chunk[0], chunk[1]))
-    dealt, offset = [], 0
-    with storage.open_output(uri, compression=None) as out:
-        for file_key, number, records in chunks:
-            out.write(records.data)
-            dealt.append(DealtChunk(uri, file_key, number, result.tf, result.chrom, offset, records.nbytes))
-            offset += records.nbytes
-    return dealt
-
-
 def gather_dealt_records(chunks: list[DealtChunk], record_bytes: int, out_uri: str, seed: int) -> list[tuple]:
     """Write every record file whose chunks are given, reading one byte range of each chunk file.
 
@@ -266,25 +225,14 @@ def gather_dealt_records(chunks: list[DealtChunk], record_bytes: int, out_uri: s
     list of tuple
         ``(file key, entry)`` of each file written (:func:`write_dealt_records`).
     """
-    by_file: dict[str, list[DealtChunk]] = defaultdict(list)
-    for chunk in chunks:
-        by_file[chunk.uri].append(chunk)
-    parts: dict[tuple[str, int], list] = defaultdict(list)
-    for uri, refs in by_file.items():
-        start = min(ref.offset for ref in refs)
-        data = storage.read_range(uri, start, max(ref.offset + ref.size for ref in refs) - start)
-        for ref in refs:
-            records = np.frombuffer(data, np.uint8, ref.size, ref.offset - start).reshape(-1, record_bytes)
-            parts[(ref.file_key, ref.number)].append((ref.tf, ref.chrom, records))
+    parts = read_dealt_chunks(chunks, record_bytes)
     return [
         (file_key, write_dealt_records(file_key, number, files, out_uri, seed))
         for (file_key, number), files in sorted(parts.items())
     ]
 
 
-def write_dealt_records(
-    file_key: str, number: int, chunks: list[tuple[str, str, np.ndarray]], out_uri: str, seed: int
-) -> dict:
+def write_dealt_records(file_key: str, number: int, chunks: list[GatheredChunk], out_uri: str, seed: int) -> dict:
     """Write one record file from the chunks every task dealt to it, in a seeded random order.
 
     Parameters

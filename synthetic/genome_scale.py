@@ -26,6 +26,7 @@ import json
 import logging
 import time
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Literal
 
@@ -40,7 +41,7 @@ from synthetic.peaks import peaks_around
 from synthetic.proteins import write_protein_fasta
 from synthetic.sites import plant_motifs
 from synthetic.stream_genome import random_codes, write_fasta_stream
-from tfbs.config import DataConfig, GenerateConfig
+from tfbs.config import DataConfig, GenerateConfig, TFSpec
 from tfbs.dream import read_chrom_sizes
 from tfbs.errors import ConfigError
 from tfbs.motifs import N_CODE
@@ -173,60 +174,9 @@ def generate_genome_scale(gen: GenerateConfig, data: DataConfig) -> dict:
     }
     counts: dict = {"seed": gen.seed, "tfs": {}, "dnase": {}}
 
-    sites = {}
-    for spec in gen.tfs:
-        chrom, summit, other = _pooled_summits(gen, data, spec.name, "conservative", names)
-        site_chrom, site_pos = merge_summits(chrom, summit, gen.summit_merge_bp)
-        reach = pwms[spec.name].shape[0] + _PLANT_JITTER
-        tel = np.array([telomere_run(int(n)) for n in lengths])[site_chrom]
-        inside = (site_pos >= tel + reach) & (site_pos < lengths[site_chrom] - tel - reach)
-        sites[spec.name] = (site_chrom[inside], site_pos[inside])
-        counts["tfs"][spec.name] = {
-            "motif": spec.motif,
-            "summits": int(chrom.shape[0]),
-            "summits_on_other_chromosomes": other,
-            "sites": int(inside.sum()),
-            "sites_near_ends_dropped": int((~inside).sum()),
-        }
-        log.info(
-            "%s: %d conservative summits over %d cells -> %d sites (%d merged, %d off the sized chromosomes)",
-            spec.name,
-            chrom.shape[0],
-            len(gen.cells),
-            int(inside.sum()),
-            chrom.shape[0] - site_chrom.shape[0],
-            other,
-        )
-
-    def chromosomes():
-        for index, name in enumerate(names):
-            codes = random_codes(int(lengths[index]), gen.gc_content, _rng(gen.seed, f"genome:{name}"))
-            tel = telomere_run(codes.shape[0])
-            codes[:tel] = N_CODE
-            codes[codes.shape[0] - tel :] = N_CODE
-            for spec in gen.tfs:
-                site_chrom, site_pos = sites[spec.name]
-                here = site_pos[site_chrom == index]
-                plant_motifs(
-                    [codes],
-                    np.zeros(here.shape[0], dtype=np.int64),
-                    here,
-                    pwms[spec.name],
-                    np.zeros(here.shape[0], dtype=bool),
-                    _rng(gen.seed, f"motif:{spec.name}:{name}"),
-                    gen.motif_sharpen,
-                )
-            yield name, codes
-
-    base_counts = write_fasta_stream(paths["genome_fasta"], chromosomes())
-    total = np.sum(list(base_counts.values()), axis=0)
-    acgt = int(total[:N_CODE].sum())
-    counts["genome"] = {
-        "chromosomes": len(names),
-        "bases": int(total.sum()),
-        "n_bases": int(total[N_CODE]),
-        "gc": round(float(total[1] + total[2]) / max(acgt, 1), 6),
-    }
+    sites = {spec.name: _tf_sites(gen, data, spec, names, lengths, pwms, counts) for spec in gen.tfs}
+    base_counts = write_fasta_stream(paths["genome_fasta"], _chromosomes(gen, names, lengths, sites, pwms))
+    counts["genome"] = _genome_counts(base_counts, len(names))
     log.info(
         "wrote %s (+ .fai): %d chromosomes, %d bp, GC %.4f",
         paths["genome_fasta"],
@@ -248,6 +198,84 @@ def generate_genome_scale(gen: GenerateConfig, data: DataConfig) -> dict:
     seconds = time.perf_counter() - started
     log.info("generated the genome-scale data set in %.1f s", seconds)
     return {"paths": {**paths, "dnase": dnase_paths}, "counts": counts, "seconds": seconds}
+
+
+def _tf_sites(
+    gen: GenerateConfig,
+    data: DataConfig,
+    spec: TFSpec,
+    names: list[str],
+    lengths: np.ndarray,
+    pwms: dict[str, np.ndarray],
+    counts: dict,
+) -> tuple[np.ndarray, np.ndarray]:
+    """One TF's sites (chromosome index, position): its merged conservative summits clear of the telomeres.
+
+    Adds the TF's entry to ``counts["tfs"]``.
+    """
+    log = logging.getLogger("tfbs.generate")
+    chrom, summit, other = _pooled_summits(gen, data, spec.name, "conservative", names)
+    site_chrom, site_pos = merge_summits(chrom, summit, gen.summit_merge_bp)
+    reach = pwms[spec.name].shape[0] + _PLANT_JITTER
+    tel = np.array([telomere_run(int(n)) for n in lengths])[site_chrom]
+    inside = (site_pos >= tel + reach) & (site_pos < lengths[site_chrom] - tel - reach)
+    counts["tfs"][spec.name] = {
+        "motif": spec.motif,
+        "summits": int(chrom.shape[0]),
+        "summits_on_other_chromosomes": other,
+        "sites": int(inside.sum()),
+        "sites_near_ends_dropped": int((~inside).sum()),
+    }
+    log.info(
+        "%s: %d conservative summits over %d cells -> %d sites (%d merged, %d off the sized chromosomes)",
+        spec.name,
+        chrom.shape[0],
+        len(gen.cells),
+        int(inside.sum()),
+        chrom.shape[0] - site_chrom.shape[0],
+        other,
+    )
+    return site_chrom[inside], site_pos[inside]
+
+
+def _chromosomes(
+    gen: GenerateConfig,
+    names: list[str],
+    lengths: np.ndarray,
+    sites: dict[str, tuple[np.ndarray, np.ndarray]],
+    pwms: dict[str, np.ndarray],
+) -> Iterator[tuple[str, np.ndarray]]:
+    """Each chromosome's bases, one at a time: random, N at the telomeres, every TF's motif at its sites."""
+    for index, name in enumerate(names):
+        codes = random_codes(int(lengths[index]), gen.gc_content, _rng(gen.seed, f"genome:{name}"))
+        tel = telomere_run(codes.shape[0])
+        codes[:tel] = N_CODE
+        codes[codes.shape[0] - tel :] = N_CODE
+        for spec in gen.tfs:
+            site_chrom, site_pos = sites[spec.name]
+            here = site_pos[site_chrom == index]
+            plant_motifs(
+                [codes],
+                np.zeros(here.shape[0], dtype=np.int64),
+                here,
+                pwms[spec.name],
+                np.zeros(here.shape[0], dtype=bool),
+                _rng(gen.seed, f"motif:{spec.name}:{name}"),
+                gen.motif_sharpen,
+            )
+        yield name, codes
+
+
+def _genome_counts(base_counts: dict, n_chromosomes: int) -> dict:
+    """The summary's ``genome`` entry from :func:`write_fasta_stream`'s base counts per chromosome."""
+    total = np.sum(list(base_counts.values()), axis=0)
+    acgt = int(total[:N_CODE].sum())
+    return {
+        "chromosomes": n_chromosomes,
+        "bases": int(total.sum()),
+        "n_bases": int(total[N_CODE]),
+        "gc": round(float(total[1] + total[2]) / max(acgt, 1), 6),
+    }
 
 
 def _write_dnase(

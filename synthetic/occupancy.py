@@ -8,7 +8,7 @@ whole genome and returns one :class:`Occupancy`.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,7 +27,7 @@ from synthetic.sites import (
     site_counts,
     strength_from_scores,
 )
-from tfbs.config import GenerateConfig
+from tfbs.config import GenerateConfig, TFSpec
 from tfbs.errors import ConfigError
 from tfbs.motifs import log_odds
 
@@ -106,57 +106,9 @@ def simulate_occupancy(
     at = (1.0 - gc) / 2.0
     base_freqs = (at, gc / 2.0, gc / 2.0, at)
 
-    chrom_parts: list[np.ndarray] = []
-    centre_parts: list[np.ndarray] = []
-    strength_parts: list[np.ndarray] = []
-    n_locations = 0
-    sites: dict[str, Sites] = {}
-    family_lead: dict[str, str] = {}
+    placed = _Placed()
     for spec in gen.tfs:
-        counts = site_counts(
-            gen.sites_per_mb * usable_mb,
-            gen.weak_motif_fraction,
-            gen.motifless_bound_fraction,
-            P_STRONG,
-            P_OTHER,
-            site_rng,
-        )
-        inherited, new_kinds = assign_sites(
-            counts, sites.get(family_lead.get(spec.family, "")), gen.family_share, site_rng
-        )
-        chrom, centre = pool.take(new_kinds.shape[0], f"sites of {spec.name}", site_rng)
-        has_motif = new_kinds != MOTIFLESS
-        plant_motifs(
-            genome,
-            chrom[has_motif],
-            centre[has_motif],
-            pwms[spec.name],
-            new_kinds[has_motif] == WEAK,
-            site_rng,
-            sharpen=gen.motif_sharpen,
-        )
-        fresh = Sites(
-            loc=np.arange(n_locations, n_locations + new_kinds.shape[0]),
-            kind=new_kinds,
-            strength=site_rng.random(size=int(new_kinds.shape[0])),
-            shared=np.zeros(new_kinds.shape[0], dtype=bool),
-        )
-        n_locations += new_kinds.shape[0]
-        chrom_parts.append(chrom)
-        centre_parts.append(centre)
-        both = join_sites(inherited, fresh)
-        # Strong sites are occupied according to how well *this* TF's PWM
-        # matches them (inherited family sites included, so paralogues differ
-        # a little); weak and motif-less sites are bound through partners.
-        strong = np.flatnonzero(both.kind == STRONG)
-        all_chrom, all_centre = np.concatenate(chrom_parts), np.concatenate(centre_parts)
-        matched = match_scores(
-            genome, all_chrom[both.loc[strong]], all_centre[both.loc[strong]], log_odds(pwms[spec.name], base_freqs)
-        )
-        both.strength[strong] = strength_from_scores(matched, site_rng)
-        strength_parts.append(both.strength[inherited.loc.shape[0] :])
-        sites[spec.name] = both
-        family_lead.setdefault(spec.family, spec.name)
+        _place_sites(spec, gen, genome, pwms, pool, placed, usable_mb, base_freqs, site_rng)
 
     # Open regions without a site come from a pool shared by the cells, so
     # background DNase peaks recur across cell types as real ones do.
@@ -164,11 +116,11 @@ def simulate_occupancy(
     chrom, centre = pool.take(
         math.ceil(gen.dnase_background_per_mb * usable_mb / pool_share), "DNase background regions", site_rng
     )
-    background = np.arange(n_locations, n_locations + chrom.shape[0])
+    background = np.arange(placed.n_locations, placed.n_locations + chrom.shape[0])
     n_cells = len(gen.cells)
     is_open = np.concatenate(
         [
-            open_chromatin(np.concatenate(strength_parts), n_cells, gen.open_fraction, chromatin_rng),
+            open_chromatin(np.concatenate(placed.strength_parts), n_cells, gen.open_fraction, chromatin_rng),
             open_chromatin(
                 chromatin_rng.random(size=int(chrom.shape[0])), n_cells, pool_share, chromatin_rng, strength_weight=0.0
             ),
@@ -177,16 +129,86 @@ def simulate_occupancy(
     dice = chromatin_rng.random(is_open.shape)
     bound = {
         tf: is_open[s.loc] & (dice[s.loc] < binding_probability(s.kind, s.strength, P_OTHER)[:, None])
-        for tf, s in sites.items()
+        for tf, s in placed.sites.items()
     }
     return Occupancy(
-        chrom=np.concatenate([*chrom_parts, chrom]).astype(np.int64),
-        centre=np.concatenate([*centre_parts, centre]).astype(np.int64),
+        chrom=np.concatenate([*placed.chrom_parts, chrom]).astype(np.int64),
+        centre=np.concatenate([*placed.centre_parts, centre]).astype(np.int64),
         is_open=is_open,
         background=background,
-        sites=sites,
+        sites=placed.sites,
         bound=bound,
     )
+
+
+@dataclass
+class _Placed:
+    """The locations placed so far, in order (their chromosome, centre and strength), and each TF's sites."""
+
+    chrom_parts: list[np.ndarray] = field(default_factory=list)
+    centre_parts: list[np.ndarray] = field(default_factory=list)
+    strength_parts: list[np.ndarray] = field(default_factory=list)
+    n_locations: int = 0
+    sites: dict[str, Sites] = field(default_factory=dict)
+    #: The first TF of each family, whose sites the others share.
+    family_lead: dict[str, str] = field(default_factory=dict)
+
+
+def _place_sites(
+    spec: TFSpec,
+    gen: GenerateConfig,
+    genome: list[np.ndarray],
+    pwms: dict[str, np.ndarray],
+    pool: SlotPool,
+    placed: _Placed,
+    usable_mb: float,
+    base_freqs: tuple[float, float, float, float],
+    site_rng: np.random.Generator,
+) -> None:
+    """Place one TF's sites (some inherited from its family's lead), plant its motifs and add them to ``placed``."""
+    sites, family_lead = placed.sites, placed.family_lead
+    counts = site_counts(
+        gen.sites_per_mb * usable_mb,
+        gen.weak_motif_fraction,
+        gen.motifless_bound_fraction,
+        P_STRONG,
+        P_OTHER,
+        site_rng,
+    )
+    inherited, new_kinds = assign_sites(counts, sites.get(family_lead.get(spec.family, "")), gen.family_share, site_rng)
+    chrom, centre = pool.take(new_kinds.shape[0], f"sites of {spec.name}", site_rng)
+    has_motif = new_kinds != MOTIFLESS
+    plant_motifs(
+        genome,
+        chrom[has_motif],
+        centre[has_motif],
+        pwms[spec.name],
+        new_kinds[has_motif] == WEAK,
+        site_rng,
+        sharpen=gen.motif_sharpen,
+    )
+    fresh = Sites(
+        loc=np.arange(placed.n_locations, placed.n_locations + new_kinds.shape[0]),
+        kind=new_kinds,
+        strength=site_rng.random(size=int(new_kinds.shape[0])),
+        shared=np.zeros(new_kinds.shape[0], dtype=bool),
+    )
+    placed.n_locations += new_kinds.shape[0]
+    placed.chrom_parts.append(chrom)
+    placed.centre_parts.append(centre)
+    both = join_sites(inherited, fresh)
+    # Strong sites are occupied according to how well *this* TF's PWM
+    # matches them (inherited family sites included, so paralogues differ
+    # a little); weak and motif-less sites are bound through partners.
+    strong = np.flatnonzero(both.kind == STRONG)
+    all_chrom, all_centre = np.concatenate(placed.chrom_parts), np.concatenate(placed.centre_parts)
+    matched = match_scores(
+        genome, all_chrom[both.loc[strong]], all_centre[both.loc[strong]], log_odds(pwms[spec.name], base_freqs)
+    )
+    both.strength[strong] = strength_from_scores(matched, site_rng)
+    placed.strength_parts.append(both.strength[inherited.loc.shape[0] :])
+    sites[spec.name] = both
+    family_lead.setdefault(spec.family, spec.name)
 
 
 def relaxed_only_locations(

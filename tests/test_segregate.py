@@ -17,9 +17,8 @@ from preprocess.segregate import (
     class_counts,
     decide,
     dnase_source,
-    read_bins,
-    write_bins,
 )
+from preprocess.staging import read_bins, write_bins
 from tfbs.dream import BIN_STEP, TEST, TRAIN, VALID
 from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N, window_status
 from tfbs.manifest import OUTCOMES

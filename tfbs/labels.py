@@ -20,6 +20,7 @@ serves the 48 M-bin genome-wide case.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import io
 import logging
@@ -241,13 +242,7 @@ def build_labels(
     if not peaks:
         raise ValueError("build_labels: no cell given in peaks")
     cells = sorted(peaks)
-    sizes = read_chrom_sizes(chrom_sizes_path)
-    check_peak_files(peaks, sizes, blacklist_path)
-    if chroms is not None:
-        unknown = [c for c in chroms if c not in sizes]
-        if unknown:
-            raise BadInputError(chrom_sizes_path, 0, f"chromosomes {unknown} not in the sizes file")
-        sizes = {c: sizes[c] for c in chroms}
+    sizes = _checked_sizes(chrom_sizes_path, peaks, blacklist_path, chroms)
     out = Path(local_path(out_path))
     out.parent.mkdir(parents=True, exist_ok=True)
 
@@ -259,29 +254,11 @@ def build_labels(
         genome.write_text("".join(f"{c}\t{sizes[c]}\n" for c in sorted(sizes)))
         bins_path, bins = make_bins(str(genome), work, blacklist_path)
         log.info("%s: %d bins on %d chromosomes", out.name, bins.num_rows, len(sizes))
-
-        def one_cell(cell: str) -> np.ndarray:
-            conservative, relaxed = peaks[cell]
-            tag = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in cell)
-            optimal, loose = peak_counts(bins_path, conservative, relaxed, work, tag, keep=workdir is not None)
-            if len(optimal) != bins.num_rows or len(loose) != bins.num_rows:
-                raise RuntimeError(
-                    f"{cell}: bedtools returned {len(optimal)}/{len(loose)} rows for {bins.num_rows} bins"
-                )
-            return official_rule(optimal, loose)
-
+        one_cell = functools.partial(_cell_codes, peaks, bins_path, bins.num_rows, work, workdir is not None)
         with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
             codes = dict(zip(cells, pool.map(one_cell, cells)))
 
-    columns = {"chr": bins["chr"], "start": bins["start"], "stop": bins["stop"]}
-    counts = {}
-    for cell in cells:
-        columns[cell] = _codes_to_strings(codes[cell])
-        tally = np.bincount(codes[cell], minlength=256)
-        counts[cell] = {label: int(tally[ord(label)]) for label in "UBA"}
-    partial = out.with_name(out.name + ".partial")
-    _write_tsv(pa.table(columns), partial, header="\t".join(["chr", "start", "stop", *cells]), gzip_level=6)
-    os.replace(partial, out)
+    counts = _write_labels(out, bins, cells, codes)
     seconds = time.perf_counter() - started
     log.info(
         "wrote %s: %d bins x %d cells (%s) in %.1f s",
@@ -292,6 +269,55 @@ def build_labels(
         seconds,
     )
     return {"path": str(out), "bins": bins.num_rows, "cells": counts, "seconds": seconds}
+
+
+def _checked_sizes(
+    chrom_sizes_path: str, peaks: dict[str, tuple[str, str]], blacklist_path: str | None, chroms: list[str] | None
+) -> dict[str, int]:
+    """The sizes of the chromosomes to label, once every input line has been checked.
+
+    Raises
+    ------
+    BadInputError
+        A malformed sizes, peak or blacklist line, or a requested chromosome
+        missing from the sizes file.
+    """
+    sizes = read_chrom_sizes(chrom_sizes_path)
+    check_peak_files(peaks, sizes, blacklist_path)
+    if chroms is not None:
+        unknown = [c for c in chroms if c not in sizes]
+        if unknown:
+            raise BadInputError(chrom_sizes_path, 0, f"chromosomes {unknown} not in the sizes file")
+        sizes = {c: sizes[c] for c in chroms}
+    return sizes
+
+
+def _cell_codes(
+    peaks: dict[str, tuple[str, str]], bins_path: Path, n_bins: int, work: Path, keep: bool, cell: str
+) -> np.ndarray:
+    """One cell's label codes of every bin (:func:`official_rule` of its :func:`peak_counts`)."""
+    conservative, relaxed = peaks[cell]
+    tag = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in cell)
+    optimal, loose = peak_counts(bins_path, conservative, relaxed, work, tag, keep=keep)
+    if len(optimal) != n_bins or len(loose) != n_bins:
+        raise RuntimeError(f"{cell}: bedtools returned {len(optimal)}/{len(loose)} rows for {n_bins} bins")
+    return official_rule(optimal, loose)
+
+
+def _write_labels(
+    out: Path, bins: pa.Table, cells: list[str], codes: dict[str, np.ndarray]
+) -> dict[str, dict[str, int]]:
+    """Write the labels file at ``out`` (by a temporary name, then renamed); returns each cell's U/B/A counts."""
+    columns = {"chr": bins["chr"], "start": bins["start"], "stop": bins["stop"]}
+    counts = {}
+    for cell in cells:
+        columns[cell] = _codes_to_strings(codes[cell])
+        tally = np.bincount(codes[cell], minlength=256)
+        counts[cell] = {label: int(tally[ord(label)]) for label in "UBA"}
+    partial = out.with_name(out.name + ".partial")
+    _write_tsv(pa.table(columns), partial, header="\t".join(["chr", "start", "stop", *cells]), gzip_level=6)
+    os.replace(partial, out)
+    return counts
 
 
 def _read_bed3(path: Path, wide: bool = False) -> pa.Table:
