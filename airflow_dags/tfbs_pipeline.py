@@ -35,9 +35,10 @@ The connection's ``spark-binary`` extra is not used: stages are submitted with
 the ``spark-submit`` of the project's own environment, whose pyspark the jobs
 import.
 
-The DAG file imports no pipeline code: TensorFlow, Spark and the ``tfbs``
-packages load only in the spark-submit processes, never in the scheduler or
-the DAG processor.
+The DAG file (and ``tfbs_deployment.py`` beside it, the Variables below)
+imports no pipeline code: TensorFlow, Spark and the ``tfbs`` packages load
+only in the processes the tasks start, never in the scheduler or the DAG
+processor.
 
 Run-time parameters ("Trigger DAG w/ config", or ``airflow dags trigger -c
 '{"config": ..., "overrides": [...]}'``):
@@ -90,7 +91,12 @@ environment variables), read when a task runs, never when the file is parsed:
     or with the virtualenv at the same path on all nodes).
 ``tfbs_spark_conf``
     a JSON object of Spark settings added to every submission (``--conf
-    key=value``), e.g. ``spark.yarn.jars`` or executor memory for a cluster.
+    key=value``), e.g. ``spark.yarn.jars`` or executor memory for a cluster;
+    they win over the configuration's launch profile, which each submission
+    gets from ``python -m tfbs.launch`` in the project's environment (on YARN
+    Spark's authentication and encryption; on a local master
+    ``SPARK_LOCAL_IP=127.0.0.1``; the JVM options of ``spark.quick_jvm`` and,
+    locally, the driver's class archive).
 ``tfbs_hadoop_conf_dir``
     ``HADOOP_CONF_DIR`` and ``YARN_CONF_DIR`` for spark-submit and the
     sensor (default: the worker's own, passed through).
@@ -114,15 +120,11 @@ does not template, when the task runs.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import os
-import shutil
 import socket
 import subprocess
-import tempfile
-from collections.abc import Iterator
-from dataclasses import dataclass
+import sys
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -130,8 +132,24 @@ from urllib.parse import urlparse
 
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
-from airflow.sdk import DAG, BaseOperator, BaseSensorOperator, Param, PokeReturnValue, Variable
+from airflow.sdk import DAG, BaseOperator, BaseSensorOperator, Param, PokeReturnValue
 from airflow.sdk.exceptions import AirflowException, AirflowFailException, AirflowSkipException
+
+# Airflow 3 puts a DAG folder on sys.path only for bundles: the deployment module lies beside this file.
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.append(str(Path(__file__).resolve().parent))
+
+from tfbs_deployment import (
+    ARCHIVE_ALIAS,
+    GPU_DISCOVERY_SCRIPT,
+    HADOOP_CONF_IN_CONTAINER,
+    PROJECT_DIR,
+    Deployment,
+    environ,
+    hadoop_env,
+    kerberos_ticket,
+    launch_profile,
+)
 
 DAG_ID = "tfbs_pipeline"
 
@@ -160,82 +178,8 @@ TIMEOUTS = {
     "predict": timedelta(hours=6),
 }
 
-#: The executors' interpreter inside the archive of ``tfbs_env_archive``.
-ARCHIVE_ALIAS = "environment"
-
-#: The GPU discovery script under ``<project>/scripts``, shipped with training.
-GPU_DISCOVERY_SCRIPT = "get_gpus_resources.sh"
-
-#: Where Spark puts the client's Hadoop configuration in a YARN container.
-HADOOP_CONF_IN_CONTAINER = "./__spark_conf__/__hadoop_conf__"
-
-#: Settings of every YARN submission: Spark authenticates and encrypts its
-#: connections and its local spills (the job refuses a YARN session with any
-#: of them off, unless its configuration sets spark.allow_insecure). No secret is given: Spark on YARN draws one per application
-#: and hands it to the containers through YARN's credentials, never on a
-#: command line or in a log.
-YARN_NETWORK_CONF = {
-    "spark.authenticate": "true",
-    "spark.network.crypto.enabled": "true",
-    "spark.io.encryption.enabled": "true",
-}
-
-#: Environment of a submission on a local master: everything of the run (the
-#: driver, its UI and block manager, local-cluster executors) binds to
-#: loopback. spark-submit starts the JVM before the job's own session
-#: settings could say so.
-LOCAL_NETWORK_ENV = {"SPARK_LOCAL_IP": "127.0.0.1"}
-
-_PROJECT_DIR = Path(__file__).resolve().parents[1]
-
 #: Name node port of an ``hdfs://host/`` URI that names none.
 _HDFS_DEFAULT_PORT = 8020
-
-
-# --------------------------------------------------------------------------
-# Deployment settings and paths, resolved when a task runs
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Deployment:
-    """Where the project and its environment are, from the Airflow Variables."""
-
-    project_dir: Path
-    bin_dir: Path
-    env_archive: str = ""
-    spark_conf: dict[str, str] | None = None
-    hadoop_conf_dir: str = ""
-    principal: str = ""
-    keytab: str = ""
-
-    @classmethod
-    def from_variables(cls) -> Deployment:
-        """Read the ``tfbs_*`` Variables (see the module docstring)."""
-        project = Path(Variable.get("tfbs_project_dir", default=str(_PROJECT_DIR)))
-        spark_conf = Variable.get("tfbs_spark_conf", default={}, deserialize_json=True)
-        if not isinstance(spark_conf, dict):
-            raise AirflowFailException(f"Variable tfbs_spark_conf: expected a JSON object, got {spark_conf!r}")
-        return cls(
-            project_dir=project,
-            bin_dir=Path(Variable.get("tfbs_bin_dir", default=str(project / ".venv" / "bin"))),
-            env_archive=Variable.get("tfbs_env_archive", default=""),
-            spark_conf={str(key): str(value) for key, value in spark_conf.items()},
-            hadoop_conf_dir=Variable.get("tfbs_hadoop_conf_dir", default=""),
-            principal=Variable.get("tfbs_principal", default=""),
-            keytab=Variable.get("tfbs_keytab", default=""),
-        )
-
-    @property
-    def python(self) -> str:
-        """The project environment's interpreter: the driver's, and spark-submit's launcher's."""
-        return str(self.bin_dir / "python")
-
-    def resolve(self, path_or_uri: str) -> str:
-        """A URI as given; a local path made absolute against the project directory."""
-        if "://" in path_or_uri:
-            return path_or_uri
-        return str(self.project_dir / Path(path_or_uri).expanduser())
 
 
 # --------------------------------------------------------------------------
@@ -302,70 +246,6 @@ def file_exists(uri: str) -> bool:
     return bool(fs.isfile(path))
 
 
-@contextlib.contextmanager
-def _hadoop_env(conf_dir: str) -> Iterator[None]:
-    """``HADOOP_CONF_DIR`` set to ``conf_dir`` (if any) for the duration."""
-    if not conf_dir:
-        yield
-        return
-    saved = os.environ.get("HADOOP_CONF_DIR")
-    os.environ["HADOOP_CONF_DIR"] = conf_dir
-    try:
-        yield
-    finally:
-        if saved is None:
-            os.environ.pop("HADOOP_CONF_DIR", None)
-        else:
-            os.environ["HADOOP_CONF_DIR"] = saved
-
-
-@contextlib.contextmanager
-def kerberos_ticket(deployment: Deployment) -> Iterator[dict[str, str]]:
-    """A ticket of the deployment's principal in a cache of this task's own; its ``KRB5CCNAME``.
-
-    Nothing (an empty dict) when no principal is configured. The cache is
-    made from the keytab (``kinit -kt``), in a private folder, and removed
-    when the block ends.
-
-    Raises
-    ------
-    AirflowFailException
-        If ``kinit`` fails (a wrong keytab or principal: no retry helps).
-    """
-    if not deployment.principal:
-        yield {}
-        return
-    if not deployment.keytab:
-        raise AirflowFailException("Variable tfbs_principal is set: set tfbs_keytab beside it")
-    folder = tempfile.mkdtemp(prefix="tfbs-krb5cc-")
-    env = {"KRB5CCNAME": f"FILE:{folder}/cc"}
-    try:
-        done = subprocess.run(
-            ["kinit", "-kt", deployment.keytab, deployment.principal],
-            env={**os.environ, **env}, capture_output=True, text=True,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise AirflowFailException(f"kinit {deployment.principal}: {done.stderr.strip()}")
-        yield env
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def _environ(extra: dict[str, str]) -> Iterator[None]:
-    """``os.environ`` with ``extra`` for the duration (the sensor's in-process HDFS client reads it)."""
-    saved = {key: os.environ.get(key) for key in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 class LabelFilesSensor(BaseSensorOperator):
     """Waits until every label file exists; returns their list as its XCom.
 
@@ -387,7 +267,7 @@ class LabelFilesSensor(BaseSensorOperator):
             uris = [deployment.resolve(uri) for uri in params["labels"]]
         else:
             uris = configured_labels(deployment, params["config"], list(params["overrides"]))
-        with _hadoop_env(deployment.hadoop_conf_dir), kerberos_ticket(deployment) as ticket, _environ(ticket):
+        with hadoop_env(deployment.hadoop_conf_dir), kerberos_ticket(deployment) as ticket, environ(ticket):
             missing = [uri for uri in uris if not file_exists(uri)]
         if missing:
             self.log.info("waiting for %d of %d label files: %s", len(missing), len(uris), ", ".join(missing))
@@ -457,13 +337,16 @@ class StageSubmitOperator(SparkSubmitOperator):
     def __init__(self, *, stage: str, **kwargs: Any) -> None:
         super().__init__(task_id=stage, name=f"{DAG_ID}.{stage}", **kwargs)
         self.stage = stage
-        self.project_dir = str(_PROJECT_DIR)
+        self.project_dir = str(PROJECT_DIR)
         #: ``KRB5CCNAME`` of the task's own ticket while it runs (see :func:`kerberos_ticket`).
         self._ticket_env: dict[str, str] = {}
+        #: The deployment, configuration and overrides :meth:`prepare` was given, for the launch profile.
+        self._launch: tuple[Deployment, str, list[str]] | None = None
 
     def prepare(self, deployment: Deployment, params: dict[str, Any]) -> None:
         """Set the submission from the run's params and the deployment."""
         self.project_dir = str(deployment.project_dir)
+        self._launch = (deployment, params["config"], list(params["overrides"]))
         self.application = str(deployment.project_dir / "jobs" / f"{self.stage}.py")
         args = ["--config", deployment.resolve(params["config"])]
         for assignment in params["overrides"]:
@@ -525,12 +408,13 @@ class StageSubmitOperator(SparkSubmitOperator):
         # The stage runs in the project directory, as it does by hand.
         hook = super()._get_hook()
         hook.submit = functools.partial(hook.submit, cwd=self.project_dir)
-        # Only the hook knows the connection's master; the deployment's
-        # tfbs_spark_conf still wins.
-        if hook._is_yarn:
-            hook._conf = {**YARN_NETWORK_CONF, **hook._conf}
-        elif hook._connection["master"].startswith("local"):
-            hook._env_vars = {**LOCAL_NETWORK_ENV, **(hook._env_vars or {})}
+        # Only the hook knows the connection's master, which decides the launch
+        # profile (tfbs.launch); the deployment's tfbs_spark_conf still wins.
+        deploy = "yarn" if hook._is_yarn else "local" if hook._connection["master"].startswith("local") else ""
+        if deploy and self._launch is not None:
+            conf, env = launch_profile(*self._launch, deploy)
+            hook._conf = {**conf, **hook._conf}
+            hook._env_vars = {**env, **(hook._env_vars or {})}
         # The ticket goes to spark-submit's own process only: on YARN the provider
         # hands env_vars to the application master too, which has tokens.
         build_command = hook._build_spark_submit_command

@@ -23,9 +23,12 @@
 # Nothing needs to be installed on the cluster's nodes: executors run
 # ./environment/bin/python from the archive, with Spark's jars from the zip.
 #
-# Spark authenticates and encrypts its connections and its local spills
+# The launch profile of the stage's configuration (its --config and --set
+# arguments; `python -m tfbs.launch --deploy yarn`, tfbs/launch.py) gives the
+# rest: Spark authenticates and encrypts its connections and its local spills
 # (spark.authenticate, spark.network.crypto.enabled, spark.io.encryption.enabled;
-# a job refuses to run on YARN with any of them off). No secret is given: Spark on YARN draws one
+# a job refuses to run on YARN with any of them off), and the JVMs of its
+# spark.quick_jvm start on the quick compiler. No secret is given: Spark on YARN draws one
 # per application and hands it to its containers through YARN's credentials,
 # so it is on no command line and in no log. (The TF cluster's reservations
 # carry a secret of their own, in the task closures these connections carry.)
@@ -71,6 +74,20 @@ if [ -z "${SPARK_HOME:-}" ]; then
 fi
 export SPARK_HOME YARN_CONF_DIR="${YARN_CONF_DIR:-$HADOOP_CONF_DIR}" PYSPARK_PYTHON="$python"
 
+# The stage's configuration, as the job will read it: its --config and --set arguments.
+profile_args=()
+arguments=("$@")
+for ((i = 0; i < ${#arguments[@]}; i++)); do
+  case "${arguments[i]}" in
+    --config | --set) profile_args+=("${arguments[i]}" "${arguments[i + 1]:-}"); i=$((i + 1)) ;;
+    --config=* | --set=*) profile_args+=("${arguments[i]}") ;;
+  esac
+done
+# One argument a line; a value may hold spaces (JVM options), never a newline.
+profile=$("$python" -m tfbs.launch --deploy yarn "${profile_args[@]}")
+launch_conf=()
+[ -z "$profile" ] || mapfile -t launch_conf <<<"$profile"
+
 # Spark puts the client's Hadoop configuration in every container under
 # __spark_conf__/__hadoop_conf__: there hdfs-native finds the cluster.
 conf=(
@@ -79,9 +96,7 @@ conf=(
   --conf "spark.pyspark.driver.python=$python"
   --conf spark.executorEnv.HADOOP_CONF_DIR=./__spark_conf__/__hadoop_conf__
   --conf spark.yarn.appMasterEnv.HADOOP_CONF_DIR=./__spark_conf__/__hadoop_conf__
-  --conf spark.authenticate=true
-  --conf spark.network.crypto.enabled=true
-  --conf spark.io.encryption.enabled=true
+  "${launch_conf[@]}"
 )
 if [ -n "${SPARK_LOCAL_IP:-}" ]; then
   conf+=(--conf "spark.executorEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP" --conf "spark.yarn.appMasterEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP")

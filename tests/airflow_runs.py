@@ -17,11 +17,10 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import DEMO_CONFIG, PIPELINE_OVERRIDES, REPO, TENANT
+from conftest import PIPELINE_OVERRIDES, REPO, TENANT
 from hosts import GATEWAY
 
-from tfbs.class_archive import with_archive
-from tfbs.config import load_config
+from tfbs.launch import QUICK_JVM_OPTIONS
 
 DAGS = REPO / "airflow_dags"
 DAG_ID = "tfbs_pipeline"
@@ -46,10 +45,6 @@ def connection(host: str, **extra: str) -> str:
     return json.dumps({"conn_type": "spark", "host": host, "extra": extra})
 
 
-#: JVM options of the drivers and YARN containers here (conf/demo.yaml gives its drivers and training executors the same).
-QUICK_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-
-
 def airflow_home(home: Path) -> dict[str, str]:
     """The environment of an Airflow installation in ``home``, its database migrated."""
     env = {
@@ -67,9 +62,8 @@ def airflow_home(home: Path) -> dict[str, str]:
     }
     for name in _DEPLOYMENT_VARIABLES:
         env.pop(name, None)
-    # Drivers on the quick JIT and the class archive, as conf/demo.yaml's (a submission's JVM starts before the job reads its configuration).
-    driver_options = with_archive(QUICK_JVM, load_config(DEMO_CONFIG).spark.class_archive_dir)
-    env["AIRFLOW_VAR_TFBS_SPARK_CONF"] = json.dumps({"spark.driver.extraJavaOptions": driver_options})
+    # Drivers on the quick JIT and the class archive come from the run's
+    # configuration: the DAG submits each stage with its launch profile (tfbs.launch).
     airflow(env, "db", "migrate")
     return env
 
@@ -153,10 +147,11 @@ def run_dag_on_yarn(airflow_env: dict[str, str], hosts, yarn_archives: dict[str,
         # No Spark UI: attaching its handlers races with YARN adding its proxy
         # filter (a ConcurrentModificationException in Jetty, once in about a dozen applications here).
         "spark.ui.enabled": "false",
-        # Small data on two cores: containers start sooner on the JVM's quick compiler and serial collector.
-        "spark.driver.extraJavaOptions": QUICK_JVM,
-        "spark.yarn.am.extraJavaOptions": QUICK_JVM,
-        "spark.executor.extraJavaOptions": QUICK_JVM,
+        # Small data on two cores: containers start sooner on the JVM's quick
+        # compiler and serial collector. The driver and the executors have them
+        # from conf/demo.yaml's spark.quick_jvm (the DAG's launch profile); the
+        # application master is no JVM of the configuration's.
+        "spark.yarn.am.extraJavaOptions": QUICK_JVM_OPTIONS,
     }
     base = f"{hosts.fs_default_fs}/tfbs"
     write_text(hosts.by_address(f"{base}/regions/regions.bed"), REGIONS)

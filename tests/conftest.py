@@ -219,10 +219,11 @@ def model_inputs(dna: list[bytes], proteins: list[str], aa_max_length: int, tf_i
 def spark():
     """One local Spark session for the whole test run, its driver on the class archive (built if missing)."""
     from tfbs.class_archive import build_archive
+    from tfbs.launch import java_options
     from tfbs.session import build_session
 
     config = load_config(DEMO_CONFIG)
-    build_archive(config.spark.class_archive_dir, config.spark.conf.get("spark.driver.extraJavaOptions", ""))
+    build_archive(config.spark.class_archive_dir, java_options(config.spark).get("spark.driver.extraJavaOptions", ""))
     session = build_session(config.spark, master="local[2]", app_suffix="-tests")
     yield session
     session.stop()

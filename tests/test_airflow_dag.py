@@ -54,6 +54,8 @@ from blake3 import blake3
 from conftest import DEMO_CONFIG, PIPELINE_OVERRIDES, REPO
 from hostnet import placement_hosts
 
+from tfbs.launch import QUICK_JVM_OPTIONS
+
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
@@ -210,6 +212,13 @@ def test_the_spark_provider_left_pyspark_alone():
 def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
     env = {**airflow_env, "AIRFLOW_CONN_SPARK_DEFAULT": connection("yarn", **{"deploy-mode": "client", "queue": "q"})}
     archive = "hdfs:///envs/tfbs-env.tar.gz"
+    # A deployment's project: its interpreter (this one) reads the configuration's launch profile (tfbs.launch).
+    python = tmp_path / "env" / "bin" / "python"
+    python.parent.mkdir(parents=True)
+    python.write_text(f'#!/bin/sh\nexec {sys.executable} "$@"\n')
+    python.chmod(0o755)
+    (tmp_path / "conf").mkdir()
+    shutil.copy(DEMO_CONFIG, tmp_path / "conf" / "demo.yaml")
     done = subprocess.run(
         [sys.executable, "-c", _DESCRIBE, str(DAGS), DAG_ID, str(tmp_path), archive],
         env=env,
@@ -269,6 +278,11 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
             f"spark.pyspark.driver.python={tmp_path / 'env' / 'bin' / 'python'}",
             "spark.executor.memory=2g",
             "spark.executorEnv.HADOOP_CONF_DIR=./__spark_conf__/__hadoop_conf__",
+            # The configuration's launch profile on YARN (tfbs.launch): Spark's protection, demo's quick JVMs.
+            "spark.authenticate=true",
+            "spark.network.crypto.enabled=true",
+            "spark.io.encryption.enabled=true",
+            f"spark.driver.extraJavaOptions={QUICK_JVM_OPTIONS}",
         ):
             assert ("--conf", setting) in pairs, (stage, setting)
         application = argv.index(str(tmp_path / "jobs" / f"{stage}.py"))

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from conftest import DEMO_CONFIG
 
-from tfbs.class_archive import USE_OPTION, archive_path, with_archive
 from tfbs.config import load_config
+from tfbs.launch import USE_OPTION, archive_path, with_archive
 
 
 def test_the_option_is_added_only_when_the_archive_for_this_machine_is_there(tmp_path: Path) -> None:

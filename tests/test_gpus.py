@@ -414,12 +414,14 @@ def test_submit_yarn_ships_the_discovery_script_with_any_other_files(tmp_path, g
     spark_submit.chmod(0o755)
     env = {**os.environ, "SPARK_HOME": str(tmp_path / "spark"), "HADOOP_CONF_DIR": str(tmp_path)}
     env["TFBS_PYTHON"] = sys.executable
-    command = ["bash", str(REPO / "scripts" / "submit_yarn.sh"), "train", *given, "--", "--config", "c.yaml"]
+    # A configuration that exists: the script reads its launch profile (tfbs/launch.py).
+    command = ["bash", str(REPO / "scripts" / "submit_yarn.sh"), "train", *given, "--", "--config", "conf/demo.yaml"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     argv = done.stdout.splitlines()
     assert argv.count("--files") == 1 and argv[argv.index("--files") + 1] == shipped
-    assert argv[-3:] == ["jobs/train.py", "--config", "c.yaml"]
+    assert argv[-3:] == ["jobs/train.py", "--config", "conf/demo.yaml"]
+    assert argv[argv.index("spark.authenticate=true") - 1] == "--conf"
 
 
 def test_tensorflow_comes_from_one_extra_cpu_or_gpu_at_the_same_version():

@@ -42,6 +42,7 @@ from hosts import GATEWAY
 from netwatch import SPARK_RPC_WITHOUT_AUTH, files_naming, is_refusal, read_spy, secret_forms
 
 from tfbs import storage
+from tfbs.launch import QUICK_JVM_OPTIONS
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
@@ -51,8 +52,8 @@ SPARK_OPTIONS = [
     "--conf", "spark.ui.enabled=false",
     "--conf", "spark.executor.memory=768m",
     "--conf", "spark.yarn.am.memory=512m",
-    "--conf", "spark.executor.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
-    "--conf", "spark.yarn.am.extraJavaOptions=-XX:TieredStopAtLevel=1 -XX:+UseSerialGC",
+    "--conf", f"spark.executor.extraJavaOptions={QUICK_JVM_OPTIONS}",
+    "--conf", f"spark.yarn.am.extraJavaOptions={QUICK_JVM_OPTIONS}",
 ]  # fmt: skip
 #: A training long enough to lose a host in its middle (a checkpoint every 100
 #: steps), and for the driver to stop it before the chief could finish: ps

@@ -37,7 +37,8 @@ from netwatch import (
 )
 
 from tfbs.errors import ConfigError
-from tfbs.session import LOOPBACK, _check_security, network_conf
+from tfbs.launch import LOOPBACK, network_conf
+from tfbs.session import _check_security
 from tfbs.web_ui import UI_KEY, bearer_token, token_path
 
 # ---------------------------------------------------------------------------

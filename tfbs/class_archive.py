@@ -10,91 +10,30 @@ Airflow task. Java 17 can dump the classes a run loaded into an archive
 The archive is built once, by a small Spark run (``python -m
 tfbs.class_archive --config conf/demo.yaml``, which ``make`` runs), into the
 configuration's ``spark.class_archive_dir``, under a name keyed by the Java
-binary and the PySpark jars, so an upgrade of either builds a new one
-instead of using the old. A JVM that cannot use an archive (another
+binary and the PySpark jars (:func:`tfbs.launch.archive_path`), so an
+upgrade of either builds a new one instead of using the old. A JVM that cannot use an archive (another
 classpath, say) warns once and starts without it: the archive is only ever
-a speed-up. Drivers that PySpark starts (``tfbs <stage>``, the tests) get
-it from the configuration; under ``spark-submit`` the driver JVM is up
-before the job's configuration is read, so the submitter passes
-``-XX:SharedArchiveFile=<archive>`` in ``spark.driver.extraJavaOptions``
-itself (the tests' Airflow runs do).
+a speed-up. The launch profile maps it (:func:`tfbs.launch.with_archive`):
+drivers that PySpark starts (``tfbs <stage>``, the tests) get it from the
+configuration; under ``spark-submit`` the driver JVM is up before the job's
+configuration is read, so the submitter passes the ``--conf`` arguments
+``python -m tfbs.launch --deploy local`` prints (the DAG does).
 """
 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import logging
 import os
-import shutil
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
+from tfbs.launch import DUMP_OPTION, archive_path, java_options, network_conf
+
 log = logging.getLogger("tfbs.class_archive")
-
-#: The JVM option that maps an archive at start-up.
-USE_OPTION = "-XX:SharedArchiveFile="
-#: The JVM option that dumps the classes loaded, when the JVM exits.
-DUMP_OPTION = "-XX:ArchiveClassesAtExit="
-
-
-def archive_path(directory: str | os.PathLike[str]) -> Path:
-    """Where the archive for this machine's Java and PySpark lies in ``directory``.
-
-    The name is keyed by the Java binary (its resolved path and
-    modification time) and by the path, size and modification time of each
-    of PySpark's jars: what a JVM checks before it maps an archive, so a
-    reinstalled PySpark or a moved virtualenv gets an archive of its own.
-    """
-    import pyspark
-
-    java = _java_binary()
-    key = hashlib.sha256()
-    stat = java.stat()
-    key.update(f"{java}:{stat.st_size}:{stat.st_mtime_ns}:{pyspark.__version__}".encode())
-    for jar in sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")):
-        jar_stat = jar.stat()
-        key.update(f"{jar}:{jar_stat.st_size}:{jar_stat.st_mtime_ns}".encode())
-    return Path(directory) / f"spark-driver-{key.hexdigest()[:16]}.jsa"
-
-
-def _java_binary() -> Path:
-    """The ``java`` PySpark launches: ``$JAVA_HOME/bin/java``, else the one on the PATH."""
-    home = os.environ.get("JAVA_HOME")
-    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
-    if not found or not Path(found).exists():
-        raise FileNotFoundError("no java found (set JAVA_HOME or put java on the PATH)")
-    return Path(found).resolve()
-
-
-def with_archive(java_options: str, directory: str | os.PathLike[str] | None) -> str:
-    """``java_options`` plus the archive's option when ``directory`` holds an archive for this machine.
-
-    Parameters
-    ----------
-    java_options
-        The driver's ``spark.driver.extraJavaOptions`` (may be empty).
-    directory
-        ``spark.class_archive_dir``; None leaves the options as they are.
-
-    Examples
-    --------
-    >>> with_archive("-XX:+UseSerialGC", None)
-    '-XX:+UseSerialGC'
-    """
-    if directory is None or USE_OPTION in java_options or DUMP_OPTION in java_options:
-        return java_options
-    try:
-        archive = archive_path(directory)
-    except FileNotFoundError:
-        return java_options
-    if not archive.is_file():
-        log.info("no class archive at %s (make builds it): the driver JVM starts without one", archive)
-        return java_options
-    return f"{java_options} {USE_OPTION}{archive}".strip()
 
 
 def build_archive(directory: str | os.PathLike[str], java_options: str = "") -> Path:
@@ -146,8 +85,6 @@ def _dump(partial: Path, java_options: str) -> None:
     from pyspark import SparkContext
     from pyspark.sql import SparkSession
 
-    from tfbs.session import network_conf  # here: tfbs.session imports this module
-
     master = "local[1]"
     # -Xlog: without it the JVM lists every class it cannot archive (signed jars, old class files).
     options = f"{java_options} {DUMP_OPTION}{partial} -Xlog:cds=off -Xlog:cds+dynamic=off".strip()
@@ -183,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     if spark.class_archive_dir is None:
         log.info("%s sets no spark.class_archive_dir: nothing to build", args.config)
         return 0
-    build_archive(spark.class_archive_dir, spark.conf.get("spark.driver.extraJavaOptions", ""))
+    build_archive(spark.class_archive_dir, java_options(spark).get("spark.driver.extraJavaOptions", ""))
     return 0
 
 

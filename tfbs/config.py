@@ -73,6 +73,11 @@ class SparkConfig(_Section):
         None,
         description="local folder of the driver JVM's class archive (tfbs.class_archive); null: none",
     )
+    quick_jvm: list[Literal["driver", "executor", "yarn.am"]] = Field(
+        default_factory=list,
+        description="JVMs started on the quick compiler and the serial collector (tfbs.launch.QUICK_JVM_OPTIONS, "
+        "before any spark.<role>.extraJavaOptions): for small data or work in Python processes",
+    )
     allow_insecure: bool = Field(
         False,
         description="run on YARN even with Spark's authentication or encryption off (spark.authenticate, "

@@ -16,82 +16,20 @@ from pathlib import Path
 from pyspark import SparkConf, SparkContext
 from pyspark.sql import SparkSession
 
-from tfbs.class_archive import with_archive
 from tfbs.config import SparkConfig
 from tfbs.errors import ConfigError
 from tfbs.interrupts import note_interrupts, raise_if_interrupted
-from tfbs.web_ui import UI_FILTER, UI_KEY, private_ui_conf, save_token, token_path
-
-#: The one address every Spark service of a one-machine run binds to.
-LOOPBACK = "127.0.0.1"
-
-#: Spark's shared secret, drawn per session on one machine (:func:`build_session`).
-AUTH_SECRET = "spark.authenticate.secret"
-
-#: The settings :func:`build_session` draws per session on one machine, kept off every command line.
-SESSION_SECRETS = (AUTH_SECRET, UI_KEY)
-
-#: Spark's protection of a YARN run: authentication (a secret per
-#: application, handed to the containers in YARN's credentials), encryption
-#: of its connections (which carry the task closures, and in them the TF
-#: cluster's secrets) and of what it spills and shuffles to local disks.
-YARN_SECURITY = {
-    "spark.authenticate": "true",
-    "spark.network.crypto.enabled": "true",
-    "spark.io.encryption.enabled": "true",
-}
-
-
-def is_one_machine(master: str) -> bool:
-    """True for ``local``, ``local[N]``, ``local[N,F]`` and ``local-cluster[...]`` masters."""
-    return master.startswith("local")
-
-
-def network_conf(master: str) -> dict[str, str]:
-    """Spark settings that keep the run off the network, decided from the master.
-
-    One machine (:func:`is_one_machine`): the driver's RPC and block
-    manager bind and advertise ``127.0.0.1``. The rest (the UI, a
-    ``local-cluster``'s master, workers and executor JVMs) follows
-    ``SPARK_LOCAL_IP``, which :func:`build_session` sets before the JVM
-    starts: Spark binds its web UIs to ``SPARK_LOCAL_IP`` or else every
-    interface, and executors inherit the driver JVM's environment.
-    ``spark.authenticate`` too, with a secret :func:`build_session` draws
-    per session: another user of the machine reaches loopback, and a
-    ``local-cluster``'s master would otherwise take any worker's
-    registration (and hand it tasks, whose closures carry the TF cluster's
-    secrets). The web UIs, which no secret of Spark's guards, go behind a
-    key :func:`build_session` draws too (:mod:`tfbs.web_ui`).
-
-    YARN: :data:`YARN_SECURITY`. ``spark.authenticate`` with no secret
-    given, so Spark draws one per application and hands it to the
-    containers through YARN's credentials (no secret in the configuration,
-    a log or a command line); ``spark.network.crypto.enabled``, so RPC and
-    block transfers, which carry the task closures and with them the TF
-    cluster's secrets, are encrypted; ``spark.io.encryption.enabled``, so
-    spills and shuffle files on the nodes' disks are too.
-
-    Parameters
-    ----------
-    master : str
-        The Spark master the session starts with.
-
-    Returns
-    -------
-    dict of str to str
-        Settings the configuration's own ``spark.conf`` may override.
-    """
-    if is_one_machine(master):
-        return {
-            "spark.driver.bindAddress": LOOPBACK,
-            "spark.driver.host": LOOPBACK,
-            "spark.authenticate": "true",
-            # Only the run's token opens the web UIs (tfbs.web_ui); even then they stop nothing.
-            "spark.ui.killEnabled": "false",
-        }
-    if master.startswith("yarn"):
-        return dict(YARN_SECURITY)
-    return {}
+from tfbs.launch import (
+    AUTH_SECRET,
+    LOCAL_ENV,
+    SESSION_SECRETS,
+    YARN_SECURITY,
+    is_one_machine,
+    java_options,
+    network_conf,
+    with_archive,
+)
+from tfbs.web_ui import UI_FILTER, private_ui_conf, save_token, token_path
 
 
 def _local_cluster_home(scratch_dir: str) -> str:
@@ -140,7 +78,7 @@ def build_session(
 
     Notes
     -----
-    The master decides the network policy (:func:`network_conf`): on one
+    The master decides the network policy (:func:`tfbs.launch.network_conf`): on one
     machine every Spark service listens on ``127.0.0.1`` only
     (``SPARK_LOCAL_IP`` is set in this process's environment for that); on
     YARN Spark authenticates and encrypts its connections.
@@ -149,7 +87,9 @@ def build_session(
     builder = SparkSession.builder.appName(app_name)
     network: dict[str, str] = {}
     ui_token = ""
-    driver_options = {**spark.conf, **(extra_conf or {})}.get("spark.driver.extraJavaOptions", "")
+    # The JVM options of the launch profile (spark.quick_jvm); the driver's also maps the class archive below.
+    jvm_options = java_options(spark, extra_conf)
+    driver_options = jvm_options.get("spark.driver.extraJavaOptions", "")
     # Under spark-submit the JVM is already up (PYSPARK_GATEWAY_PORT is set)
     # and its --master must win over the configuration file; the submitter
     # sets its network policy (scripts/submit_yarn.sh).
@@ -166,7 +106,7 @@ def build_session(
             network.update(ui_conf)
             # Read by the JVM at start-up, and inherited by executor JVMs,
             # PySpark workers and TF nodes (tf_models.tfos.tfos_patches).
-            os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+            os.environ.update(LOCAL_ENV)
         if chosen_master.startswith("local-cluster") and scratch_dir:
             os.environ["SPARK_HOME"] = _local_cluster_home(scratch_dir)
         # Only a driver started from here can map the class archive.
@@ -175,7 +115,7 @@ def build_session(
     # the driver, or they import a different, incomplete set of packages.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = builder.config("spark.ui.showConsoleProgress", "true")
-    settings = {**network, **spark.conf, **(extra_conf or {})}
+    settings = {**network, **spark.conf, **(extra_conf or {}), **jvm_options}
     if driver_options:
         settings["spark.driver.extraJavaOptions"] = driver_options
     for key, value in settings.items():

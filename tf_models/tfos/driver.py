@@ -113,7 +113,7 @@ def reservation_host(sc: SparkContext) -> str:
     """The address TFoS's reservation server listens on: the driver's ``spark.driver.host``.
 
     That is the address the executors already reach the driver at
-    (``127.0.0.1`` in the one-machine profile of :mod:`tfbs.session`; on
+    (``127.0.0.1`` in the one-machine profile of :mod:`tfbs.launch`; on
     YARN the driver host's cluster address). Spark always sets it once the
     context runs; set ``spark.driver.host`` to choose another interface.
     """

@@ -76,7 +76,7 @@ def node_address(driver_host: str) -> str:
 
     ``SPARK_LOCAL_IP`` if set: the address Spark itself binds on this
     executor (``127.0.0.1`` in the one-machine profile, see
-    :mod:`tfbs.session`). Otherwise the address of this host's route to the
+    :mod:`tfbs.launch`). Otherwise the address of this host's route to the
     driver, which every executor reaches: a UDP ``connect`` sends nothing,
     the kernel only picks the route and the source address.
 

@@ -1,0 +1,283 @@
+"""The launch profile: what a Spark application of the pipeline starts with, decided from where it runs.
+
+One place for the settings every launcher needs, whoever starts the JVM:
+:func:`tfbs.session.build_session` in-process, ``scripts/submit_yarn.sh``,
+the Airflow DAG (``airflow_dags/``) and the tests' Airflow runs through
+``spark-submit``:
+
+- the network policy per master (:func:`network_conf`): loopback and a
+  per-session secret on one machine, authentication and encryption on YARN;
+- the JVM options of the configuration's ``spark.quick_jvm`` roles
+  (:data:`QUICK_JVM_OPTIONS`, :func:`java_options`);
+- the driver's class archive (:func:`with_archive`, built by
+  :mod:`tfbs.class_archive`).
+
+``python -m tfbs.launch --config conf/demo.yaml --deploy yarn`` prints the
+``--conf key=value`` arguments a ``spark-submit`` of that configuration
+needs, one argument per line (``--json``: the settings and environment as
+JSON, for programs). Under ``spark-submit`` the driver JVM is up before the
+job reads its configuration: JVM options and the network policy can only
+come from the submitter.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Literal
+
+from tfbs.config import SparkConfig, load_config
+from tfbs.web_ui import UI_KEY
+
+log = logging.getLogger("tfbs.launch")
+
+#: The one address every Spark service of a one-machine run binds to.
+LOOPBACK = "127.0.0.1"
+
+#: Spark's shared secret, drawn per session on one machine (:func:`tfbs.session.build_session`).
+AUTH_SECRET = "spark.authenticate.secret"
+
+#: The settings a session draws per session on one machine, kept off every command line.
+SESSION_SECRETS = (AUTH_SECRET, UI_KEY)
+
+#: Spark's protection of a YARN run: authentication (a secret per
+#: application, handed to the containers in YARN's credentials), encryption
+#: of its connections (which carry the task closures, and in them the TF
+#: cluster's secrets) and of what it spills and shuffles to local disks.
+YARN_SECURITY = {
+    "spark.authenticate": "true",
+    "spark.network.crypto.enabled": "true",
+    "spark.io.encryption.enabled": "true",
+}
+
+#: Environment of a ``spark-submit`` on a one-machine master: the JVM reads
+#: ``SPARK_LOCAL_IP`` at start-up, before any setting of the job's session,
+#: and binds the driver, its UI and block manager and any local-cluster
+#: executors there.
+LOCAL_ENV = {"SPARK_LOCAL_IP": LOOPBACK}
+
+#: The JVM's quick compiler alone and the serial collector: a JVM whose work
+#: is small or in Python processes starts about 1 s sooner on 2 cores
+#: (the demo's preprocess 9.8 s to 8.6 s; four training executors ~4 s).
+QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+#: The JVMs ``spark.quick_jvm`` may name; each reads ``spark.<role>.extraJavaOptions``.
+JvmRole = Literal["driver", "executor", "yarn.am"]
+
+#: Where :func:`launch_settings` is to run: a one-machine master or YARN (client mode).
+Deploy = Literal["local", "yarn"]
+
+#: The JVM option that maps a class archive at start-up.
+USE_OPTION = "-XX:SharedArchiveFile="
+#: The JVM option that dumps the classes loaded, when the JVM exits.
+DUMP_OPTION = "-XX:ArchiveClassesAtExit="
+
+
+def is_one_machine(master: str) -> bool:
+    """True for ``local``, ``local[N]``, ``local[N,F]`` and ``local-cluster[...]`` masters."""
+    return master.startswith("local")
+
+
+def network_conf(master: str) -> dict[str, str]:
+    """Spark settings that keep the run off the network, decided from the master.
+
+    One machine (:func:`is_one_machine`): the driver's RPC and block
+    manager bind and advertise ``127.0.0.1``. The rest (the UI, a
+    ``local-cluster``'s master, workers and executor JVMs) follows
+    ``SPARK_LOCAL_IP`` (:data:`LOCAL_ENV`), which
+    :func:`tfbs.session.build_session` sets before the JVM starts: Spark
+    binds its web UIs to ``SPARK_LOCAL_IP`` or else every interface, and
+    executors inherit the driver JVM's environment. ``spark.authenticate``
+    too, with a secret the session draws: another user of the machine
+    reaches loopback, and a ``local-cluster``'s master would otherwise take
+    any worker's registration (and hand it tasks, whose closures carry the
+    TF cluster's secrets). The web UIs, which no secret of Spark's guards,
+    go behind a key the session draws too (:mod:`tfbs.web_ui`).
+
+    YARN: :data:`YARN_SECURITY`. ``spark.authenticate`` with no secret
+    given, so Spark draws one per application and hands it to the
+    containers through YARN's credentials (no secret in the configuration,
+    a log or a command line); ``spark.network.crypto.enabled``, so RPC and
+    block transfers, which carry the task closures and with them the TF
+    cluster's secrets, are encrypted; ``spark.io.encryption.enabled``, so
+    spills and shuffle files on the nodes' disks are too.
+
+    Parameters
+    ----------
+    master : str
+        The Spark master the session starts with.
+
+    Returns
+    -------
+    dict of str to str
+        Settings the configuration's own ``spark.conf`` may override.
+    """
+    if is_one_machine(master):
+        return {
+            "spark.driver.bindAddress": LOOPBACK,
+            "spark.driver.host": LOOPBACK,
+            "spark.authenticate": "true",
+            # Only the run's token opens the web UIs (tfbs.web_ui); even then they stop nothing.
+            "spark.ui.killEnabled": "false",
+        }
+    if master.startswith("yarn"):
+        return dict(YARN_SECURITY)
+    return {}
+
+
+def java_options(spark: SparkConfig, extra_conf: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The ``spark.<role>.extraJavaOptions`` settings of the configuration, quick options added.
+
+    Each JVM role of ``spark.quick_jvm`` gets :data:`QUICK_JVM_OPTIONS`
+    before the options ``spark.conf`` or ``extra_conf`` give it (once:
+    options that hold them already are left as they are).
+
+    Parameters
+    ----------
+    spark
+        The configuration's ``spark`` section.
+    extra_conf
+        A stage's settings on top of the configuration's (``train.spark_conf``).
+
+    Returns
+    -------
+    dict of str to str
+        Only the ``extraJavaOptions`` keys that have a value.
+
+    Examples
+    --------
+    >>> java_options(SparkConfig(quick_jvm=["driver"]))
+    {'spark.driver.extraJavaOptions': '-XX:TieredStopAtLevel=1 -XX:+UseSerialGC'}
+    """
+    given = {**spark.conf, **(extra_conf or {})}
+    options = {key: value for key, value in given.items() if key.endswith(".extraJavaOptions")}
+    for role in spark.quick_jvm:
+        key = f"spark.{role}.extraJavaOptions"
+        own = options.get(key, "")
+        if QUICK_JVM_OPTIONS not in own:
+            options[key] = f"{QUICK_JVM_OPTIONS} {own}".strip()
+    return options
+
+
+def archive_path(directory: str | os.PathLike[str]) -> Path:
+    """Where the class archive for this machine's Java and PySpark lies in ``directory``.
+
+    The name is keyed by the Java binary (its resolved path and
+    modification time) and by the path, size and modification time of each
+    of PySpark's jars: what a JVM checks before it maps an archive, so a
+    reinstalled PySpark or a moved virtualenv gets an archive of its own.
+    """
+    import pyspark
+
+    java = _java_binary()
+    key = hashlib.sha256()
+    stat = java.stat()
+    key.update(f"{java}:{stat.st_size}:{stat.st_mtime_ns}:{pyspark.__version__}".encode())
+    for jar in sorted((Path(pyspark.__file__).parent / "jars").glob("*.jar")):
+        jar_stat = jar.stat()
+        key.update(f"{jar}:{jar_stat.st_size}:{jar_stat.st_mtime_ns}".encode())
+    return Path(directory) / f"spark-driver-{key.hexdigest()[:16]}.jsa"
+
+
+def _java_binary() -> Path:
+    """The ``java`` PySpark launches: ``$JAVA_HOME/bin/java``, else the one on the PATH."""
+    home = os.environ.get("JAVA_HOME")
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
+    if not found or not Path(found).exists():
+        raise FileNotFoundError("no java found (set JAVA_HOME or put java on the PATH)")
+    return Path(found).resolve()
+
+
+def with_archive(java_options: str, directory: str | os.PathLike[str] | None) -> str:
+    """``java_options`` plus the archive's option when ``directory`` holds an archive for this machine.
+
+    Parameters
+    ----------
+    java_options
+        The driver's ``spark.driver.extraJavaOptions`` (may be empty).
+    directory
+        ``spark.class_archive_dir``; None leaves the options as they are.
+
+    Examples
+    --------
+    >>> with_archive("-XX:+UseSerialGC", None)
+    '-XX:+UseSerialGC'
+    """
+    if directory is None or USE_OPTION in java_options or DUMP_OPTION in java_options:
+        return java_options
+    try:
+        archive = archive_path(directory)
+    except FileNotFoundError:
+        return java_options
+    if not archive.is_file():
+        log.info("no class archive at %s (make builds it): the driver JVM starts without one", archive)
+        return java_options
+    return f"{java_options} {USE_OPTION}{archive}".strip()
+
+
+def launch_settings(spark: SparkConfig, deploy: Deploy) -> dict[str, str]:
+    """The ``--conf`` settings of a ``spark-submit`` of this configuration on ``deploy``.
+
+    Only what a submitter must give because the driver JVM is up before the
+    job reads its configuration (the job's session applies the rest of
+    ``spark.conf`` itself): YARN's :data:`YARN_SECURITY`, and the JVM
+    options (:func:`java_options`). On one machine the driver maps the
+    class archive too; a YARN client's driver runs on another class path
+    (the cluster's configuration on it), where the archive cannot serve.
+
+    Examples
+    --------
+    >>> launch_settings(SparkConfig(), "yarn")["spark.io.encryption.enabled"]
+    'true'
+    """
+    settings = dict(YARN_SECURITY) if deploy == "yarn" else {}
+    settings |= java_options(spark)
+    if deploy == "local":
+        driver = with_archive(settings.get("spark.driver.extraJavaOptions", ""), spark.class_archive_dir)
+        if driver:
+            settings["spark.driver.extraJavaOptions"] = driver
+    return settings
+
+
+def launch_env(deploy: Deploy) -> dict[str, str]:
+    """The environment a ``spark-submit`` on ``deploy`` runs in (:data:`LOCAL_ENV` on one machine)."""
+    return dict(LOCAL_ENV) if deploy == "local" else {}
+
+
+def submit_arguments(settings: Mapping[str, str]) -> list[str]:
+    """``spark-submit``'s ``--conf key=value`` arguments of ``settings``.
+
+    Examples
+    --------
+    >>> submit_arguments({"spark.authenticate": "true"})
+    ['--conf', 'spark.authenticate=true']
+    """
+    return [argument for key, value in settings.items() for argument in ("--conf", f"{key}={value}")]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the ``spark-submit`` arguments (or, with ``--json``, settings and environment) of a configuration."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--config", help="the pipeline YAML (none: the network policy alone)")
+    parser.add_argument("--deploy", choices=["local", "yarn"], required=True, help="where spark-submit runs it")
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a configuration override")
+    parser.add_argument("--json", action="store_true", help='print {"conf": {...}, "env": {...}} instead')
+    args = parser.parse_args(argv)
+    spark = load_config(args.config, args.set).spark if args.config else SparkConfig()
+    settings = launch_settings(spark, args.deploy)
+    if args.json:
+        print(json.dumps({"conf": settings, "env": launch_env(args.deploy)}))
+    else:
+        print("\n".join(submit_arguments(settings)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
