@@ -142,7 +142,8 @@ def train_and_score(config, run, test_file: str, test_labels: np.ndarray, settin
     from tfbs.proteins import protein_table
 
     model_config = _with(config.train.model, SETTINGS[setting])
-    cfg = config.train.model_copy(update={"strategy": "local", "model": model_config})
+    placement = config.train.placement.model_copy(update={"strategy": "local"})
+    cfg = config.train.model_copy(update={"placement": placement, "model": model_config})
     model_dir = work / setting
     shutil.rmtree(model_dir, ignore_errors=True)
     started = time.monotonic()

@@ -36,10 +36,10 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     distributed = config.train.strategy != "local"
     with spark_session(
         config.spark,
-        master=config.train.master if distributed else None,
+        master=config.train.placement.training_master(config.spark.master) if distributed else None,
         app_suffix="-train",
         extra_conf={
-            **config.train.spark_conf,
+            **config.train.placement.spark_conf,
             **(node_executor_conf(config.train) if distributed else {}),
             **gpu_spark_conf(config.train),
             # A retried TF node cannot rejoin its cluster: fail at once instead.

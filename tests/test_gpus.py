@@ -252,7 +252,7 @@ def test_mixed_precision_without_gpus_is_allowed():
 def test_yarn_gpu_profile_loads():
     config = load_config(YARN_GPU)
     train = config.train
-    assert config.spark.master == train.master == "yarn"
+    assert config.spark.master == train.placement.training_master(config.spark.master) == "yarn"
     assert config.run_dir.startswith("hdfs://") and config.data.root.startswith("hdfs://")
     assert (train.gpus_per_worker, train.mixed_precision) == (1, True)
     # Exactly one TF node task per executor, as tf_models.tfos.run_cluster demands.

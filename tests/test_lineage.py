@@ -166,7 +166,7 @@ def test_the_lineage_is_written_before_training(small_shards, tmp_path):
     on_disk = json.loads(Path(local_path(lineage.lineage_uri(config.run_dir, version_lineage.version))).read_text())
     assert on_disk["manifest_digest"] == lineage.manifest_digest(manifest)
     assert on_disk["shards_uri"] == shared.shards_uri and on_disk["train"]["steps"] == 20
-    assert "spark_conf" not in on_disk["train"] and "master" not in on_disk["train"]
+    assert "placement" not in on_disk["train"] and "version" not in on_disk["train"]
     model_dir = Path(local_path(lineage.model_uri(config.run_dir, version_lineage.version)))
     assert [path.name for path in model_dir.iterdir()] == ["lineage.json"]
 

@@ -127,8 +127,7 @@ def node_executor_conf(train: TrainConfig) -> dict[str, str]:
     ``train.spark_conf`` may set ``spark.executor.cores`` (a node's
     TensorFlow then has that many); a node task takes them all.
     """
-    nodes = (train.num_ps if train.strategy == "parameter_server" else 0) + train.num_workers + 1
-    cores = int(train.spark_conf.get("spark.executor.cores", "1"))
+    nodes, cores = train.placement.num_nodes, train.placement.executor_cores
     return {
         "spark.executor.instances": str(nodes),
         "spark.executor.cores": str(cores),
@@ -420,13 +419,14 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
     """
     started = time.monotonic()
     cfg = config.train
+    placement = cfg.placement
     version_lineage, up_to_date = prepare_version(config, manifest)
     if up_to_date:
         return up_to_date_summary(config, version_lineage)
     model_uri = lineage.model_uri(config.run_dir, version_lineage.version)
     log.info("training model version %s in %s", version_lineage.version, model_uri)
     seeds = known_motif_seeds(config, manifest.tfs)
-    if cfg.strategy == "local":
+    if placement.strategy == "local":
         import tensorflow as tf
 
         run = _readable_run(config, manifest, ("train", "valid"), seeds)
@@ -436,7 +436,7 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
         from tf_models.tfos.failures import ClusterSetupError
         from tf_models.train_loop import TrainingRun
 
-        num_ps = cfg.num_ps if cfg.strategy == "parameter_server" else 0
+        num_ps = placement.num_ps if placement.strategy == "parameter_server" else 0
         schedule = TrainingRun.from_manifest(manifest).schedule(cfg)
         log.info(
             "training %d steps, %d per epoch (%s)",
@@ -457,14 +457,14 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
                     "config": config,
                     "manifest": manifest,
                     "lineage": version_lineage,
-                    "num_gpus": cfg.gpus_per_worker,
+                    "num_gpus": placement.gpus_per_worker,
                     "motif_seeds": seeds,
                 },
                 num_ps=num_ps,
-                num_workers=cfg.num_workers,
-                shutdown_timeout=cfg.timeout_s,
-                executors_timeout=cfg.executors_timeout_s,
-                private_network=cfg.tf_network == "private",
+                num_workers=placement.num_workers,
+                shutdown_timeout=placement.timeout_s,
+                executors_timeout=placement.executors_timeout_s,
+                private_network=placement.tf_network == "private",
                 # Each node records the pid of its TF process here, and the
                 # driver logs it: which OS process is worker:1.
                 node_dir=f"{model_uri}/{NODE_DIR}",
@@ -485,9 +485,9 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
             follower.stop()
     _write_history_plot(model_uri)
     seconds = time.monotonic() - started
-    log.info("training (%s) of version %s finished in %.1f s", cfg.strategy, version_lineage.version, seconds)
+    log.info("training (%s) of version %s finished in %.1f s", placement.strategy, version_lineage.version, seconds)
     return {
-        "strategy": cfg.strategy,
+        "strategy": placement.strategy,
         "seconds": seconds,
         "history": _read_history(model_uri),
         "version": version_lineage.version,

@@ -74,12 +74,13 @@ def gpu_spark_conf(train: TrainConfig) -> dict[str, str]:
         ``spark.yarn.executor.resource.yarn.io/gpu.amount`` as well is an
         error in Spark.
     """
-    if train.gpus_per_worker == 0 or train.strategy == "local":
+    placement = train.placement
+    if placement.gpus_per_worker == 0 or placement.strategy == "local":
         return {}
-    amount = str(train.gpus_per_worker)
+    amount = str(placement.gpus_per_worker)
     return {
         f"spark.executor.resource.{GPU_RESOURCE}.amount": amount,
-        f"spark.executor.resource.{GPU_RESOURCE}.discoveryScript": train.gpu_discovery_script,
+        f"spark.executor.resource.{GPU_RESOURCE}.discoveryScript": placement.gpu_discovery_script,
         f"spark.task.resource.{GPU_RESOURCE}.amount": amount,
     }
 

@@ -4,7 +4,8 @@ A run keeps every model it trains under ``<run_dir>/models/<version>/``
 (checkpoints, export, history, report), each with a ``lineage.json`` written
 before training starts. The version's name comes from its content, the
 shard manifest's digest and the digest of the training configuration
-(``<manifest[:10]>-<train[:8]>``, and ``-m<format>`` for a model format
+(``<manifest[:10]>-<train[:8]>``; the ``train`` section less where it
+runs, ``train.placement``; and ``-m<format>`` for a model format
 after the first), unless ``train.version`` names it. So a run killed
 mid-training resumes its own version when run again, a rerun on the same
 shards and configuration finds its version finished, and new shards, a new
@@ -30,7 +31,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tfbs import __version__, storage
-from tfbs.config import TrainConfig
 from tfbs.errors import BadInputError, MissingInputError, TfbsError
 
 if TYPE_CHECKING:
@@ -60,10 +60,6 @@ FLOOR_FAILURE_NAME = "floors_failed.json"
 #: code as it was when formats began to be counted. Their names carry no
 #: format; later formats add ``-m<format>`` (:func:`version_name`).
 FIRST_MODEL_FORMAT = 1
-
-#: The ``train`` keys that are no part of a version; their one home is the
-#: section (:attr:`tfbs.config.TrainConfig.OPERATIONAL_KEYS`).
-OPERATIONAL_TRAIN_KEYS = TrainConfig.OPERATIONAL_KEYS
 
 
 class LineageError(TfbsError):
@@ -197,7 +193,7 @@ def manifest_digest(manifest: str | bytes | Mapping[str, Any] | _Dumpable) -> st
 
 
 def training_config(config: PipelineConfig) -> dict[str, Any]:
-    """The ``train`` section (model included) without its operational keys (:data:`OPERATIONAL_TRAIN_KEYS`).
+    """The ``train`` section (model included) without ``placement`` and ``version`` (``TrainConfig.NOT_RECIPE``).
 
     When the model's first filters start as known motifs
     (``train.model.motif_cnn.seed_motifs``), the motifs they start as are

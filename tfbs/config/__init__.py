@@ -7,7 +7,7 @@ in this package (one module per section or two), so a stage never invents its ow
 
 Errors name the file and the offending key, for example::
 
-    conf/demo.yaml: train.num_workers: Input should be greater than 0
+    conf/demo.yaml: train.placement.num_workers: Input should be greater than 0
 """
 
 from tfbs.config.base import DEFAULT_GPU_DISCOVERY_SCRIPT, cpu_set
@@ -15,6 +15,7 @@ from tfbs.config.inputs import DataConfig, GenerateConfig, PreprocessConfig, Spa
 from tfbs.config.loading import load_config
 from tfbs.config.model import EasyFlowConfig, FactorNetConfig, ModelConfig, MotifCNNConfig
 from tfbs.config.pipeline import PipelineConfig
+from tfbs.config.placement import PlacementConfig, is_local_master
 from tfbs.config.stages import EvaluateConfig, ExplainConfig, PredictConfig, UnseenConfig
 from tfbs.config.train import TrainConfig
 from tfbs.errors import ConfigError
@@ -33,6 +34,8 @@ __all__ = [
     "GenerateConfig",
     "ModelConfig",
     "PipelineConfig",
+    "PlacementConfig",
+    "is_local_master",
     "PreprocessConfig",
     "SparkConfig",
     "TFSpec",

@@ -10,6 +10,7 @@ import yaml
 from pydantic import ValidationError
 
 from tfbs.config.pipeline import PipelineConfig
+from tfbs.config.placement import PlacementConfig
 from tfbs.errors import ConfigError
 
 
@@ -28,13 +29,28 @@ def _apply_override(tree: dict[str, Any], assignment: str) -> None:
     node[keys[-1]] = yaml.safe_load(raw)
 
 
+def _moved(loc: tuple[int | str, ...]) -> str | None:
+    """Where an unknown key of an older configuration went, or None if it is no such key."""
+    if len(loc) != 2 or loc[0] != "train":
+        return None
+    if loc[1] == "master":
+        return (
+            "training runs on spark.master; a local one (local, local[n]) gives training a local-cluster of one "
+            "executor per TF node, train.placement.executor_memory_mb MiB each"
+        )
+    if loc[1] in PlacementConfig.model_fields:
+        return f"now train.placement.{loc[1]}"
+    return None
+
+
 def _format_errors(source: str, error: ValidationError) -> str:
     lines = []
     for item in error.errors():
         key = ".".join(str(part) for part in item["loc"]) or "(top level)"
         # pydantic prefixes the message of a validator's ValueError; the key says where already.
         message = "unknown key" if item["type"] == "extra_forbidden" else item["msg"].removeprefix("Value error, ")
-        lines.append(f"{source}: {key}: {message}")
+        moved = _moved(item["loc"]) if item["type"] == "extra_forbidden" else None
+        lines.append(f"{source}: {key} moved: {moved}" if moved else f"{source}: {key}: {message}")
     return "\n".join(lines)
 
 

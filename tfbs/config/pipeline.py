@@ -60,8 +60,9 @@ class PipelineConfig(Section):
 
         Left out: ``data``'s locations (only whether each is set is kept;
         :attr:`DataConfig.LOCATION_KEYS`), ``preprocess``'s layout
-        (:attr:`PreprocessConfig.LAYOUT_KEYS`) and ``train``'s operational
-        keys (:attr:`TrainConfig.OPERATIONAL_KEYS`).
+        (:attr:`PreprocessConfig.LAYOUT_KEYS`) and, of ``train``, the whole
+        ``placement`` section and the ``version`` name
+        (:attr:`TrainConfig.NOT_RECIPE`).
         """
         tree = self.model_dump(mode="json", include=sections)
         if "data" in tree:
@@ -69,7 +70,7 @@ class PipelineConfig(Section):
                 key: (value is not None if key in DataConfig.LOCATION_KEYS else value)
                 for key, value in tree["data"].items()
             }
-        for name, left_out in (("preprocess", PreprocessConfig.LAYOUT_KEYS), ("train", TrainConfig.OPERATIONAL_KEYS)):
+        for name, left_out in (("preprocess", PreprocessConfig.LAYOUT_KEYS), ("train", TrainConfig.NOT_RECIPE)):
             if name in tree:
                 tree[name] = {key: value for key, value in tree[name].items() if key not in left_out}
         return tree
