@@ -33,7 +33,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     if up_to_date:
         print(f"model: {export_uri(config.run_dir, lineage.version)} (version {lineage.version}, up to date)")
         return up_to_date_summary(config, lineage)
-    distributed = config.train.strategy != "local"
+    distributed = config.train.placement.strategy != "local"
     with spark_session(
         config.spark,
         master=config.train.placement.training_master(config.spark.master) if distributed else None,

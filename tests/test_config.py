@@ -36,7 +36,7 @@ def test_content_settings_leave_out_locations_layout_and_operations():
     assert settings["data"]["root"] is True and settings["data"]["tfs"] == base.data.tfs
     assert not {"read_block_mb", "rows_per_record_file", "bad_rows"} & set(settings["preprocess"])
     assert "seed" in settings["preprocess"] and not {"placement", "strategy", "num_workers"} & set(settings["train"])
-    moved = ["data.root=/elsewhere", "preprocess.read_block_mb=1", "train.num_workers=5"]
+    moved = ["data.root=/elsewhere", "preprocess.read_block_mb=1", "train.placement.num_workers=5"]
     assert load_config(DEMO, moved).content_digest({"data", "preprocess", "train"}) == base.content_digest(
         {"data", "preprocess", "train"}
     )
@@ -111,12 +111,15 @@ def test_training_runs_on_spark_master(overrides, master):
     "override, message",
     [
         ("train.stepz=3", "conf/demo.yaml: train.stepz: unknown key"),
-        ("train.num_workers=0", "conf/demo.yaml: train.num_workers: Input should be greater than 0"),
+        (
+            "train.placement.num_workers=0",
+            "conf/demo.yaml: train.placement.num_workers: Input should be greater than 0",
+        ),
         ("preprocess.valid_chroms=[chr1]", "share ['chr1']"),
-        ("train.num_ps=0", "parameter_server needs num_ps >= 1"),
+        ("train.placement.num_ps=0", "parameter_server needs num_ps >= 1"),
         ("generate.chromosomes={chr2: 1000}", "generate.chromosomes"),
-        ('train.node_cpus={"gpu:0": "0"}', "'gpu:0' is not chief, ps or worker"),
-        ('train.node_cpus={"worker:1": "1-0"}', "'1-0' is not a CPU list"),
+        ('train.placement.node_cpus={"gpu:0": "0"}', "'gpu:0' is not chief, ps or worker"),
+        ('train.placement.node_cpus={"worker:1": "1-0"}', "'1-0' is not a CPU list"),
     ],
 )
 def test_bad_keys_are_named(override, message):

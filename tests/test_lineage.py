@@ -26,7 +26,7 @@ from tfbs.lineage import Lineage, LineageError
 from tfbs.storage import local_path
 
 #: Short training: two checkpoints of 10 steps.
-SHORT = ["train.strategy=local", "train.steps=20", "train.checkpoint_every_steps=10"]
+SHORT = ["train.placement.strategy=local", "train.steps=20", "train.checkpoint_every_steps=10"]
 
 
 class _Borrowed:
@@ -112,10 +112,9 @@ def test_version_names_are_deterministic(small_shards, tmp_path):
         tmp_path,
         shared.shards_uri,
         shared.data.root,
-        "train.strategy=multi_worker_mirrored",
-        "train.num_workers=3",
-        "train.master=local-cluster[4,1,1024]",
-        "train.timeout_s=60",
+        "train.placement.strategy=multi_worker_mirrored",
+        "train.placement.num_workers=3",
+        "train.placement.timeout_s=60",
     )
     assert Lineage.of(same, manifest, MODEL_FORMAT).version == version_lineage.version
     longer = _config(tmp_path, shared.shards_uri, shared.data.root, "train.steps=30")

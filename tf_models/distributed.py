@@ -84,7 +84,7 @@ def _export(config: PipelineConfig, version_lineage: Lineage, run, manifest: Man
         "window": manifest.window,
         "uses_dnase": model_config.use_dnase,
         "steps": result.steps,
-        "strategy": config.train.strategy,
+        "strategy": config.train.placement.strategy,
         "config_digest": config.digest(),
         "version": version_lineage.version,
         "manifest_digest": version_lineage.manifest_digest,
@@ -124,7 +124,7 @@ def node_executor_conf(train: TrainConfig) -> dict[str, str]:
     a standalone master (and ``local-cluster``) ``spark.cores.max``, which
     its workers fill with ``spark.executor.cores`` each. Left unsized, a
     standalone master gives one executor per worker with all its cores.
-    ``train.spark_conf`` may set ``spark.executor.cores`` (a node's
+    ``train.placement.spark_conf`` may set ``spark.executor.cores`` (a node's
     TensorFlow then has that many); a node task takes them all.
     """
     nodes, cores = train.placement.num_nodes, train.placement.executor_cores
@@ -141,7 +141,7 @@ def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[st
     from tf_models.train_loop import TrainingRun
     from tfbs.private_dirs import records_cache
 
-    cache = str(records_cache(config.train.record_cache_dir))
+    cache = str(records_cache(config.train.placement.record_cache_dir))
     run = TrainingRun.from_manifest(manifest).readable_by_tensorflow(cache, download)
     return dataclasses.replace(run, motif_seeds=motif_seeds)
 
@@ -227,24 +227,24 @@ def node_main(args: dict, info) -> None:
     config: PipelineConfig = args["config"]
     # First, before any TF server or strategy initialises devices: this
     # process sees only the GPUs Spark gave its task (a ps none).
-    apply_visible_devices(info.job_name, config.train.gpus_per_worker)
-    size_thread_pools(info, config.train.node_cpus)
+    apply_visible_devices(info.job_name, config.train.placement.gpus_per_worker)
+    size_thread_pools(info, config.train.placement.node_cpus)
 
     import tensorflow as tf
 
     from tf_models.gpus import log_devices
     from tf_models.tfos import mark_chief_done, start_server, wait_for_chief
 
-    log_devices(info.job_name, info.task_index, config.train.gpus_per_worker)
+    log_devices(info.job_name, info.task_index, config.train.placement.gpus_per_worker)
 
     manifest: Manifest = args["manifest"]
     version_lineage: Lineage = args["lineage"]
     marker = f"{lineage.model_uri(config.run_dir, version_lineage.version)}/{DONE_MARKER}"
-    timeout = config.train.worker_wait_timeout_s
+    timeout = config.train.placement.worker_wait_timeout_s
 
-    if config.train.strategy == "multi_worker_mirrored":
+    if config.train.placement.strategy == "multi_worker_mirrored":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        pin_to_cpus(info, config.train.node_cpus)
+        pin_to_cpus(info, config.train.placement.node_cpus)
         run = _readable_run(config, manifest, ("train", "valid"), args.get("motif_seeds"))
         _train_and_export(config, version_lineage, manifest, run, strategy, is_chief=info.is_chief)
         return
@@ -255,7 +255,7 @@ def node_main(args: dict, info) -> None:
         # The ps waits like a worker instead of server.join(), which never
         # returns and would keep the process alive until the application ends.
         start_server(info)
-        pin_to_cpus(info, config.train.node_cpus)
+        pin_to_cpus(info, config.train.placement.node_cpus)
         status = wait_for_chief(marker, timeout_seconds=timeout, run_id=args["run_id"])
         if status != "ok":
             raise RuntimeError(f"{info.job_name}:{info.task_index} released by a failed chief: {status}")
@@ -263,14 +263,14 @@ def node_main(args: dict, info) -> None:
     status = "failed: see the chief's log"
     try:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-        threads = function_threads(config.train.node_cpus)
+        threads = function_threads(config.train.placement.node_cpus)
         if threads:
             # Before the strategy connects, which sends this context's configuration
             # to the ps and workers (the chief's own ops run on as many threads).
             tf.config.threading.set_inter_op_parallelism_threads(threads)
-            log.info("the ps and workers run each step's ops on %d thread(s) (train.node_cpus)", threads)
+            log.info("the ps and workers run each step's ops on %d thread(s) (train.placement.node_cpus)", threads)
         strategy = tf.distribute.ParameterServerStrategy(resolver)
-        pin_to_cpus(info, config.train.node_cpus)
+        pin_to_cpus(info, config.train.placement.node_cpus)
         run = _readable_run(config, manifest, ("valid",), args.get("motif_seeds"))
         _train_and_export(config, version_lineage, manifest, run, strategy, is_chief=True)
         status = "ok"
@@ -381,7 +381,7 @@ def up_to_date_summary(config: PipelineConfig, version_lineage: Lineage) -> dict
         f"{model_uri}/export",
     )
     return {
-        "strategy": config.train.strategy,
+        "strategy": config.train.placement.strategy,
         "seconds": 0.0,
         "history": _read_history(model_uri),
         "version": version_lineage.version,

@@ -97,7 +97,7 @@ class NodeInfo:
 
 
 def node_cpu_set(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None:
-    """The CPUs ``train.node_cpus`` names for this node (``job:index`` wins over ``job``), or None.
+    """The CPUs ``train.placement.node_cpus`` names for this node (``job:index`` wins over ``job``), or None.
 
     Raises
     ------
@@ -111,7 +111,9 @@ def node_cpu_set(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | Non
         return None
     chosen = cpu_set(cpus) & os.sched_getaffinity(0)
     if not chosen:
-        raise RuntimeError(f"{info.job_name}:{info.task_index}: train.node_cpus {cpus!r} names no CPU of this host")
+        raise RuntimeError(
+            f"{info.job_name}:{info.task_index}: train.placement.node_cpus {cpus!r} names no CPU of this host"
+        )
     return chosen
 
 
@@ -160,7 +162,7 @@ def function_threads(node_cpus: Mapping[str, str]) -> int | None:
 
 
 def pin_to_cpus(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None:
-    """Restrict every thread of this node's process to the CPUs ``train.node_cpus`` names for it.
+    """Restrict every thread of this node's process to the CPUs ``train.placement.node_cpus`` names for it.
 
     ``job:index`` wins over ``job``. Call it once TensorFlow's server or
     strategy is up, after :func:`size_thread_pools`: TensorFlow creates its
