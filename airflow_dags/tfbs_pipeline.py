@@ -29,7 +29,7 @@ the configuration resolve there, as by hand). The master, deploy mode and
 queue come from the Airflow connection ``spark_default`` (connection type
 ``spark``; host ``local[2]``, ``local-cluster[4,1,1024]`` or ``yarn``; extras
 ``deploy-mode`` and ``queue``); spark-submit's ``--master`` wins over the
-configuration's ``spark.master`` and ``train.master``. Only client mode is
+configuration's ``spark.master`` (training's too). Only client mode is
 supported: the driver runs on the Airflow worker, from the project checkout.
 The connection's ``spark-binary`` extra is not used: stages are submitted with
 the ``spark-submit`` of the project's own environment, whose pyspark the jobs
