@@ -141,6 +141,32 @@ def test_the_chief_sizes_the_ps_and_workers_op_pools_for_the_pinned_workers():
     assert function_threads({}) is None
 
 
+def test_a_cpu_plan_sizes_the_pools_first_and_pins_after(monkeypatch):
+    """Step one touches no affinity and, off the chief of a ps cluster, no TensorFlow; step two pins."""
+    from tf_models.tfos import CpuPlan
+
+    for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    before = os.sched_getaffinity(0)
+    first = min(before)
+    plans = {
+        strategy: CpuPlan.of(_node_info("worker"), {"worker": str(first)}, strategy)
+        for strategy in ("parameter_server", "multi_worker_mirrored")
+    }
+    assert CpuPlan.of(_node_info("chief"), {}, "parameter_server").sends_functions
+    assert not any(plan.sends_functions for plan in plans.values())
+    assert not CpuPlan.of(_node_info("chief"), {}, "multi_worker_mirrored").sends_functions
+    plan = plans["parameter_server"]
+    try:
+        plan.before_tensorflow_starts()
+        assert os.environ["TF_NUM_INTRAOP_THREADS"] == "1" and os.sched_getaffinity(0) == before
+        assert plan.after_server_is_up() == {first} and os.sched_getaffinity(0) == {first}
+    finally:
+        for tid in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(tid), before)
+    assert CpuPlan.of(_node_info("worker"), {"ps": "0"}, "parameter_server").after_server_is_up() is None
+
+
 def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
     import tf_models.tfos as tfos
