@@ -96,7 +96,7 @@ def test_a_moved_key_says_where_it_went(override, message):
     [
         ([], "local-cluster[4,1,1024]"),
         (["train.placement.strategy=multi_worker_mirrored"], "local-cluster[3,1,1024]"),
-        (["train.placement.num_workers=1", "train.placement.executor_memory_mb=2048"], "local-cluster[3,1,2048]"),
+        (["train.placement.num_workers=1", "train.placement.local_executor_memory_mb=2048"], "local-cluster[3,1,2048]"),
         (["spark.master=local"], "local-cluster[4,1,1024]"),
         (["spark.master=yarn"], "yarn"),
         (["spark.master=local-cluster[5,1,512]"], "local-cluster[5,1,512]"),

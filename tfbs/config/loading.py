@@ -36,7 +36,7 @@ def _moved(loc: tuple[int | str, ...]) -> str | None:
     if loc[1] == "master":
         return (
             "training runs on spark.master; a local one (local, local[n]) gives training a local-cluster of one "
-            "executor per TF node, train.placement.executor_memory_mb MiB each"
+            "executor per TF node, train.placement.local_executor_memory_mb MiB each"
         )
     if loc[1] in PlacementConfig.model_fields:
         return f"now train.placement.{loc[1]}"

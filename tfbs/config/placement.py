@@ -41,7 +41,7 @@ class PlacementConfig(Section):
     strategy: Literal["parameter_server", "multi_worker_mirrored", "local"] = "parameter_server"
     num_ps: int = Field(1, ge=0)
     num_workers: int = Field(2, gt=0)
-    executor_memory_mb: int = Field(
+    local_executor_memory_mb: int = Field(
         1024,
         gt=0,
         description="memory of each executor of the local-cluster training runs on when spark.master is local",
@@ -113,7 +113,7 @@ class PlacementConfig(Section):
         """The master a distributed training session runs on, given ``spark.master``.
 
         A local master becomes a ``local-cluster`` of :attr:`num_nodes`
-        executors of :attr:`executor_cores` cores and ``executor_memory_mb``
+        executors of :attr:`executor_cores` cores and ``local_executor_memory_mb``
         each; any other (``yarn``, ``spark://...``, an explicit
         ``local-cluster[...]``) is used as it is.
 
@@ -124,4 +124,4 @@ class PlacementConfig(Section):
         """
         if not is_local_master(spark_master):
             return spark_master
-        return f"local-cluster[{self.num_nodes},{self.executor_cores},{self.executor_memory_mb}]"
+        return f"local-cluster[{self.num_nodes},{self.executor_cores},{self.local_executor_memory_mb}]"
