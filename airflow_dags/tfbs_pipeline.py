@@ -29,7 +29,7 @@ the configuration resolve there, as by hand). The master, deploy mode and
 queue come from the Airflow connection ``spark_default`` (connection type
 ``spark``; host ``local[2]``, ``local-cluster[4,1,1024]`` or ``yarn``; extras
 ``deploy-mode`` and ``queue``); spark-submit's ``--master`` wins over the
-configuration's ``spark.master`` and ``train.master``. Only client mode is
+configuration's ``spark.master`` (training's too). Only client mode is
 supported: the driver runs on the Airflow worker, from the project checkout.
 The connection's ``spark-binary`` extra is not used: stages are submitted with
 the ``spark-submit`` of the project's own environment, whose pyspark the jobs
@@ -56,10 +56,10 @@ Run-time parameters ("Trigger DAG w/ config", or ``airflow dags trigger -c
     worker slot in between), and how long to wait before the run fails.
 ``num_ps``, ``num_workers``
     the TensorFlowOnSpark cluster of training: passed to the job as
-    ``train.num_ps`` / ``train.num_workers`` (they win over the
+    ``train.placement.num_ps`` / ``train.placement.num_workers`` (they win over the
     configuration); the training job sizes its application itself, ``num_ps +
     num_workers + 1`` executors of one core each (the chief's included; use
-    ``num_ps: 0`` for ``train.strategy=multi_worker_mirrored``).
+    ``num_ps: 0`` for ``train.placement.strategy=multi_worker_mirrored``).
 ``force``
     run every stage even when nothing is new (default false).
 ``predict``
@@ -380,9 +380,9 @@ class StageSubmitOperator(SparkSubmitOperator):
 
         if self.stage == "train":
             num_ps, num_workers = int(params["num_ps"]), int(params["num_workers"])
-            args += ["--set", f"train.num_ps={num_ps}", "--set", f"train.num_workers={num_workers}"]
+            args += ["--set", f"train.placement.num_ps={num_ps}", "--set", f"train.placement.num_workers={num_workers}"]
             # Spark runs it on GPU nodes from the container's working directory
-            # (train.gpu_discovery_script: ./get_gpus_resources.sh).
+            # (train.placement.gpu_discovery_script: ./get_gpus_resources.sh).
             self.files = str(deployment.project_dir / "scripts" / GPU_DISCOVERY_SCRIPT)
         if self.stage == "predict":
             predict = params["predict"]

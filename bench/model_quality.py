@@ -5,7 +5,7 @@ strategy trains with the configuration's budget (epochs, early stopping)
 once per training seed (``train.seed`` 17, 18, 19), and ``tfbs evaluate``
 scores the test chromosomes:
 
-- ``local``: one process (``train.strategy=local``);
+- ``local``: one process (``train.placement.strategy=local``);
 - ``parameter_server``: TensorFlowOnSpark, 1 ps + 2 workers + the chief on
   ``local-cluster[4,1,1024]`` (the default);
 - ``multi_worker_mirrored``: all-reduce, the chief + 2 workers on

@@ -46,9 +46,9 @@ FRESH_DATA_SEEDS = (101, 202)
 
 #: strategy -> the ``--set`` overrides that select it.
 STRATEGIES: dict[str, tuple[str, ...]] = {
-    "local": ("train.strategy=local",),
-    "parameter_server": ("train.strategy=parameter_server", "train.master=local-cluster[4,1,1024]"),
-    "multi_worker_mirrored": ("train.strategy=multi_worker_mirrored", "train.master=local-cluster[3,1,1024]"),
+    "local": ("train.placement.strategy=local",),
+    "parameter_server": ("train.placement.strategy=parameter_server",),
+    "multi_worker_mirrored": ("train.placement.strategy=multi_worker_mirrored",),
 }
 
 #: Every run: all versions kept (one per seed), and a weak model is a figure, not a failed stage.

@@ -7,7 +7,7 @@ simulated TAL1 data of the data-parallel thesis in the project's seeds):
 ``simdna`` (PyPI, the generator DragoNN used) with a fixed seed. The label is
 about the whole window, where the demo's generator binds inside the bin:
 the model's default learned positional weighting (``motif_cnn.positional_bp:
-10`` in tfbs/config.py) must find that out by itself.
+10`` in tfbs/config/model.py) must find that out by itself.
 
 Each model setting trains with the project's loop
 (:func:`tf_models.train_loop.train`, one process) on the same record files
@@ -143,7 +143,8 @@ def train_and_score(config, run, test_file: str, test_labels: np.ndarray, settin
     from tfbs.proteins import protein_table
 
     model_config = _with(config.train.model, SETTINGS[setting])
-    cfg = config.train.model_copy(update={"strategy": "local", "model": model_config})
+    placement = config.train.placement.model_copy(update={"strategy": "local"})
+    cfg = config.train.model_copy(update={"placement": placement, "model": model_config})
     model_dir = work / setting
     shutil.rmtree(model_dir, ignore_errors=True)
     started = time.monotonic()

@@ -3,12 +3,12 @@
 Same shards, same model (the config's), same batch size and steps, each run
 a fresh ``tfbs train`` CLI subprocess with its own run directory:
 
-- ``local``: the training loop in one process (``train.strategy=local``);
+- ``local``: the training loop in one process (``train.placement.strategy=local``);
 - ``ps_2_workers``: TensorFlowOnSpark, ParameterServerStrategy, 1 ps + 2
   workers + the chief on ``local-cluster[4,1,1024]`` (the default);
 - ``ps_1_worker``: the same with one worker, ``local-cluster[3,1,1024]``;
 - ``ps_2_workers_open``: ``ps_2_workers`` with TF's gRPC servers on the
-  host's network (``train.tf_network=open``) instead of private networks
+  host's network (``train.placement.tf_network=open``) instead of private networks
   behind sealed tunnels: ``ps_2_workers`` against it is what the
   protection costs (issue 31's target: under 10 %; pinned as well,
   ``ps_2_workers_pinned_open``).
@@ -16,7 +16,7 @@ a fresh ``tfbs train`` CLI subprocess with its own run directory:
 Unpinned, every process may use every core, and one process already uses
 both: a second worker then has no core of its own and cannot show scaling.
 The pinned configurations give each computing process a core
-(``train.node_cpus``; the ps and the chief, which only apply updates and
+(``train.placement.node_cpus``; the ps and the chief, which only apply updates and
 schedule, share both):
 
 - ``local_1core``: one process on core 0 (``sched_setaffinity`` before it starts);
@@ -77,52 +77,49 @@ COMMON = ["train.validation_examples=1024"]
 
 #: name -> the ``--set`` overrides that make that configuration.
 CONFIGURATIONS: dict[str, list[str]] = {
-    "local": ["train.strategy=local"],
+    "local": ["train.placement.strategy=local"],
     "ps_2_workers": [
-        "train.strategy=parameter_server",
-        "train.num_ps=1",
-        "train.num_workers=2",
-        "train.master=local-cluster[4,1,1024]",
+        "train.placement.strategy=parameter_server",
+        "train.placement.num_ps=1",
+        "train.placement.num_workers=2",
     ],
     "ps_1_worker": [
-        "train.strategy=parameter_server",
-        "train.num_ps=1",
-        "train.num_workers=1",
-        "train.master=local-cluster[3,1,1024]",
+        "train.placement.strategy=parameter_server",
+        "train.placement.num_ps=1",
+        "train.placement.num_workers=1",
     ],
 }
 # The same with TF's gRPC servers on the host's network instead of private
-# ones behind sealed tunnels (train.tf_network): what the protection costs.
-CONFIGURATIONS["ps_2_workers_open"] = [*CONFIGURATIONS["ps_2_workers"], "train.tf_network=open"]
+# ones behind sealed tunnels (train.placement.tf_network): what the protection costs.
+CONFIGURATIONS["ps_2_workers_open"] = [*CONFIGURATIONS["ps_2_workers"], "train.placement.tf_network=open"]
 
 #: The pinned configurations (``--pinned``): each computing process on a core of its own.
 PINNED: dict[str, list[str]] = {
-    "local_1core": ["train.strategy=local"],
+    "local_1core": ["train.placement.strategy=local"],
     # One process per core at once (PROCESS_CPUS): the cores share caches
     # and memory bandwidth (on a VM, a host), so a busy neighbour slows a core.
-    "local_per_core": ["train.strategy=local"],
+    "local_per_core": ["train.placement.strategy=local"],
     "ps_1_worker_pinned": [
         *CONFIGURATIONS["ps_1_worker"],
-        'train.node_cpus={"worker:0": "0", "chief": "0-1", "ps": "0-1"}',
+        'train.placement.node_cpus={"worker:0": "0", "chief": "0-1", "ps": "0-1"}',
     ],
     # The whole one-worker job on one core: with ps_2_workers_pinned, the same job given one core and then two.
     "ps_1_worker_1core": [
         *CONFIGURATIONS["ps_1_worker"],
-        'train.node_cpus={"worker:0": "0", "chief": "0", "ps": "0"}',
+        'train.placement.node_cpus={"worker:0": "0", "chief": "0", "ps": "0"}',
     ],
     "ps_2_workers_pinned": [
         *CONFIGURATIONS["ps_2_workers"],
-        'train.node_cpus={"worker:0": "0", "worker:1": "1", "chief": "0-1", "ps": "0-1"}',
+        'train.placement.node_cpus={"worker:0": "0", "worker:1": "1", "chief": "0-1", "ps": "0-1"}',
     ],
     "ps_2_workers_pinned_open": [
         *CONFIGURATIONS["ps_2_workers_open"],
-        'train.node_cpus={"worker:0": "0", "worker:1": "1", "chief": "0-1", "ps": "0-1"}',
+        'train.placement.node_cpus={"worker:0": "0", "worker:1": "1", "chief": "0-1", "ps": "0-1"}',
     ],
     "allreduce_2_pinned": [
-        "train.strategy=multi_worker_mirrored",
-        "train.num_workers=1",
-        "train.master=local-cluster[2,1,1024]",
-        'train.node_cpus={"chief": "0", "worker:0": "1"}',
+        "train.placement.strategy=multi_worker_mirrored",
+        "train.placement.num_workers=1",
+        'train.placement.node_cpus={"chief": "0", "worker:0": "1"}',
     ],
 }
 

@@ -33,13 +33,13 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     if up_to_date:
         print(f"model: {export_uri(config.run_dir, lineage.version)} (version {lineage.version}, up to date)")
         return up_to_date_summary(config, lineage)
-    distributed = config.train.strategy != "local"
+    distributed = config.train.placement.strategy != "local"
     with spark_session(
         config.spark,
-        master=config.train.master if distributed else None,
+        master=config.train.placement.training_master(config.spark.master) if distributed else None,
         app_suffix="-train",
         extra_conf={
-            **config.train.spark_conf,
+            **config.train.placement.spark_conf,
             **(node_executor_conf(config.train) if distributed else {}),
             **gpu_spark_conf(config.train),
             # A retried TF node cannot rejoin its cluster: fail at once instead.

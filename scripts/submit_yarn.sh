@@ -39,7 +39,7 @@ stage="${1:?usage: $0 <stage> [spark-submit options] -- [stage arguments]}"
 shift
 # The GPU discovery script goes with every submission, beside any --files
 # given (spark-submit keeps only the last --files): on a GPU node Spark runs
-# it in the container's working directory (train.gpu_discovery_script:
+# it in the container's working directory (train.placement.gpu_discovery_script:
 # ./get_gpus_resources.sh, conf/yarn_gpu.yaml).
 discovery=scripts/get_gpus_resources.sh
 submit_options=()

@@ -57,7 +57,7 @@ def airflow_home(home: Path) -> dict[str, str]:
         # environment of this interpreter (its spark-submit and python).
         # tfbs_project_dir keeps its default, the folder above airflow_dags/.
         "AIRFLOW_VAR_TFBS_BIN_DIR": str(BIN),
-        # Every stage on local[2]; training runs in the driver (train.strategy=local).
+        # Every stage on local[2]; training runs in the driver (train.placement.strategy=local).
         "AIRFLOW_CONN_SPARK_DEFAULT": connection("local[2]"),
     }
     for name in _DEPLOYMENT_VARIABLES:

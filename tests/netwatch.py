@@ -265,10 +265,9 @@ def tfos_training(small_shards, tmp_path_factory) -> tuple[Path, WatchedRun]:
         f"run_dir={run_dir}",
         f"data.root={local_path(config.data.root)}",
         f"shards_dir={config.shards_uri}",
-        "train.strategy=parameter_server",
-        "train.master=local-cluster[4,1,1024]",
+        "train.placement.strategy=parameter_server",
         # Each worker on a core of its own (test_tfos reads their log lines).
-        'train.node_cpus={"worker:0": "0", "worker:1": "1"}',
+        'train.placement.node_cpus={"worker:0": "0", "worker:1": "1"}',
     ]
     args = ["jobs.train", "--config", str(DEMO_CONFIG)]
     for override in overrides:

@@ -297,7 +297,7 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
         shipped = ("--files", str(tmp_path / "scripts" / "get_gpus_resources.sh")) in pairs
         assert shipped == (stage == "train"), stage
     train = commands["train"]["argv"]
-    assert train[-4:] == ["--set", "train.num_ps=2", "--set", "train.num_workers=3"]
+    assert train[-4:] == ["--set", "train.placement.num_ps=2", "--set", "train.placement.num_workers=3"]
     predict = commands["predict"]["argv"]
     assert predict[-6:] == ["--regions", "r.bed", "--tf", "CTCF", "--cell", "K562"]
     genome = found["genome_predict_argv"]
@@ -316,7 +316,7 @@ def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data
     version whose lineage names the new file's digest, and moves LATEST."""
     run, models, data = tmp_path / "run", tmp_path / "run" / "models", tmp_path / "data"
     shutil.copytree(small_data, data)  # its own copy: a label file changes below
-    run_conf = _small_run_conf(data, str(run), tmp_path, "train.strategy=local")
+    run_conf = _small_run_conf(data, str(run), tmp_path, "train.placement.strategy=local")
     started = time.monotonic()
     done = dags_test(airflow_env, "2026-01-05", run_conf, timeout=1200)
     output = done.stdout + done.stderr

@@ -648,8 +648,8 @@ def test_too_few_executors_end_the_stage_in_one_line(tmp_path, monkeypatch, caps
     assert code == 2
     assert capsys.readouterr().err.strip().splitlines()[-1] == (
         "error: training needs 4 Spark executors, one per TF node (1 chief + 1 ps + 2 workers); spark://vm:7077 "
-        "gave 2 within 5 s (train.executors_timeout_s): give the cluster room for 2 more, or train with fewer "
-        "workers (train.num_workers)"
+        "gave 2 within 5 s (train.placement.executors_timeout_s): give the cluster room for 2 more, or train with fewer "
+        "workers (train.placement.num_workers)"
     )
 
 

@@ -196,8 +196,8 @@ def test_moved_identical_data_is_nothing_new(run, data, tmp_path, monkeypatch):
         "preprocess.rows_per_row_group=64",
         "preprocess.test_rows_per_row_group=4096",
         "preprocess.bad_rows=set_aside",
-        "train.num_workers=3",
-        "train.timeout_s=60",
+        "train.placement.num_workers=3",
+        "train.placement.timeout_s=60",
     ],
 )
 def test_a_layout_or_operational_setting_is_nothing_new(run, data, tmp_path, setting):

@@ -111,7 +111,7 @@ def test_a_node_is_pinned_to_the_cpus_named_for_it():
     finally:
         for tid in os.listdir("/proc/self/task"):
             os.sched_setaffinity(int(tid), before)
-    with pytest.raises(RuntimeError, match="worker:0: train.node_cpus '4095' names no CPU of this host"):
+    with pytest.raises(RuntimeError, match="worker:0: train.placement.node_cpus '4095' names no CPU of this host"):
         pin_to_cpus(worker, {"worker": "4095"})
 
 
@@ -141,6 +141,32 @@ def test_the_chief_sizes_the_ps_and_workers_op_pools_for_the_pinned_workers():
     assert function_threads({}) is None
 
 
+def test_a_cpu_plan_sizes_the_pools_first_and_pins_after(monkeypatch):
+    """Step one touches no affinity and, off the chief of a ps cluster, no TensorFlow; step two pins."""
+    from tf_models.tfos import CpuPlan
+
+    for name in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    before = os.sched_getaffinity(0)
+    first = min(before)
+    plans = {
+        strategy: CpuPlan.of(_node_info("worker"), {"worker": str(first)}, strategy)
+        for strategy in ("parameter_server", "multi_worker_mirrored")
+    }
+    assert CpuPlan.of(_node_info("chief"), {}, "parameter_server").sends_functions
+    assert not any(plan.sends_functions for plan in plans.values())
+    assert not CpuPlan.of(_node_info("chief"), {}, "multi_worker_mirrored").sends_functions
+    plan = plans["parameter_server"]
+    try:
+        plan.before_tensorflow_starts()
+        assert os.environ["TF_NUM_INTRAOP_THREADS"] == "1" and os.sched_getaffinity(0) == before
+        assert plan.after_server_is_up() == {first} and os.sched_getaffinity(0) == {first}
+    finally:
+        for tid in os.listdir("/proc/self/task"):
+            os.sched_setaffinity(int(tid), before)
+    assert CpuPlan.of(_node_info("worker"), {"ps": "0"}, "parameter_server").after_server_is_up() is None
+
+
 def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
     import tf_models.tfos as tfos
@@ -151,14 +177,14 @@ def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     monkeypatch.setattr(tfos, "start_server", lambda info: started.append(info.job_name))
     monkeypatch.setattr(tfos, "wait_for_chief", lambda *a, **k: "ok")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    config = load_config(DEMO, [f"run_dir={tmp_path}", "train.gpus_per_worker=1"])
+    config = load_config(DEMO, [f"run_dir={tmp_path}", "train.placement.gpus_per_worker=1"])
     args = {"config": config, "manifest": {}, "lineage": Lineage.of(config, {}, MODEL_FORMAT), "run_id": "r"}
 
     node_main(args, _node_info("ps"))
     assert started == ["ps"]
     assert os.environ["CUDA_VISIBLE_DEVICES"] == ""
 
-    with pytest.raises(RuntimeError, match="needs train.gpus_per_worker=1"):
+    with pytest.raises(RuntimeError, match="needs train.placement.gpus_per_worker=1"):
         node_main(args, _node_info("worker"))
     assert started == ["ps"]
 
@@ -187,7 +213,7 @@ def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
         dnase=True,
     )
     for gpus in (0, 2):
-        config = load_config(DEMO, [f"run_dir={tmp_path}", f"train.gpus_per_worker={gpus}"])
+        config = load_config(DEMO, [f"run_dir={tmp_path}", f"train.placement.gpus_per_worker={gpus}"])
         train_on_spark(spark, config, manifest)
         assert seen["num_gpus"] == gpus
 
@@ -198,7 +224,7 @@ def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
 
 
 def test_spark_conf_for_one_gpu_per_worker():
-    train = load_config(DEMO, ["train.gpus_per_worker=1"]).train
+    train = load_config(DEMO, ["train.placement.gpus_per_worker=1"]).train
     assert gpu_spark_conf(train) == {
         "spark.executor.resource.gpu.amount": "1",
         "spark.executor.resource.gpu.discoveryScript": DEFAULT_GPU_DISCOVERY_SCRIPT,
@@ -207,13 +233,15 @@ def test_spark_conf_for_one_gpu_per_worker():
 
 
 def test_spark_conf_task_takes_all_executor_gpus():
-    train = load_config(DEMO, ["train.gpus_per_worker=2", "train.gpu_discovery_script=./find.sh"]).train
+    train = load_config(
+        DEMO, ["train.placement.gpus_per_worker=2", "train.placement.gpu_discovery_script=./find.sh"]
+    ).train
     conf = gpu_spark_conf(train)
     assert conf["spark.executor.resource.gpu.amount"] == conf["spark.task.resource.gpu.amount"] == "2"
     assert conf["spark.executor.resource.gpu.discoveryScript"] == "./find.sh"
 
 
-@pytest.mark.parametrize("overrides", [[], ["train.gpus_per_worker=1", "train.strategy=local"]])
+@pytest.mark.parametrize("overrides", [[], ["train.placement.gpus_per_worker=1", "train.placement.strategy=local"]])
 def test_spark_conf_empty_without_cluster_gpus(overrides):
     assert gpu_spark_conf(load_config(DEMO, overrides).train) == {}
 
@@ -225,18 +253,18 @@ def test_spark_conf_empty_without_cluster_gpus(overrides):
 
 def test_gpu_defaults_and_shipped_script():
     train = load_config(DEMO).train
-    assert (train.gpus_per_worker, train.mixed_precision) == (0, False)
-    assert not [key for key in train.spark_conf if ".resource.gpu." in key]
-    assert train.gpu_discovery_script == str(SCRIPT)
+    assert (train.placement.gpus_per_worker, train.mixed_precision) == (0, False)
+    assert not [key for key in train.placement.spark_conf if ".resource.gpu." in key]
+    assert train.placement.gpu_discovery_script == str(SCRIPT)
     assert SCRIPT.stat().st_mode & stat.S_IXUSR, "Spark runs the script directly: it must be executable"
 
 
 @pytest.mark.parametrize(
     "override, message",
     [
-        ("train.gpus_per_worker=-1", "train.gpus_per_worker"),
-        ("train.gpu_discovery_script=''", "train.gpu_discovery_script"),
-        ("train.spark_conf={spark.executor.resource.gpu.amount: '1'}", "gpus_per_worker"),
+        ("train.placement.gpus_per_worker=-1", "train.placement.gpus_per_worker"),
+        ("train.placement.gpu_discovery_script=''", "train.placement.gpu_discovery_script"),
+        ("train.placement.spark_conf={spark.executor.resource.gpu.amount: '1'}", "gpus_per_worker"),
     ],
 )
 def test_gpu_config_errors(override, message):
@@ -246,18 +274,21 @@ def test_gpu_config_errors(override, message):
 
 def test_mixed_precision_without_gpus_is_allowed():
     train = load_config(DEMO, ["train.mixed_precision=true"]).train
-    assert train.mixed_precision and train.gpus_per_worker == 0
+    assert train.mixed_precision and train.placement.gpus_per_worker == 0
 
 
 def test_yarn_gpu_profile_loads():
     config = load_config(YARN_GPU)
     train = config.train
-    assert config.spark.master == train.master == "yarn"
+    assert config.spark.master == train.placement.training_master(config.spark.master) == "yarn"
     assert config.run_dir.startswith("hdfs://") and config.data.root.startswith("hdfs://")
-    assert (train.gpus_per_worker, train.mixed_precision) == (1, True)
+    assert (train.placement.gpus_per_worker, train.mixed_precision) == (1, True)
     # Exactly one TF node task per executor, as tf_models.tfos.run_cluster demands.
-    assert int(train.spark_conf["spark.executor.instances"]) == train.num_ps + train.num_workers + 1
-    assert train.spark_conf["spark.task.cpus"] == train.spark_conf["spark.executor.cores"]
+    assert (
+        int(train.placement.spark_conf["spark.executor.instances"])
+        == train.placement.num_ps + train.placement.num_workers + 1
+    )
+    assert train.placement.spark_conf["spark.task.cpus"] == train.placement.spark_conf["spark.executor.cores"]
     assert gpu_spark_conf(train)["spark.executor.resource.gpu.discoveryScript"] == "./get_gpus_resources.sh"
 
 

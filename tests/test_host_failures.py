@@ -60,7 +60,7 @@ SPARK_OPTIONS = [
 #: training goes on with the workers left.
 TRAINING_STEPS = 2000
 TRAINING = [*PIPELINE_OVERRIDES, f"train.steps={TRAINING_STEPS}", "train.early_stopping_patience=null",
-            "train.timeout_s=400"]  # fmt: skip
+            "train.placement.timeout_s=400"]  # fmt: skip
 #: From a host's loss to the stopped run.
 STOP_WITHIN_S = 60
 #: How long the link of a host stays down.
@@ -437,7 +437,7 @@ def test_a_host_cut_off_for_30_s_during_training_leaves_a_run_that_finishes_in_t
             hadoop.reconnect(victim)
         training.kill()
     print(f"{node}'s host {victim} cut off for {CUT_OFF_S} s: the run ended {finished - cut_at:.0f} s after the cut")
-    assert finished - started < 400  # train.timeout_s, start-up included: it never hangs past it
+    assert finished - started < 400  # train.placement.timeout_s, start-up included: it never hangs past it
     if code == 0:
         assert f"chief: step {TRAINING_STEPS}/{TRAINING_STEPS}" in training.output
     else:

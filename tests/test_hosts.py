@@ -118,7 +118,7 @@ def _train_on_gateway(hadoop, master: str, run_dir: Path, small_shards, *extra: 
         f"data.root={config.data.root}",
         f"shards_dir={config.shards_uri}",
         f"run_dir={run_dir}",
-        f"train.master={master}",
+        f"spark.master={master}",
         *extra,
     ]
     for override in overrides:
@@ -148,13 +148,18 @@ def test_a_standalone_master_trains_across_three_hosts(hadoop, standalone, small
 def test_a_standalone_master_short_of_cores_is_a_one_line_error(hadoop, standalone, small_shards, tmp_path):
     """Three workers of two cores cannot give seven single-core executors (1 ps, 5 workers, the chief)."""
     done = _train_on_gateway(
-        hadoop, standalone, tmp_path / "run", small_shards, "train.num_workers=5", "train.executors_timeout_s=10"
+        hadoop,
+        standalone,
+        tmp_path / "run",
+        small_shards,
+        "train.placement.num_workers=5",
+        "train.placement.executors_timeout_s=10",
     )
     assert done.returncode == 2, done.stderr[-4000:]
     last = done.stderr.strip().splitlines()[-1]
     assert last == (
         "error: training needs 7 Spark executors, one per TF node (1 chief + 1 ps + 5 workers); "
-        f"{standalone} gave 6 within 10 s (train.executors_timeout_s): give the cluster room for 1 more, "
-        "or train with fewer workers (train.num_workers)"
+        f"{standalone} gave 6 within 10 s (train.placement.executors_timeout_s): give the cluster room for 1 more, "
+        "or train with fewer workers (train.placement.num_workers)"
     )
     assert "Traceback" not in done.stderr

@@ -26,7 +26,7 @@ from tfbs.lineage import Lineage, LineageError
 from tfbs.storage import local_path
 
 #: Short training: two checkpoints of 10 steps.
-SHORT = ["train.strategy=local", "train.steps=20", "train.checkpoint_every_steps=10"]
+SHORT = ["train.placement.strategy=local", "train.steps=20", "train.checkpoint_every_steps=10"]
 
 
 class _Borrowed:
@@ -112,10 +112,9 @@ def test_version_names_are_deterministic(small_shards, tmp_path):
         tmp_path,
         shared.shards_uri,
         shared.data.root,
-        "train.strategy=multi_worker_mirrored",
-        "train.num_workers=3",
-        "train.master=local-cluster[4,1,1024]",
-        "train.timeout_s=60",
+        "train.placement.strategy=multi_worker_mirrored",
+        "train.placement.num_workers=3",
+        "train.placement.timeout_s=60",
     )
     assert Lineage.of(same, manifest, MODEL_FORMAT).version == version_lineage.version
     longer = _config(tmp_path, shared.shards_uri, shared.data.root, "train.steps=30")
@@ -166,7 +165,7 @@ def test_the_lineage_is_written_before_training(small_shards, tmp_path):
     on_disk = json.loads(Path(local_path(lineage.lineage_uri(config.run_dir, version_lineage.version))).read_text())
     assert on_disk["manifest_digest"] == lineage.manifest_digest(manifest)
     assert on_disk["shards_uri"] == shared.shards_uri and on_disk["train"]["steps"] == 20
-    assert "spark_conf" not in on_disk["train"] and "master" not in on_disk["train"]
+    assert "placement" not in on_disk["train"] and "version" not in on_disk["train"]
     model_dir = Path(local_path(lineage.model_uri(config.run_dir, version_lineage.version)))
     assert [path.name for path in model_dir.iterdir()] == ["lineage.json"]
 

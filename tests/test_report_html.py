@@ -42,7 +42,7 @@ def evaluated(spark, small_shards, tmp_path_factory):
         tmp_path_factory.mktemp("report-run"),
         f"data.root={local_path(config.data.root)}",
         f"shards_dir={config.shards_uri}",
-        "train.strategy=local",
+        "train.placement.strategy=local",
         "train.steps=10",
         "train.checkpoint_every_steps=10",
     )

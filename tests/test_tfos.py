@@ -65,7 +65,7 @@ def test_parameter_server_training_on_local_cluster(tfos_training):
     _check_training(
         run_dir, run.output, "parameter_server", {("chief", "0"), ("ps", "0"), ("worker", "0"), ("worker", "1")}
     )
-    # train.node_cpus pinned each worker to its core once its TF server was up (the node's own log line).
+    # train.placement.node_cpus pinned each worker to its core once its TF server was up (the node's own log line).
     executor_logs = "".join(path.read_text(errors="replace") for path in run_dir.rglob("stderr"))
     assert "worker:0 pinned to CPUs 0" in executor_logs and "worker:1 pinned to CPUs 1" in executor_logs
     # ... and the chief sized the pool the workers run each step's ops in to their one core.
@@ -81,8 +81,7 @@ def test_all_reduce_training_on_local_cluster(small_shards, tmp_path):
         f"run_dir={run_dir}",
         f"data.root={local_path(config.data.root)}",
         f"shards_dir={config.shards_uri}",
-        "train.strategy=multi_worker_mirrored",
-        "train.master=local-cluster[3,1,1024]",
+        "train.placement.strategy=multi_worker_mirrored",
     ]
     args = ["jobs.train", "--config", str(DEMO_CONFIG)]
     for override in overrides:
@@ -122,8 +121,8 @@ def validation_by_strategy(motif_shards, tmp_path_factory) -> dict[str, list[flo
             motif_shards,
             run_dir,
             *EQUAL_EXAMPLES,
-            f"train.strategy={strategy}",
-            f"train.master={master}",
+            f"train.placement.strategy={strategy}",
+            f"spark.master={master}",
             base=MOTIF_OVERRIDES,
         )
         assert run.returncode == 0, run.stderr[-4000:]

@@ -30,7 +30,7 @@ def trained(spark, small_shards, tmp_path_factory):
         tmp_path_factory.mktemp("local-train"),
         f"data.root={local_path(config.data.root)}",
         f"shards_dir={config.shards_uri}",
-        "train.strategy=local",
+        "train.placement.strategy=local",
     )
     summary = train_on_spark(spark, run_config, manifest)
     return run_config, manifest, summary

@@ -67,7 +67,7 @@ def test_held_out_config_trains_in_one_process_in_its_own_folder(tmp_path):
     config = small_config(tmp_path, "unseen.epochs=2")
     derived = held_out_config(config, "CTCF")
     assert derived.run_dir == f"{config.run_dir}/unseen/CTCF"
-    assert (derived.train.strategy, derived.train.epochs, derived.train.steps) == ("local", 2, None)
+    assert (derived.train.placement.strategy, derived.train.epochs, derived.train.steps) == ("local", 2, None)
     assert held_out_config(small_config(tmp_path), "CTCF").train.steps == config.train.steps
     assert held_out_config(small_config(tmp_path, "unseen.steps=20"), "CTCF").train.steps == 20
 

@@ -25,7 +25,7 @@ def without_dnase(spark, small_dataset, tmp_path_factory):
         tmp_path_factory.mktemp("no-dnase"),
         f"data.root={local_path(small_dataset.data.root)}",
         "data.dnase_dir=null",
-        "train.strategy=local",
+        "train.placement.strategy=local",
     )
     manifest = build_shards(spark, config)
     summary = train_on_spark(spark, config, manifest)

@@ -84,7 +84,7 @@ def _export(config: PipelineConfig, version_lineage: Lineage, run, manifest: Man
         "window": manifest.window,
         "uses_dnase": model_config.use_dnase,
         "steps": result.steps,
-        "strategy": config.train.strategy,
+        "strategy": config.train.placement.strategy,
         "config_digest": config.digest(),
         "version": version_lineage.version,
         "manifest_digest": version_lineage.manifest_digest,
@@ -124,11 +124,10 @@ def node_executor_conf(train: TrainConfig) -> dict[str, str]:
     a standalone master (and ``local-cluster``) ``spark.cores.max``, which
     its workers fill with ``spark.executor.cores`` each. Left unsized, a
     standalone master gives one executor per worker with all its cores.
-    ``train.spark_conf`` may set ``spark.executor.cores`` (a node's
+    ``train.placement.spark_conf`` may set ``spark.executor.cores`` (a node's
     TensorFlow then has that many); a node task takes them all.
     """
-    nodes = (train.num_ps if train.strategy == "parameter_server" else 0) + train.num_workers + 1
-    cores = int(train.spark_conf.get("spark.executor.cores", "1"))
+    nodes, cores = train.placement.num_nodes, train.placement.executor_cores
     return {
         "spark.executor.instances": str(nodes),
         "spark.executor.cores": str(cores),
@@ -142,7 +141,7 @@ def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[st
     from tf_models.train_loop import TrainingRun
     from tfbs.private_dirs import records_cache
 
-    cache = str(records_cache(config.train.record_cache_dir))
+    cache = str(records_cache(config.train.placement.record_cache_dir))
     run = TrainingRun.from_manifest(manifest).readable_by_tensorflow(cache, download)
     return dataclasses.replace(run, motif_seeds=motif_seeds)
 
@@ -223,29 +222,32 @@ def node_main(args: dict, info) -> None:
         :class:`tf_models.tfos.NodeInfo` of this node.
     """
     from tf_models.gpus import apply_visible_devices
-    from tf_models.tfos import function_threads, pin_to_cpus, size_thread_pools
+    from tf_models.tfos import CpuPlan
 
     config: PipelineConfig = args["config"]
+    placement = config.train.placement
     # First, before any TF server or strategy initialises devices: this
     # process sees only the GPUs Spark gave its task (a ps none).
-    apply_visible_devices(info.job_name, config.train.gpus_per_worker)
-    size_thread_pools(info, config.train.node_cpus)
+    apply_visible_devices(info.job_name, placement.gpus_per_worker)
+    # Each branch below pins once its server or strategy is up (CpuPlan's order).
+    cpus = CpuPlan.of(info, placement.node_cpus, placement.strategy)
+    cpus.before_tensorflow_starts()
 
     import tensorflow as tf
 
     from tf_models.gpus import log_devices
     from tf_models.tfos import mark_chief_done, start_server, wait_for_chief
 
-    log_devices(info.job_name, info.task_index, config.train.gpus_per_worker)
+    log_devices(info.job_name, info.task_index, placement.gpus_per_worker)
 
     manifest: Manifest = args["manifest"]
     version_lineage: Lineage = args["lineage"]
     marker = f"{lineage.model_uri(config.run_dir, version_lineage.version)}/{DONE_MARKER}"
-    timeout = config.train.worker_wait_timeout_s
+    timeout = placement.worker_wait_timeout_s
 
-    if config.train.strategy == "multi_worker_mirrored":
+    if placement.strategy == "multi_worker_mirrored":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        pin_to_cpus(info, config.train.node_cpus)
+        cpus.after_server_is_up()
         run = _readable_run(config, manifest, ("train", "valid"), args.get("motif_seeds"))
         _train_and_export(config, version_lineage, manifest, run, strategy, is_chief=info.is_chief)
         return
@@ -256,7 +258,7 @@ def node_main(args: dict, info) -> None:
         # The ps waits like a worker instead of server.join(), which never
         # returns and would keep the process alive until the application ends.
         start_server(info)
-        pin_to_cpus(info, config.train.node_cpus)
+        cpus.after_server_is_up()
         status = wait_for_chief(marker, timeout_seconds=timeout, run_id=args["run_id"])
         if status != "ok":
             raise RuntimeError(f"{info.job_name}:{info.task_index} released by a failed chief: {status}")
@@ -264,14 +266,8 @@ def node_main(args: dict, info) -> None:
     status = "failed: see the chief's log"
     try:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
-        threads = function_threads(config.train.node_cpus)
-        if threads:
-            # Before the strategy connects, which sends this context's configuration
-            # to the ps and workers (the chief's own ops run on as many threads).
-            tf.config.threading.set_inter_op_parallelism_threads(threads)
-            log.info("the ps and workers run each step's ops on %d thread(s) (train.node_cpus)", threads)
         strategy = tf.distribute.ParameterServerStrategy(resolver)
-        pin_to_cpus(info, config.train.node_cpus)
+        cpus.after_server_is_up()
         run = _readable_run(config, manifest, ("valid",), args.get("motif_seeds"))
         _train_and_export(config, version_lineage, manifest, run, strategy, is_chief=True)
         status = "ok"
@@ -382,13 +378,70 @@ def up_to_date_summary(config: PipelineConfig, version_lineage: Lineage) -> dict
         f"{model_uri}/export",
     )
     return {
-        "strategy": config.train.strategy,
+        "strategy": config.train.placement.strategy,
         "seconds": 0.0,
         "history": _read_history(model_uri),
         "version": version_lineage.version,
         "model_uri": model_uri,
         "up_to_date": True,
     }
+
+
+def _train_on_cluster(spark, config: PipelineConfig, version_lineage: Lineage, manifest: Manifest, seeds) -> None:
+    """Train on a TF cluster of Spark executors, one per node (ps or all-reduce), following the chief's progress."""
+    from tf_models.tfos import ClusterFailed, run_cluster
+    from tf_models.tfos.failures import ClusterSetupError
+    from tf_models.train_loop import TrainingRun
+
+    cfg, placement = config.train, config.train.placement
+    model_uri = lineage.model_uri(config.run_dir, version_lineage.version)
+    num_ps = placement.num_ps if placement.strategy == "parameter_server" else 0
+    schedule = TrainingRun.from_manifest(manifest).schedule(cfg)
+    log.info(
+        "training %d steps, %d per epoch (%s)",
+        schedule.total_steps,
+        schedule.steps_per_epoch,
+        f"train.steps={cfg.steps}" if cfg.steps else f"train.epochs={cfg.epochs}",
+    )
+    _log_resume_point(model_uri, schedule.total_steps)
+    follower = _ProgressFollower(f"{model_uri}/history.json", schedule.total_steps)
+    follower.start()
+    try:
+        run_cluster(
+            spark.sparkContext,
+            node_main,
+            # num_gpus: TFoS then takes GPUs only from Spark's task
+            # resources, never from its own nvidia-smi probe (tf_models.gpus).
+            {
+                "config": config,
+                "manifest": manifest,
+                "lineage": version_lineage,
+                "num_gpus": placement.gpus_per_worker,
+                "motif_seeds": seeds,
+            },
+            num_ps=num_ps,
+            num_workers=placement.num_workers,
+            shutdown_timeout=placement.timeout_s,
+            executors_timeout=placement.executors_timeout_s,
+            private_network=placement.tf_network == "private",
+            # Each node records the pid of its TF process here, and the
+            # driver logs it: which OS process is worker:1.
+            node_dir=f"{model_uri}/{NODE_DIR}",
+        )
+    except ClusterSetupError:
+        raise  # nothing ran: the one-line error says it all
+    except ClusterFailed as err:
+        step = _checkpoint_step(model_uri)
+        log.error(
+            "training stopped: %s. %s",
+            err,
+            f"Run the same command again to resume from the checkpoint at step {step}."
+            if step
+            else "No checkpoint was written yet.",
+        )
+        raise
+    finally:
+        follower.stop()
 
 
 def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
@@ -419,75 +472,25 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
         training configuration.
     """
     started = time.monotonic()
-    cfg = config.train
+    placement = config.train.placement
     version_lineage, up_to_date = prepare_version(config, manifest)
     if up_to_date:
         return up_to_date_summary(config, version_lineage)
     model_uri = lineage.model_uri(config.run_dir, version_lineage.version)
     log.info("training model version %s in %s", version_lineage.version, model_uri)
     seeds = known_motif_seeds(config, manifest.tfs)
-    if cfg.strategy == "local":
+    if placement.strategy == "local":
         import tensorflow as tf
 
         run = _readable_run(config, manifest, ("train", "valid"), seeds)
         _train_and_export(config, version_lineage, manifest, run, tf.distribute.get_strategy(), is_chief=True)
     else:
-        from tf_models.tfos import ClusterFailed, run_cluster
-        from tf_models.tfos.failures import ClusterSetupError
-        from tf_models.train_loop import TrainingRun
-
-        num_ps = cfg.num_ps if cfg.strategy == "parameter_server" else 0
-        schedule = TrainingRun.from_manifest(manifest).schedule(cfg)
-        log.info(
-            "training %d steps, %d per epoch (%s)",
-            schedule.total_steps,
-            schedule.steps_per_epoch,
-            f"train.steps={cfg.steps}" if cfg.steps else f"train.epochs={cfg.epochs}",
-        )
-        _log_resume_point(model_uri, schedule.total_steps)
-        follower = _ProgressFollower(f"{model_uri}/history.json", schedule.total_steps)
-        follower.start()
-        try:
-            run_cluster(
-                spark.sparkContext,
-                node_main,
-                # num_gpus: TFoS then takes GPUs only from Spark's task
-                # resources, never from its own nvidia-smi probe (tf_models.gpus).
-                {
-                    "config": config,
-                    "manifest": manifest,
-                    "lineage": version_lineage,
-                    "num_gpus": cfg.gpus_per_worker,
-                    "motif_seeds": seeds,
-                },
-                num_ps=num_ps,
-                num_workers=cfg.num_workers,
-                shutdown_timeout=cfg.timeout_s,
-                executors_timeout=cfg.executors_timeout_s,
-                private_network=cfg.tf_network == "private",
-                # Each node records the pid of its TF process here, and the
-                # driver logs it: which OS process is worker:1.
-                node_dir=f"{model_uri}/{NODE_DIR}",
-            )
-        except ClusterSetupError:
-            raise  # nothing ran: the one-line error says it all
-        except ClusterFailed as err:
-            step = _checkpoint_step(model_uri)
-            log.error(
-                "training stopped: %s. %s",
-                err,
-                f"Run the same command again to resume from the checkpoint at step {step}."
-                if step
-                else "No checkpoint was written yet.",
-            )
-            raise
-        finally:
-            follower.stop()
+        _train_on_cluster(spark, config, version_lineage, manifest, seeds)
     _write_history_plot(model_uri)
     seconds = time.monotonic() - started
-    log.info("training (%s) of version %s finished in %.1f s", cfg.strategy, version_lineage.version, seconds)
+    log.info("training (%s) of version %s finished in %.1f s", placement.strategy, version_lineage.version, seconds)
     return {
-        "strategy": cfg.strategy,
+        "strategy": placement.strategy,
         "seconds": seconds,
         "history": _read_history(model_uri),
         "version": version_lineage.version,

@@ -4,7 +4,7 @@ Three pieces, each a plain function so it can be tested without a GPU:
 
 :func:`gpu_spark_conf`
     The Spark settings of the training session. Every executor asks its
-    cluster manager for ``train.gpus_per_worker`` GPUs and runs a discovery
+    cluster manager for ``train.placement.gpus_per_worker`` GPUs and runs a discovery
     script to learn their addresses; the one TF node task on it takes them
     all. On YARN, Spark maps the ``gpu`` resource to ``yarn.io/gpu`` itself.
 :func:`apply_visible_devices`
@@ -74,12 +74,13 @@ def gpu_spark_conf(train: TrainConfig) -> dict[str, str]:
         ``spark.yarn.executor.resource.yarn.io/gpu.amount`` as well is an
         error in Spark.
     """
-    if train.gpus_per_worker == 0 or train.strategy == "local":
+    placement = train.placement
+    if placement.gpus_per_worker == 0 or placement.strategy == "local":
         return {}
-    amount = str(train.gpus_per_worker)
+    amount = str(placement.gpus_per_worker)
     return {
         f"spark.executor.resource.{GPU_RESOURCE}.amount": amount,
-        f"spark.executor.resource.{GPU_RESOURCE}.discoveryScript": train.gpu_discovery_script,
+        f"spark.executor.resource.{GPU_RESOURCE}.discoveryScript": placement.gpu_discovery_script,
         f"spark.task.resource.{GPU_RESOURCE}.amount": amount,
     }
 
@@ -180,7 +181,7 @@ def apply_visible_devices(role: str, gpus_per_worker: int, addresses: Sequence[s
     role : str
         ``"chief"``, ``"worker"`` or ``"ps"``.
     gpus_per_worker : int
-        ``train.gpus_per_worker``: how many GPUs a chief or worker must get.
+        ``train.placement.gpus_per_worker``: how many GPUs a chief or worker must get.
     addresses : sequence of str or None
         The task's GPU addresses; ``None`` reads them from Spark
         (:func:`task_gpu_addresses`).
@@ -201,7 +202,7 @@ def apply_visible_devices(role: str, gpus_per_worker: int, addresses: Sequence[s
     found = task_gpu_addresses() if addresses is None else list(addresses)
     if role in COMPUTE_ROLES and len(found) < gpus_per_worker:
         raise RuntimeError(
-            f"TF {role} needs train.gpus_per_worker={gpus_per_worker} GPU(s), but Spark assigned "
+            f"TF {role} needs train.placement.gpus_per_worker={gpus_per_worker} GPU(s), but Spark assigned "
             f"{found or 'none'}: check spark.executor/task.resource.gpu.* in the training session"
         )
     value = visible_devices(role, found)

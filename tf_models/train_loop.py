@@ -55,7 +55,8 @@ def batches_per_step(cfg: TrainConfig) -> int:
     under all-reduce every replica (the chief and each worker) gives a
     share of the step's batch.
     """
-    return cfg.num_workers + 1 if cfg.strategy == "multi_worker_mirrored" else 1
+    placement = cfg.placement
+    return placement.num_workers + 1 if placement.strategy == "multi_worker_mirrored" else 1
 
 
 def pipeline_batch_size(cfg: TrainConfig) -> int:
@@ -65,9 +66,10 @@ def pipeline_batch_size(cfg: TrainConfig) -> int:
 
     Examples
     --------
-    >>> from tfbs.config import TrainConfig
+    >>> from tfbs.config import PlacementConfig, TrainConfig
+    >>> all_reduce = PlacementConfig(strategy="multi_worker_mirrored", num_workers=2)
     >>> pipeline_batch_size(TrainConfig(batch_size=64)), pipeline_batch_size(
-    ...     TrainConfig(batch_size=64, strategy="multi_worker_mirrored", num_workers=2))
+    ...     TrainConfig(batch_size=64, placement=all_reduce))
     (64, 21)
     """
     return max(2, round(cfg.batch_size / batches_per_step(cfg)))
@@ -423,11 +425,11 @@ def _train_in(
         if uses_coordinator:
             # Runs on the worker: its index picks its share of the files.
             worker_index = tf.distribute.coordinator.experimental_get_current_worker_index()
-            shard = (cfg.num_workers, worker_index)
+            shard = (cfg.placement.num_workers, worker_index)
         # A resumed run continues each stream where it stopped. Under ps,
         # closures go to whichever worker is free, so each worker is taken
         # to have done an equal share.
-        done = resumed_step // cfg.num_workers if uses_coordinator else resumed_step
+        done = resumed_step // cfg.placement.num_workers if uses_coordinator else resumed_step
         return run.dataset(cfg, per_replica_batch, done, input_context=input_context, shard=shard)
 
     step_fn = training_step(model, optimizer, proteins, strategy)

@@ -144,7 +144,7 @@ def java_options(spark: SparkConfig, extra_conf: Mapping[str, str] | None = None
     spark
         The configuration's ``spark`` section.
     extra_conf
-        A stage's settings on top of the configuration's (``train.spark_conf``).
+        A stage's settings on top of the configuration's (``train.placement.spark_conf``).
 
     Returns
     -------

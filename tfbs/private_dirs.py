@@ -58,7 +58,7 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
 
 
 def records_cache(configured: str | None = None) -> Path:
-    """This user's folder of record copies on this node (``train.record_cache_dir``, default :data:`RECORDS_ROOT`)."""
+    """This user's folder of record copies on this node (``train.placement.record_cache_dir``, default :data:`RECORDS_ROOT`)."""
     return private_dir((configured or RECORDS_ROOT).format(user=user_name()))
 
 

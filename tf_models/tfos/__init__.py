@@ -15,8 +15,8 @@ on the executors::
 Modules:
 
 :mod:`~tf_models.tfos.node`
-    What ``node_main`` uses on a node: :class:`NodeInfo`, :func:`pin_to_cpus`,
-    :func:`function_threads`, :func:`start_server`, :func:`wait_for_chief`, :func:`mark_chief_done`.
+    What ``node_main`` uses on a node: :class:`NodeInfo`, :class:`CpuPlan`
+    (:func:`pin_to_cpus`, :func:`function_threads`), :func:`start_server`, :func:`wait_for_chief`, :func:`mark_chief_done`.
 :mod:`~tf_models.tfos.task`
     The Spark task of a node: TFoS's entry function and the forked, watched
     process that runs the node's TensorFlow.
@@ -126,13 +126,11 @@ from tf_models.tfos.node import (
     WORKER,
     NodeInfo,
     NodeMain,
-    function_threads,
     mark_chief_done,
-    pin_to_cpus,
-    size_thread_pools,
     start_server,
     wait_for_chief,
 )
+from tf_models.tfos.pinning import CpuPlan, function_threads, pin_to_cpus, size_thread_pools
 
 __all__ = [
     "CHIEF",
@@ -140,6 +138,7 @@ __all__ = [
     "PS",
     "WORKER",
     "ClusterFailed",
+    "CpuPlan",
     "NodeInfo",
     "NodeMain",
     "function_threads",

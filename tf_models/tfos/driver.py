@@ -93,8 +93,8 @@ def _check_executors(sc: SparkContext, num_ps: int, num_workers: int, timeout: f
     if found < num_nodes:
         raise ClusterSizeError(
             f"training needs {num_nodes} Spark executors, one per TF node ({nodes}); {sc.master} gave "
-            f"{found} within {timeout:.0f} s (train.executors_timeout_s): give the cluster room for "
-            f"{num_nodes - found} more, or train with fewer workers (train.num_workers)"
+            f"{found} within {timeout:.0f} s (train.placement.executors_timeout_s): give the cluster room for "
+            f"{num_nodes - found} more, or train with fewer workers (train.placement.num_workers)"
         )
     if found > num_nodes:
         raise ClusterSizeError(
@@ -289,7 +289,7 @@ def run_cluster(
         args[TF_NETWORK_SECRET_ARG] = HiddenBytes(secrets.token_bytes(SECRET_BYTES))
     else:
         logger.warning(
-            "tfbs cluster: the TF network is open (train.tf_network: open): each node's gRPC server answers "
+            "tfbs cluster: the TF network is open (train.placement.tf_network: open): each node's gRPC server answers "
             "anyone who reaches its host, on the port of its placement line"
         )
     if node_dir:

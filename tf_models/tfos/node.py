@@ -9,12 +9,10 @@ process of :func:`tf_models.tfos.task.run_isolated`.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -94,95 +92,6 @@ class NodeInfo:
             f"executor={self.spark_executor_id} tfos_index={self.executor_id} "
             f"host={self.hostname} pid={self.pid} addr={self.address}"
         )
-
-
-def node_cpu_set(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None:
-    """The CPUs ``train.node_cpus`` names for this node (``job:index`` wins over ``job``), or None.
-
-    Raises
-    ------
-    RuntimeError
-        If the list names no CPU this process may use.
-    """
-    from tfbs.config import cpu_set
-
-    cpus = node_cpus.get(f"{info.job_name}:{info.task_index}", node_cpus.get(info.job_name))
-    if cpus is None:
-        return None
-    chosen = cpu_set(cpus) & os.sched_getaffinity(0)
-    if not chosen:
-        raise RuntimeError(f"{info.job_name}:{info.task_index}: train.node_cpus {cpus!r} names no CPU of this host")
-    return chosen
-
-
-def size_thread_pools(info: NodeInfo, node_cpus: Mapping[str, str]) -> None:
-    """Size TensorFlow's thread pools for the CPUs this node will be pinned to.
-
-    Call it before TensorFlow's runtime starts (TensorFlow may be imported):
-    its pools are sized once, from ``TF_NUM_INTRAOP_THREADS`` and
-    ``TF_NUM_INTEROP_THREADS`` or else from the CPUs the process may use.
-    A worker started on two CPUs and pinned to one kept two compute threads
-    there, which took turns on its core; one per CPU it is pinned to. The
-    process's own op pool, which also serves the requests of the chief and
-    the ps, stays at two at least: a worker with one hung (its one thread
-    held by the request running a step, while the step's exchange with the
-    ps waited for a thread). The steps' ops run in a pool the chief sizes
-    (:func:`function_threads`).
-    """
-    chosen = node_cpu_set(info, node_cpus)
-    if chosen is not None:
-        os.environ["TF_NUM_INTRAOP_THREADS"] = str(len(chosen))
-        os.environ["TF_NUM_INTEROP_THREADS"] = str(max(2, len(chosen)))
-
-
-def function_threads(node_cpus: Mapping[str, str]) -> int | None:
-    """Threads each ps and worker runs the chief's functions on: the most CPUs a pinned worker has, or None.
-
-    Under ``ParameterServerStrategy`` the chief's context configuration
-    becomes every ps's and worker's configuration for the functions the chief
-    sends them, and its inter-op threads the pool that runs their ops. Left
-    to each node, a worker pinned to one core ran the ops of a step on two
-    threads that took turns there: 7 % fewer examples per second than one
-    thread (a plain training process on one core: 947 against 1,024).
-    None when no worker is pinned: TensorFlow's defaults.
-
-    Examples
-    --------
-    >>> function_threads({"worker:0": "0", "worker:1": "1", "chief": "0-1"})
-    1
-    >>> function_threads({"worker": "0-3"}), function_threads({"ps": "0"})
-    (4, None)
-    """
-    from tfbs.config import cpu_set
-
-    counts = [len(cpu_set(cpus)) for node, cpus in node_cpus.items() if node.partition(":")[0] == WORKER]
-    return max(counts, default=None)
-
-
-def pin_to_cpus(info: NodeInfo, node_cpus: Mapping[str, str]) -> set[int] | None:
-    """Restrict every thread of this node's process to the CPUs ``train.node_cpus`` names for it.
-
-    ``job:index`` wins over ``job``. Call it once TensorFlow's server or
-    strategy is up, after :func:`size_thread_pools`: TensorFlow creates its
-    pools' threads when its runtime starts, and a worker started on one CPU
-    hung (closures scheduled, none run). Started on all, then pinned, every
-    thread runs on the node's CPUs; threads made later (tf.data's) inherit
-    the pinning.
-
-    Returns
-    -------
-    set of int or None
-        The CPUs, or None when the node is not pinned.
-    """
-    chosen = node_cpu_set(info, node_cpus)
-    if chosen is None:
-        return None
-    # sched_setaffinity moves one thread: every thread the process has, one by one.
-    for thread in os.listdir("/proc/self/task"):
-        with contextlib.suppress(ProcessLookupError):  # a thread that ended meanwhile
-            os.sched_setaffinity(int(thread), chosen)
-    log.info("%s:%d pinned to CPUs %s", info.job_name, info.task_index, ",".join(map(str, sorted(chosen))))
-    return chosen
 
 
 def start_server(info: NodeInfo) -> tf.distribute.Server:

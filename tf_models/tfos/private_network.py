@@ -54,7 +54,7 @@ _PR_SET_PDEATHSIG = 1
 
 
 class PrivateNetworkUnavailable(RuntimeError):
-    """This host cannot give a TF node a network namespace of its own (see ``train.tf_network``)."""
+    """This host cannot give a TF node a network namespace of its own (see ``train.placement.tf_network``)."""
 
 
 def task_names(cluster_spec: dict[str, list[str]]) -> list[str]:

@@ -1,0 +1,108 @@
+"""What the model is: ``train.model`` and its architectures' sections."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from tfbs.config.base import Section
+from tfbs.storage import to_uri
+
+
+class FactorNetConfig(Section):
+    """The DNA branch of the ``factornet`` architecture (Quang & Xie's FactorNet).
+
+    One convolution of wide (motif-sized) filters, max-pooled, then a
+    sequence layer over the pooled positions; the same weights read both
+    strands. The protein branch, cell, DNase, dense and dropout keys are
+    shared with the EasyFlow model (:class:`ModelConfig`).
+    """
+
+    filters: int = Field(64, gt=0, description="motif detectors in the first convolution")
+    kernel: int = Field(26, gt=0, description="first-layer filter width, bp (FactorNet: 26)")
+    pool_size: int = Field(13, gt=0, description="max-pool width and stride after the convolution (FactorNet: 13)")
+    sequence_layer: Literal["bilstm", "attention"] = Field(
+        "bilstm", description="over the pooled positions: a bidirectional LSTM or one self-attention block"
+    )
+    units: int = Field(32, gt=0, description="LSTM units per direction, or attention key size per head")
+    attention_heads: int = Field(4, gt=0)
+    cell_embedding_dim: int = Field(8, gt=0, description="size of the learned cell-type embedding")
+
+
+class MotifCNNConfig(Section):
+    """The DNA branch of the ``motif_cnn`` architecture (the default)."""
+
+    filters: int = Field(64, gt=0, description="motif detectors")
+    kernel: int = Field(15, gt=0, description="filter width, bp (most TF motifs are 8-20 bp)")
+    protein_gate: bool = Field(True, description="the TF's protein selects the filters (a sigmoid gate per filter)")
+    positional_bp: int | None = Field(
+        10,
+        gt=0,
+        description="learn a weight per N bp of the whole window for the motif matches, starting at 1 inside "
+        "dna_center_bp and near 0 outside (None: count matches only inside dna_center_bp, unweighted)",
+    )
+    match_dropout: float = Field(
+        0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
+    )
+    seed_motifs: bool = Field(
+        True,
+        description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db; "
+        "on generated data the very motifs the generator plants), or as the motifs of seed_motif_db; training "
+        "moves them like the others, and the motifs are part of the model's version (false, or no motif "
+        "configured: every filter starts random, and the training log says why)",
+    )
+    seed_motif_db: str | None = Field(
+        None,
+        description="a MEME file whose motifs, in file order, start the first filters instead of the run's TFs' "
+        "own (e.g. other TFs' motifs, a control of what seeding buys); None: evaluate.motifs of the run's TFs",
+    )
+
+    @field_validator("seed_motif_db")
+    @classmethod
+    def _seed_motif_db_uri(cls, value: str | None) -> str | None:
+        return None if value is None else to_uri(value)
+
+
+class EasyFlowConfig(Section):
+    """The DNA branch of the ``easyflow`` architecture, EasyFlow's sizes by default."""
+
+    dna_filters: list[int] = Field(default_factory=lambda: [32, 32, 32], min_length=1)
+    dna_kernel: int = Field(3, gt=0)
+    dna_pool_size: int = Field(2, gt=0, description="max-pool before the last DNA convolution")
+    pool: Literal["flatten", "global_max"] = Field(
+        "flatten", description="how the DNA and protein maps become vectors (EasyFlow: flatten)"
+    )
+
+
+class ModelConfig(Section):
+    """The TFBS model with the amino-acid branch, picked by ``architecture``.
+
+    ``motif_cnn`` (the default, :class:`tf_models.motif_cnn.MotifCNN`) scans
+    the bin with strand-shared motif filters gated by the TF's protein;
+    ``easyflow`` is EasyFlow's TFBS CNN with its bugs fixed
+    (:class:`tf_models.model.EasyFlowNet`); ``factornet`` is a strand-shared
+    wide-filter CNN with a pooled BiLSTM or attention layer
+    (:class:`tf_models.factornet.FactorNet`). Each has its own section for
+    its DNA branch; the protein branch, the cell, DNase, dense and dropout
+    keys are shared.
+    """
+
+    architecture: Literal["motif_cnn", "easyflow", "factornet"] = "motif_cnn"
+    aa_filters: list[int] = Field(default_factory=lambda: [16, 32, 32], min_length=1)
+    aa_kernel: int = Field(9, gt=0)
+    aa_pool_size: int = Field(2, gt=0)
+    aa_max_length: int = Field(800, gt=0)
+    dna_center_bp: int | None = Field(
+        300, gt=0, description="use only DNA features of the central N bp: the bin and a margin (None: whole window)"
+    )
+    dense_units: int = Field(64, gt=0)
+    dropout: float = Field(0.25, ge=0, lt=1)
+    use_dnase: bool = Field(
+        True,
+        description="feed the DNase input, each bin's proximity to its open region's summit (off when the data has none)",
+    )
+    use_cell_type: bool = True
+    motif_cnn: MotifCNNConfig = Field(default_factory=MotifCNNConfig)
+    easyflow: EasyFlowConfig = Field(default_factory=EasyFlowConfig)
+    factornet: FactorNetConfig = Field(default_factory=FactorNetConfig)

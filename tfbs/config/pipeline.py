@@ -1,0 +1,85 @@
+"""The whole configuration of a run, and what of it names what the pipeline makes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from tfbs.config.base import Section
+from tfbs.config.inputs import DataConfig, GenerateConfig, PreprocessConfig, SparkConfig
+from tfbs.config.stages import EvaluateConfig, ExplainConfig, PredictConfig, UnseenConfig
+from tfbs.config.train import TrainConfig
+from tfbs.storage import to_uri
+
+
+class PipelineConfig(Section):
+    """Everything one run needs; built by :func:`load_config`."""
+
+    run_dir: str
+    shards_dir: str = Field("", description="shards to read/write; default <run_dir>/shards, shareable across runs")
+    source: str = Field("", description="the YAML file this came from")
+    spark: SparkConfig = Field(default_factory=SparkConfig)
+    data: DataConfig
+    generate: GenerateConfig | None = None
+    preprocess: PreprocessConfig = Field(default_factory=PreprocessConfig)
+    train: TrainConfig = Field(default_factory=TrainConfig)
+    evaluate: EvaluateConfig = Field(default_factory=EvaluateConfig)
+    predict: PredictConfig = Field(default_factory=PredictConfig)
+    unseen: UnseenConfig = Field(default_factory=UnseenConfig)
+    explain: ExplainConfig = Field(default_factory=ExplainConfig)
+
+    @model_validator(mode="after")
+    def _absolute_dirs(self) -> "PipelineConfig":
+        run_dir = to_uri(self.run_dir)
+        object.__setattr__(self, "run_dir", run_dir)
+        object.__setattr__(self, "shards_dir", to_uri(self.shards_dir) if self.shards_dir else f"{run_dir}/shards")
+        return self
+
+    @model_validator(mode="after")
+    def _baseline_motifs(self) -> "PipelineConfig":
+        # Generated data: the motif scan reads the motifs the generator planted.
+        if self.generate is not None and self.evaluate.motif_db is None:
+            motifs = {spec.name: spec.motif for spec in self.generate.tfs}
+            evaluate = self.evaluate.model_copy(update={"motif_db": self.generate.motif_db, "motifs": motifs})
+            object.__setattr__(self, "evaluate", evaluate)
+        return self
+
+    def digest(self, sections: set[str] | None = None) -> str:
+        """A short hash of the configuration (or of some sections), recorded in outputs."""
+        tree = self.model_dump(exclude={"source"})
+        if sections is not None:
+            tree = {key: value for key, value in tree.items() if key in sections}
+        payload = json.dumps(tree, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def content_settings(self, sections: set[str]) -> dict[str, Any]:
+        """The settings of ``sections`` that change what the pipeline makes, as JSON values.
+
+        Left out: ``data``'s locations (only whether each is set is kept;
+        :attr:`DataConfig.LOCATION_KEYS`), ``preprocess``'s layout
+        (:attr:`PreprocessConfig.LAYOUT_KEYS`) and, of ``train``, the whole
+        ``placement`` section and the ``version`` name
+        (:attr:`TrainConfig.NOT_RECIPE`).
+        """
+        tree = self.model_dump(mode="json", include=sections)
+        if "data" in tree:
+            tree["data"] = {
+                key: (value is not None if key in DataConfig.LOCATION_KEYS else value)
+                for key, value in tree["data"].items()
+            }
+        for name, left_out in (("preprocess", PreprocessConfig.LAYOUT_KEYS), ("train", TrainConfig.NOT_RECIPE)):
+            if name in tree:
+                tree[name] = {key: value for key, value in tree[name].items() if key not in left_out}
+        return tree
+
+    def content_digest(self, sections: set[str]) -> str:
+        """A short hash of :meth:`content_settings`: equal exactly when those settings are."""
+        payload = json.dumps(self.content_settings(sections), sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    @property
+    def shards_uri(self) -> str:
+        return self.shards_dir

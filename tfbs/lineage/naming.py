@@ -1,0 +1,110 @@
+"""A version's name from its content: the shards manifest's digest and the training recipe's."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tfbs import storage
+from tfbs.lineage.paths import FIRST_MODEL_FORMAT
+
+if TYPE_CHECKING:
+    from tfbs.config import PipelineConfig
+
+
+class Dumpable(Protocol):
+    def model_dump(self, *, mode: str = ...) -> dict[str, Any]: ...
+
+
+def canonical_json(tree: Any) -> str:
+    """One JSON text per value: sorted keys, no whitespace."""
+    return json.dumps(tree, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def manifest_tree(manifest: str | bytes | Mapping[str, Any] | Dumpable) -> dict[str, Any]:
+    """The manifest as plain JSON values, from its text, a dict or the model object."""
+    if isinstance(manifest, str | bytes):
+        tree = json.loads(manifest)
+    elif isinstance(manifest, Mapping):
+        # Through JSON, so tuples and lists (or other JSON-equal values) compare alike.
+        tree = json.loads(json.dumps(manifest))
+    else:
+        tree = manifest.model_dump(mode="json")
+    if not isinstance(tree, dict):
+        raise ValueError(f"a manifest is a JSON object, not {type(tree).__name__}")
+    return tree
+
+
+def manifest_digest(manifest: str | bytes | Mapping[str, Any] | Dumpable) -> str:
+    """The sha256 (hex) of a shard manifest's canonical JSON.
+
+    The same manifest gives the same digest whether it comes as the text of
+    ``manifest.json`` (any formatting), a dict or the pydantic object.
+
+    Examples
+    --------
+    >>> manifest_digest('{"b": 1, "a": [1, 2]}') == manifest_digest({"a": (1, 2), "b": 1})
+    True
+    """
+    return _sha256(canonical_json(manifest_tree(manifest)))
+
+
+def training_config(config: PipelineConfig) -> dict[str, Any]:
+    """The ``train`` section (model included) without ``placement`` and ``version`` (``TrainConfig.NOT_RECIPE``).
+
+    When the model's first filters start as known motifs
+    (``train.model.motif_cnn.seed_motifs``), the motifs they start as are
+    part of the recipe too, under ``seed_motifs_from``: the bytes of
+    ``motif_cnn.seed_motif_db`` when set, else the motifs named in
+    ``evaluate.motifs`` and the bytes of ``evaluate.motif_db``. Another
+    motif file trains another model; where it is does not (the path of
+    ``seed_motif_db`` reads as null: the same bytes elsewhere are the same
+    recipe).
+    """
+    tree: dict[str, Any] = config.content_settings({"train"})["train"]
+    tree["model"]["motif_cnn"]["seed_motif_db"] = None
+    model, evaluate = config.train.model, config.evaluate
+    if model.architecture != "motif_cnn" or not model.motif_cnn.seed_motifs:
+        return tree
+    if model.motif_cnn.seed_motif_db is not None:
+        tree["seed_motifs_from"] = {"seed_motif_db_blake3": storage.blake3_of(model.motif_cnn.seed_motif_db)[0]}
+    elif evaluate.motifs and evaluate.motif_db:
+        tree["seed_motifs_from"] = {
+            "motifs": dict(sorted(evaluate.motifs.items())),
+            "motif_db_blake3": storage.blake3_of(evaluate.motif_db)[0],
+        }
+    return tree
+
+
+def training_config_digest(config: PipelineConfig) -> str:
+    """The sha256 (hex) of :func:`training_config`: what a model learns from besides its shards."""
+    return _sha256(canonical_json(training_config(config)))
+
+
+def config_digest(config: PipelineConfig) -> str:
+    """The sha256 (hex) of the whole configuration (its source file's name left out)."""
+    return _sha256(canonical_json(config.model_dump(mode="json", exclude={"source"})))
+
+
+def version_name(config: PipelineConfig, manifest_sha: str, model_format: int) -> str:
+    """``train.version`` if set, else ``<manifest digest[:10]>-<training config digest[:8]>``.
+
+    A model format after :data:`FIRST_MODEL_FORMAT` adds ``-m<format>``, so
+    new model code trains a version of its own instead of resuming one of
+    the old code's.
+    """
+    if config.train.version:
+        return config.train.version
+    name = f"{manifest_sha[:10]}-{training_config_digest(config)[:8]}"
+    return name if model_format == FIRST_MODEL_FORMAT else f"{name}-m{model_format}"
+
+
+def utc_now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
