@@ -274,6 +274,9 @@ def run_cluster(
         SparkContext remains usable, except when a node fails before all
         nodes have registered: TFoS then stops the SparkContext itself.
     """
+    # Imported first, as always (_reserve_nodes uses it): importing it configures root logging and loads TF.
+    from tensorflowonspark import TFCluster  # noqa: F401
+
     num_nodes = num_ps + num_workers + 1
     _check_executors(sc, num_ps, num_workers, executors_timeout)
     args = _node_args(node_args, private_network, node_dir)
