@@ -29,79 +29,45 @@ From Python (with ``hadoop/`` on ``sys.path``)::
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import os
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from collections.abc import Sequence
+from dataclasses import asdict
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import host_daemons as daemons
 from containers import ContainerLogs, ContainerProcess, container_logs, container_processes
-from jvm import DEFAULT_CACHE_DIR, LOG4J_PROPERTIES, ClusterError, ensure_classpath, find_java_home, http_json, site_xml
-from kdc import KDC_PORT, REALM, Kdc
-from netns import Host, HostNetwork, free_subnet, require_namespaces
+from host_launch import HostLaunch
+from host_layout import DEFAULT_SIZE, DEFAULT_STARTUP_TIMEOUT, GATEWAY, OUTSIDER, HostsInfo, layout, node_names
+from host_readiness import HostReadiness
+from jvm import DEFAULT_CACHE_DIR, ClusterError, ensure_classpath, find_java_home
+from kdc import REALM
+from netns import free_subnet, require_namespaces
 from procs import rss_mb
-from secure_conf import Security, client_settings, java_options, server_settings, service_principals
+
+__all__ = [
+    "DEFAULT_SIZE",
+    "DEFAULT_STARTUP_TIMEOUT",
+    "GATEWAY",
+    "OUTSIDER",
+    "HostCluster",
+    "HostsInfo",
+    "layout",
+    "node_names",
+]
 
 log = logging.getLogger("hosts")
 
-GATEWAY = "gateway"
-OUTSIDER = "outsider"
-#: Seconds to wait for every daemon to serve.
-DEFAULT_STARTUP_TIMEOUT = 180.0
-DEFAULT_SIZE = daemons.NodeSize()
-#: Environment variables a caller's shell or test session may hold that must not reach the hosts' processes.
-_CALLER_ONLY_ENV = ("SPARK_LOCAL_IP", "HADOOP_CONF_DIR", "YARN_CONF_DIR", "PYSPARK_GATEWAY_PORT", "SPARK_HOME")
 
-
-def node_names(count: int) -> list[str]:
-    """``node1`` .. ``node<count>``: the hosts with a DataNode and a NodeManager."""
-    return [f"node{index}" for index in range(1, count + 1)]
-
-
-def layout(subnet: str, nodes: int) -> list[Host]:
-    """The hosts and their addresses on ``subnet``."""
-    return [
-        Host(daemons.MASTER, f"{subnet}.2"),
-        Host(GATEWAY, f"{subnet}.3", self_on_loopback=True),
-        *(Host(name, f"{subnet}.{10 + index}") for index, name in enumerate(node_names(nodes), start=1)),
-        Host(OUTSIDER, f"{subnet}.250", listed=False),
-    ]
-
-
-@dataclass(frozen=True)
-class HostsInfo:
-    """What ``DIR/cluster.json`` holds about a started cluster."""
-
-    prefix: str
-    subnet: str
-    workdir: str
-    conf_dir: str
-    java_home: str
-    hosts: dict[str, str]
-    nodes: list[str]
-    spark_home: str = ""
-    spark_nodes: list[str] = field(default_factory=list)
-    startup_seconds: float = 0.0
-    #: Secure mode: the realm (empty: none), the users with keytabs, how often tokens are renewed.
-    realm: str = ""
-    users: list[str] = field(default_factory=list)
-    token_renew_s: int = 3600
-
-
-class HostCluster:
+class HostCluster(HostLaunch, HostReadiness):
     """Hadoop on separate hosts of one machine, living in one work dir.
 
     Constructing it starts nothing: it reads ``DIR/cluster.json`` if present,
@@ -157,169 +123,7 @@ class HostCluster:
         #: The processes this object started, by (host, role name).
         self._processes: dict[tuple[str, str], subprocess.Popen[bytes]] = {}
 
-    # -- names and addresses
-
-    @property
-    def security(self) -> Security | None:
-        """The secure cluster's settings, or None."""
-        info = self._started()
-        if not info.realm:
-            return None
-        return Security(info.realm, self.kdc.krb5_conf, tuple(info.users), info.token_renew_s)
-
-    @property
-    def kdc(self) -> Kdc:
-        """The realm's KDC (secure mode), on ``master``."""
-        return Kdc(self.workdir / "kdc", self.address(daemons.MASTER), self._started().realm or REALM)
-
-    def keytab(self, name: str) -> Path:
-        """The keytab of a host's daemons or of a user (secure mode)."""
-        return self.kdc.folder / "keytabs" / f"{name}.keytab"
-
-    def login(self, user: str) -> dict[str, str]:
-        """Secure mode: ``user``'s ticket, from its keytab, in a cache of its own; the environment that uses it.
-
-        ``KRB5CCNAME`` and ``KRB5_CONFIG`` for MIT's library (hdfs-native,
-        ``kinit``), ``JDK_JAVA_OPTIONS`` for every JVM a client starts.
-        """
-        security = self.security
-        if security is None:
-            return {}
-        cache = self.kdc.folder / f"ccache-{user}"
-        env = {
-            "KRB5CCNAME": f"FILE:{cache}",
-            "KRB5_CONFIG": str(security.krb5_conf),
-            "JDK_JAVA_OPTIONS": " ".join(java_options(security)),
-        }
-        principal = self.kdc.principal(user)
-        done = subprocess.run(
-            ["kinit", "-kt", str(self.keytab(user)), principal],
-            env={**os.environ, **env},
-            capture_output=True,
-            text=True,
-        )
-        if done.returncode != 0:
-            raise ClusterError(f"kinit {principal}: {done.stderr.strip()}")
-        return env
-
-    @property
-    def prefix(self) -> str:
-        """Names this cluster's namespaces and bridge (one per work dir)."""
-        return "tf" + hashlib.sha256(str(self.workdir).encode()).hexdigest()[:5]
-
-    @property
-    def info_file(self) -> Path:
-        """``DIR/cluster.json``."""
-        return self.workdir / "cluster.json"
-
-    @property
-    def conf_dir(self) -> Path:
-        """The client configuration of the gateway: HADOOP_CONF_DIR and YARN_CONF_DIR there."""
-        return self.workdir / "conf"
-
-    @property
-    def machine_conf_dir(self) -> Path:
-        """A client configuration for this machine's own namespace (no ``fs.defaultFS``)."""
-        return self.workdir / "conf-machine"
-
-    def _started(self) -> HostsInfo:
-        if self.info is None:
-            raise ClusterError(f"no cluster of hosts was started in {self.workdir}")
-        return self.info
-
-    @property
-    def network(self) -> HostNetwork:
-        """The hosts' network."""
-        info = self._started()
-        hosts = layout(info.subnet, len(info.nodes))
-        return HostNetwork(info.prefix, info.subnet, hosts)
-
-    @property
-    def nodes(self) -> list[str]:
-        """The hosts with a DataNode and a NodeManager."""
-        return list(self._started().nodes)
-
-    def address(self, host: str) -> str:
-        """The IPv4 address of ``host``."""
-        return self._started().hosts[host]
-
-    def host_dirs(self, host: str) -> daemons.HostDirs:
-        """The folders of ``host``."""
-        return daemons.HostDirs(self.workdir / "hosts" / host)
-
-    @property
-    def fs_default_fs(self) -> str:
-        """``hdfs://master:8020``: HDFS as the hosts name it."""
-        return f"hdfs://{daemons.MASTER}:{daemons.NAMENODE_PORT}"
-
-    @property
-    def fs_by_address(self) -> str:
-        """HDFS by the master's address: for this machine's own namespace, where no host name resolves."""
-        return f"hdfs://{self.address(daemons.MASTER)}:{daemons.NAMENODE_PORT}"
-
-    def by_address(self, uri_or_url: str) -> str:
-        """``uri_or_url`` with a host name replaced by that host's address (``hdfs://master:8020/x`` ...)."""
-        parts = urlsplit(uri_or_url)
-        hosts = self._started().hosts
-        if parts.hostname not in hosts:
-            return uri_or_url
-        netloc = hosts[parts.hostname] + (f":{parts.port}" if parts.port else "")
-        return urlunsplit(parts._replace(netloc=netloc))
-
-    @property
-    def webhdfs_url(self) -> str:
-        """The NameNode's HTTP address (``/webhdfs/v1``, ``/jmx``), by address."""
-        return f"http://{self.address(daemons.MASTER)}:{daemons.NAMENODE_HTTP_PORT}"
-
-    @property
-    def rm_url(self) -> str:
-        """The ResourceManager's web address (``/ws/v1/cluster``), by address."""
-        return f"http://{self.address(daemons.MASTER)}:{daemons.RESOURCEMANAGER_HTTP_PORT}"
-
-    def nm_url(self, host: str) -> str:
-        """The web address of ``host``'s NodeManager (``/ws/v1/node``), by address."""
-        return f"http://{self.address(host)}:{daemons.NODEMANAGER_HTTP_PORT}"
-
-    @property
-    def spark_master_url(self) -> str:
-        """``spark://master:7077``: the Spark standalone master, once :meth:`start_spark` ran."""
-        return f"spark://{daemons.MASTER}:{daemons.SPARK_MASTER_PORT}"
-
-    def env(self) -> dict[str, str]:
-        """Environment of a client on the gateway: the cluster's configuration and JDK (and realm, if secure)."""
-        info = self._started()
-        env = {"HADOOP_CONF_DIR": info.conf_dir, "YARN_CONF_DIR": info.conf_dir, "JAVA_HOME": info.java_home}
-        security = self.security
-        if security is not None:
-            env |= {"KRB5_CONFIG": str(security.krb5_conf), "JDK_JAVA_OPTIONS": " ".join(java_options(security))}
-        return env
-
-    # -- running things on the hosts
-
-    def command(self, host: str, argv: Sequence[str]) -> list[str]:
-        """``argv`` run on ``host`` (see :meth:`netns.HostNetwork.command`)."""
-        return self.network.command(host, argv)
-
-    def host_env(self, base: Mapping[str, str] | None = None) -> dict[str, str]:
-        """``base`` (default this process's environment) for a gateway process: the cluster's, no caller Spark settings."""
-        env = {key: value for key, value in (base or os.environ).items() if key not in _CALLER_ONLY_ENV}
-        return {**env, **self.env()}
-
-    def popen(self, host: str, argv: Sequence[str], **kwargs: Any) -> subprocess.Popen[Any]:
-        """Start ``argv`` on ``host``; ``kwargs`` go to :class:`subprocess.Popen`."""
-        return subprocess.Popen(self.command(host, argv), **kwargs)
-
-    def run(self, host: str, argv: Sequence[str], **kwargs: Any) -> subprocess.CompletedProcess[Any]:
-        """Run ``argv`` on ``host`` to its end; ``kwargs`` go to :func:`subprocess.run`."""
-        return subprocess.run(self.command(host, argv), **kwargs)
-
-    def hdfs_shell(self, arguments: Sequence[str]) -> list[str]:
-        """``hdfs dfs ARGUMENTS`` (Hadoop's FsShell) as a command of the gateway's client configuration."""
-        java = Path(self._started().java_home) / "bin" / "java"
-        lib = ensure_classpath(self.cache_dir)
-        return [str(java), "-cp", f"{self.conf_dir}:{lib}/*", "org.apache.hadoop.fs.FsShell", *arguments]
-
-    # -- life cycle
+    # -- life cycle (names and addresses: HostClusterState; daemons: HostLaunch; readiness: HostReadiness)
 
     def start(self) -> HostsInfo:
         """Make the hosts, format HDFS, start every daemon and wait until all serve.
@@ -380,106 +184,6 @@ class HostCluster:
         if self.info is not None:
             self.stop()
 
-    def _hadoop_daemons(self) -> list[tuple[str, daemons.Role]]:
-        placed = [(daemons.MASTER, daemons.NAMENODE), (daemons.MASTER, daemons.RESOURCEMANAGER)]
-        for node in self.nodes:
-            placed += [(node, daemons.DATANODE), (node, daemons.NODEMANAGER)]
-        return placed
-
-    def _start_kdc(self) -> None:
-        """Secure mode: the realm's KDC on ``master``, the daemons' and the users' keytabs."""
-        kdc = self.kdc
-        kdc.create()
-        for host in self.network.hosts.values():
-            roles = {role.name for where, role in self._hadoop_daemons() if where == host.name}
-            principals = service_principals(host.name, host.address, roles)
-            if principals:
-                kdc.keytab(host.name, principals)
-        for user in self._started().users:
-            kdc.keytab(user, [user])
-        with open(kdc.folder / "krb5kdc.out", "ab") as output:
-            self._processes[(daemons.MASTER, "KDC")] = self.popen(
-                daemons.MASTER, kdc.command(), env={**os.environ, **kdc.env()}, stdin=subprocess.DEVNULL,
-                stdout=output, stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-        deadline = time.monotonic() + 30
-        while True:  # the daemons log in from their keytabs as they start
-            try:
-                socket.create_connection((kdc.address, KDC_PORT), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise ClusterError(
-                        f"the KDC does not answer on {kdc.address}:{KDC_PORT}; see {kdc.folder}"
-                    ) from None
-                time.sleep(0.2)
-
-    def _write_client_conf(self) -> None:
-        """The gateway's ``HADOOP_CONF_DIR`` (with the secure mode's client settings), and the machine's.
-
-        The machine's (:attr:`machine_conf_dir`) has no ``fs.defaultFS``: a
-        path without a scheme stays a local path there, where names of the
-        hosts do not resolve; URIs give the NameNode's address.
-        """
-        files = daemons.client_conf()
-        security = self.security
-        if security is not None:
-            for name, properties in client_settings(security, daemons.MASTER).items():
-                files[name] = {**files[name], **properties}
-        self.machine_conf_dir.mkdir(parents=True, exist_ok=True)
-        for name, properties in files.items():
-            (self.conf_dir / name).write_text(site_xml(properties))
-            machine = {key: value for key, value in properties.items() if key != "fs.defaultFS"}
-            (self.machine_conf_dir / name).write_text(site_xml(machine))
-
-    def _write_host_conf(self, host: str) -> None:
-        dirs = self.host_dirs(host)
-        for folder in (dirs.conf, dirs.data, dirs.logs, dirs.tmp, dirs.container_logs):
-            folder.mkdir(parents=True, exist_ok=True)
-        files = daemons.server_conf(dirs, self.size)
-        security = self.security
-        if security is not None:
-            for name, properties in server_settings(security, daemons.MASTER, self.keytab(host)).items():
-                files[name] = {**files[name], **properties}
-        for name, properties in files.items():
-            (dirs.conf / name).write_text(site_xml(properties))
-        (dirs.conf / "log4j.properties").write_text(LOG4J_PROPERTIES)
-
-    def _daemon_command(self, host: str, role: daemons.Role, *args: str) -> list[str]:
-        """A Hadoop daemon's command line on ``host`` (with Kerberos's settings in secure mode)."""
-        info = self._started()
-        security = self.security
-        options = java_options(security) if security is not None else []
-        java = Path(info.java_home) / "bin" / "java"
-        lib = ensure_classpath(self.cache_dir)
-        return daemons.hadoop_command(java, lib, self.host_dirs(host), role, *args, jvm_options=options)
-
-    def _format_hdfs(self) -> None:
-        dirs = self.host_dirs(daemons.MASTER)
-        argv = self._daemon_command(daemons.MASTER, daemons.NAMENODE, "-format", "-force", "-nonInteractive")
-        env = self._daemon_env(dirs, None, None)
-        done = self.run(daemons.MASTER, argv, env=env, capture_output=True, text=True, timeout=120)
-        if done.returncode != 0:
-            raise ClusterError(
-                f"formatting HDFS failed (exit {done.returncode}):\n{done.stdout[-3000:]}{done.stderr[-3000:]}"
-            )
-
-    def _launch(self, host: str, role: daemons.Role, argv: Sequence[str], spark_home: Path | None = None) -> None:
-        dirs = self.host_dirs(host)
-        env = self._daemon_env(dirs, spark_home, role)
-        with open(dirs.logs / f"{role.name}.log", "ab") as output:
-            # A session of its own: a Ctrl-C meant for the caller does not reach the daemons.
-            self._processes[(host, role.name)] = self.popen(
-                host, argv, cwd=dirs.root, env=env, stdin=subprocess.DEVNULL, stdout=output,
-                stderr=subprocess.STDOUT, start_new_session=True,
-            )  # fmt: skip
-
-    def _daemon_env(self, dirs: daemons.HostDirs, spark_home: Path | None, role: daemons.Role | None) -> dict[str, str]:
-        env = daemons.daemon_env(os.environ, Path(self._started().java_home), dirs, spark_home, role)
-        if self.security is not None:
-            env["KRB5_CONFIG"] = str(self.kdc.krb5_conf)
-        return env
-
     def stop(self) -> None:
         """Kill every process on every host and remove the hosts; no-op if none are there."""
         if self.info is None:
@@ -503,87 +207,6 @@ class HostCluster:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, traceback: TracebackType | None
     ) -> None:
         self.stop()
-
-    def _write_info(self) -> None:
-        self.info_file.parent.mkdir(parents=True, exist_ok=True)
-        self.info_file.write_text(json.dumps(asdict(self._started()), indent=2) + "\n")
-
-    # -- readiness
-
-    def get(self, url: str) -> bytes:
-        """GET a daemon's web endpoint; in secure mode through SPNEGO (``curl --negotiate``) as the first user.
-
-        Raises
-        ------
-        OSError
-            If it does not answer 200.
-        """
-        if self.security is None:
-            with urllib.request.urlopen(url, timeout=10) as response:
-                return bytes(response.read())
-        user = self._started().users[0]
-        if user not in self._tickets:
-            self._tickets[user] = self.login(user)
-        env = {**os.environ, **self._tickets[user]}
-        done = subprocess.run(
-            ["curl", "-sS", "--negotiate", "-u", ":", "-w", "\n%{http_code}", url],
-            env=env, capture_output=True, timeout=30,
-        )  # fmt: skip
-        body, _, code = done.stdout.rpartition(b"\n")
-        if done.returncode != 0 or code != b"200":
-            raise OSError(f"GET {url}: {code.decode() or done.stderr.decode().strip()}")
-        return body
-
-    def get_json(self, url: str) -> Any:
-        """:meth:`get` a JSON document."""
-        return json.loads(self.get(url))
-
-    def readiness(self, nodes: Sequence[str] | None = None) -> str | None:
-        """What does not serve yet (``None`` when HDFS and YARN serve with ``nodes``, default all)."""
-        expected = set(self.nodes if nodes is None else nodes)
-        try:
-            beans = self.get_json(f"{self.webhdfs_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")["beans"]
-            if not beans or beans[0]["Safemode"]:
-                return "NameNode: in safe mode"
-            live = {name.split(":")[0] for name in json.loads(beans[0]["LiveNodes"])}
-            if not expected <= live:
-                return f"DataNode: {', '.join(sorted(expected - live))} not live at the NameNode"
-            state = self.get_json(f"{self.rm_url}/ws/v1/cluster/info")["clusterInfo"]["state"]
-            if state != "STARTED":
-                return f"ResourceManager: {state}"
-            running = {node["nodeHostName"] for node in self._yarn_nodes("RUNNING")}
-            if not expected <= running:
-                return f"NodeManager: {', '.join(sorted(expected - running))} not running at the ResourceManager"
-            spark_nodes = set(self._started().spark_nodes) & expected
-            if spark_nodes:
-                workers = http_json(f"http://{self.address(daemons.MASTER)}:{daemons.SPARK_MASTER_HTTP_PORT}/json")
-                alive = {w["host"] for w in workers["workers"] if w["state"] == "ALIVE"}
-                alive_names = {name for name, address in self._started().hosts.items() if address in alive} | alive
-                if not spark_nodes <= alive_names:
-                    return f"Spark worker: {', '.join(sorted(spark_nodes - alive_names))} not alive at the master"
-        except (OSError, ValueError, KeyError) as error:  # URLError is an OSError
-            return f"{type(error).__name__}: {error}"
-        return None
-
-    def _yarn_nodes(self, state: str) -> list[dict[str, Any]]:
-        # "nodes" is null, not an empty object, while no node is in that state
-        found: list[dict[str, Any]] = (
-            self.get_json(f"{self.rm_url}/ws/v1/cluster/nodes?states={state}")["nodes"] or {}
-        ).get("node", [])
-        return found
-
-    def _wait_ready(self, timeout: float, nodes: Sequence[str] | None = None) -> None:
-        deadline = time.monotonic() + timeout
-        waiting_for = ""
-        while (not_ready := self.readiness(nodes)) is not None:
-            dead = [f"{host} {role}" for (host, role), process in self._processes.items() if process.poll() is not None]
-            if dead or time.monotonic() > deadline:
-                cause = f"{', '.join(dead)} exited" if dead else f"not ready after {timeout:.0f} s: {not_ready}"
-                raise ClusterError(f"cluster of hosts: {cause}; logs in {self.workdir / 'hosts'}/<host>/logs")
-            if not_ready.split(":")[0] != waiting_for:
-                waiting_for = not_ready.split(":")[0]
-                log.info("waiting for the %s", not_ready)
-            time.sleep(0.5)
 
     # -- failures
 
@@ -635,14 +258,6 @@ class HostCluster:
             self._launch_spark_worker(node, home)
         self._wait_ready(self.startup_timeout)
         return self.spark_master_url
-
-    def _launch_spark_worker(self, node: str, home: Path) -> None:
-        dirs = self.host_dirs(node)
-        argv = daemons.spark_command(
-            home, daemons.SPARK_WORKER, "--host", node, "--cores", str(self.size.spark_cores),
-            "--memory", self.size.spark_memory, "--work-dir", str(dirs.data / "spark-work"), self.spark_master_url,
-        )  # fmt: skip
-        self._launch(node, daemons.SPARK_WORKER, argv, home)
 
     def stop_spark(self) -> None:
         """Stop the Spark standalone master and workers (and their executors)."""

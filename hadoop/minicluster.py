@@ -41,9 +41,8 @@ from contextlib import ExitStack
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, NamedTuple
 
-from containers import ContainerLogs, ContainerProcess, application_of, container_logs, container_processes
+from containers import ContainerLogs, ContainerProcess, application_of
 from jvm import (
     DEFAULT_CACHE_DIR,
     HADOOP_VERSION,
@@ -51,11 +50,10 @@ from jvm import (
     ClusterError,
     ensure_classpath,
     find_java_home,
-    http_json,
     site_xml,
-    tail,
 )
-from procs import descendants, is_alive, rss_mb, start_ticks, terminate
+from minicluster_watch import MiniClusterWatch, run_foreground
+from procs import start_ticks, terminate
 
 __all__ = ["ClusterError", "ContainerLogs", "ContainerProcess", "MiniCluster", "Resources", "application_of"]
 
@@ -229,13 +227,6 @@ def java_command(
     return command
 
 
-class NotReady(NamedTuple):
-    """A service of the cluster that does not serve yet."""
-
-    service: str
-    reason: str
-
-
 # ------------------------------------------------------------------- cluster
 
 
@@ -258,7 +249,7 @@ class ClusterInfo:
     startup_seconds: float
 
 
-class MiniCluster:
+class MiniCluster(MiniClusterWatch):
     """A Hadoop mini cluster living in one work dir.
 
     Constructing it starts nothing: it reads ``DIR/cluster.json`` if present,
@@ -369,19 +360,7 @@ class MiniCluster:
             "SPARK_LOCAL_IP": LOOPBACK,
         }
 
-    # -- life cycle
-
-    def is_running(self) -> bool:
-        """Whether this work dir's cluster JVM is alive.
-
-        A stale cluster.json may name a pid since reused by another process,
-        hence the start time check.
-        """
-        return (
-            self.info is not None
-            and is_alive(self.info.pid)
-            and start_ticks(self.info.pid) == self.info.pid_start_ticks
-        )
+    # -- life cycle (watching it: MiniClusterWatch)
 
     def start(self) -> ClusterInfo:
         """Start a fresh cluster and wait until HDFS and YARN serve.
@@ -476,81 +455,6 @@ class MiniCluster:
     def _write_info(self) -> None:
         self.info_file.write_text(json.dumps(asdict(self._started()), indent=2) + "\n")
 
-    def readiness(self) -> NotReady | None:
-        """Return the first service not serving yet, or None when all serve.
-
-        HDFS serves when WebHDFS lists ``/`` and the NameNode is out of safe
-        mode with a live DataNode; YARN when the ResourceManager has started
-        and a NodeManager has registered.
-        """
-        service = "NameNode"
-        try:
-            listing = http_json(f"{self.webhdfs_url}/webhdfs/v1/?op=LISTSTATUS")
-            if "FileStatuses" not in listing:
-                return NotReady(service, f"WebHDFS answered {listing}")
-            beans = http_json(f"{self.webhdfs_url}/jmx?qry=Hadoop:service=NameNode,name=NameNodeInfo")["beans"]
-            if not beans or beans[0]["Safemode"]:
-                return NotReady(service, "in safe mode")
-            service = "DataNode"
-            if not json.loads(beans[0]["LiveNodes"]):
-                return NotReady(service, "not registered with the NameNode")
-            service = "ResourceManager"
-            state = http_json(f"{self.rm_url}/ws/v1/cluster/info")["clusterInfo"]["state"]
-            if state != "STARTED":
-                return NotReady(service, f"state {state}")
-            service = "NodeManager"
-            if not self._running_nodes():
-                return NotReady(service, "not registered with the ResourceManager")
-        except (OSError, ValueError, KeyError) as error:  # URLError is an OSError
-            return NotReady(service, f"{type(error).__name__}: {error}")
-        return None
-
-    def _running_nodes(self) -> list[dict[str, Any]]:
-        # "nodes" is null, not an empty object, while no node has registered
-        nodes: list[dict[str, Any]] = (
-            http_json(f"{self.rm_url}/ws/v1/cluster/nodes?states=RUNNING")["nodes"] or {}
-        ).get("node", [])
-        return nodes
-
-    def _wait_ready(self, timeout: float) -> None:
-        """Poll `readiness` until all services serve, logging each one waited for."""
-        deadline = time.monotonic() + timeout
-        waiting_for = ""
-        while (not_ready := self.readiness()) is not None:
-            if self._process is not None and self._process.poll() is not None:
-                raise ClusterError(
-                    f"the mini cluster JVM exited with code {self._process.returncode}; "
-                    f"end of {self.log_file}:\n{self.logtail()}"
-                )
-            if time.monotonic() > deadline:
-                raise ClusterError(
-                    f"mini cluster not ready after {timeout:.0f} s: {not_ready.service} {not_ready.reason}; "
-                    f"end of {self.log_file}:\n{self.logtail()}"
-                )
-            if not_ready.service != waiting_for:
-                log.info("waiting for the %s", not_ready.service)
-                waiting_for = not_ready.service
-            time.sleep(0.5)
-
-    def logtail(self, lines: int = 40) -> str:
-        """Return the last lines of the cluster JVM's log."""
-        try:
-            return tail(self.log_file.read_text(errors="replace"), lines)
-        except OSError:
-            return ""
-
-    def processes(self) -> list[int]:
-        """Return the cluster JVM and every process of its containers.
-
-        Containers run in sessions of their own (``setsid``) and may outlive a
-        dead parent, so besides the JVM's descendants every process marked as a
-        container of this work dir is taken (see `container_processes`).
-        """
-        if not self.is_running():
-            return [process.pid for process in self.container_processes()]
-        tree = [self.pid, *descendants(self.pid)]
-        return tree + [process.pid for process in self.container_processes() if process.pid not in tree]
-
     def stop(self, grace: float = 10.0) -> None:
         """Stop the cluster and every container process; no-op if none runs.
 
@@ -583,49 +487,6 @@ class MiniCluster:
     ) -> None:
         self.stop()
 
-    # -- inspection
-
-    def status(self) -> dict[str, Any]:
-        """Return whether the cluster runs and serves, its addresses and its memory use."""
-        if not self.is_running():
-            return {"running": False, "workdir": str(self.workdir)}
-        not_ready = self.readiness()
-        processes = self.processes()
-        return {
-            "running": True,
-            "ready": not_ready is None,
-            **({"waiting_for": f"{not_ready.service}: {not_ready.reason}"} if not_ready else {}),
-            **asdict(self._started()),
-            "processes": len(processes),
-            "rss_mb": round(sum(rss_mb(pid) for pid in processes)),
-        }
-
-    def container_processes(self, app_id: str | None = None) -> list[ContainerProcess]:
-        """Return the processes running in this cluster's YARN containers (see `containers.container_processes`).
-
-        Useful to kill an executor or a Python worker in a failure test.
-
-        Parameters
-        ----------
-        app_id
-            Only this application's containers; all when None.
-        """
-        return container_processes(self.workdir / "data", app_id)
-
-    def container_logs(self, app_id: str | None = None) -> dict[str, ContainerLogs]:
-        """Return where each container's stdout and stderr are, by container id.
-
-        The NodeManager spreads containers over its log dirs
-        ``data/MiniHadoopClusterManager/yarn-<n>/*-logDir-nm-0_<i>/``; with
-        log aggregation off they stay there, so no ``yarn logs`` is needed.
-
-        Parameters
-        ----------
-        app_id
-            Only this application's containers; all when None.
-        """
-        return container_logs(sorted(self.workdir.glob("data/*/yarn-*/*-logDir-nm-*")), app_id)
-
 
 # ----------------------------------------------------------------------- CLI
 
@@ -636,19 +497,6 @@ def _exports(env: Mapping[str, str]) -> str:
 
 def _raise_interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def _run_foreground(cluster: MiniCluster) -> int:
-    """Keep the cluster up until Ctrl-C (or SIGTERM/SIGHUP), then stop it."""
-    try:
-        while cluster.is_running():
-            time.sleep(1.0)
-    except KeyboardInterrupt:
-        cluster.stop()
-        return 0
-    log.error("the mini cluster JVM died; end of %s:\n%s", cluster.log_file, cluster.logtail())
-    cluster.stop()
-    return 1
 
 
 def _start(cluster: MiniCluster, detach: bool) -> int:
@@ -668,7 +516,7 @@ def _start(cluster: MiniCluster, detach: bool) -> int:
         f"# details: {cluster.info_file}; {stop_hint}\n{_exports(cluster.env())}",
         flush=True,  # stdout is a pipe under make: without it nothing shows until the end
     )
-    return 0 if detach else _run_foreground(cluster)
+    return 0 if detach else run_foreground(cluster)
 
 
 def _logs(cluster: MiniCluster, app_id: str | None) -> int:

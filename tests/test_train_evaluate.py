@@ -60,17 +60,17 @@ def test_history_and_checkpoints(trained):
 
 
 def test_early_stopping_keeps_the_best_and_survives_resume():
-    from tf_models.train_loop import _EarlyStopping
+    from tf_models.train_progress import EarlyStopping
 
-    stopping = _EarlyStopping(2, [])
+    stopping = EarlyStopping(2, [])
     marks = [stopping.update(step, auprc) for step, auprc in [(10, 0.5), (20, 0.7), (30, 0.6), (40, 0.7)]]
     assert marks == [{"best": True}, {"best": True}, {}, {"stopped_early": True}]
     assert (stopping.best_step, stopping.stopped) == (20, True)
     history = [{"step": 10, "valid_auprc": 0.5}, {"step": 20, "valid_auprc": 0.7}, {"step": 30, "valid_auprc": 0.6}]
-    resumed = _EarlyStopping(2, history)
+    resumed = EarlyStopping(2, history)
     assert (resumed.best_step, resumed.waited, resumed.stopped) == (20, 1, False)
     assert resumed.update(40, 0.65) == {"stopped_early": True}
-    assert _EarlyStopping(None, history).update(40, 0.1) == {}  # off: never stops
+    assert EarlyStopping(None, history).update(40, 0.1) == {}  # off: never stops
 
 
 def test_export_serves_sequences_and_indices_alike(trained):

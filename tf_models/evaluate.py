@@ -205,6 +205,67 @@ def _promote(config: PipelineConfig, version_lineage: Lineage, report: dict) -> 
             )
 
 
+def _predict_test(
+    spark: SparkSession, config: PipelineConfig, manifest: Manifest, export_uri: str, report_dir: str
+) -> list[tuple]:
+    """Predict every test row with the exported model; write the predictions under ``report_dir``.
+
+    Returns
+    -------
+    list of tuple
+        The predictions read back: ``(tf, cell, chrom, start, label, probability, motif_scan)``.
+    """
+    files = [entry.path for entry in manifest.parquet[TEST]]
+    test = spark.read.parquet(*files).select(*_PREDICTION_COLUMNS).sortWithinPartitions("chrom", "start")
+    batch_size, fasta_uri, window = config.evaluate.batch_size, config.data.genome_fasta, manifest.window
+    motifs = motif_log_odds(config.evaluate.motif_db, config.evaluate.motifs) if config.evaluate.motif_db else {}
+    scored = test.rdd.mapPartitions(lambda rows: predict_rows(rows, export_uri, batch_size, fasta_uri, window, motifs))
+    predictions = spark.createDataFrame(
+        scored, "tf string, cell string, chrom string, start long, label int, probability double, motif_scan double"
+    )
+    # Written once and read back, so the model runs once for both the saved
+    # predictions and the metrics.
+    predictions.write.mode("overwrite").parquet(f"{report_dir}/predictions")
+    return [tuple(r) for r in spark.read.parquet(f"{report_dir}/predictions").collect()]
+
+
+def _write_plots(report_dir: str, curves: dict, report: dict) -> None:
+    """Write ``curves.png`` (PR and ROC) and ``baselines.png`` (auPRC beside the baselines) under ``report_dir``."""
+    from tf_models.curves_plot import plot_auprc_bars, plot_curves
+
+    results, baselines = report["results"], report["baselines"]
+    storage.write_through_local(f"{report_dir}/curves.png", lambda path: plot_curves(curves, path))
+    series = {"model": {key: r["auprc"] for key, r in results.items()}}
+    for name in report["baseline_mean_auprc"]:
+        series[name.replace("_", " ")] = {key: b[name]["auprc"] for key, b in baselines.items() if name in b}
+    storage.write_through_local(
+        f"{report_dir}/baselines.png",
+        lambda path: plot_auprc_bars(series, path, "Test auPRC beside the baselines"),
+    )
+
+
+def _log_scores(report: dict) -> None:
+    """Log each TF/cell's scores beside its baselines, the means, and where the motif scan does better."""
+    results, baselines = report["results"], report["baselines"]
+    for key, result in results.items():
+        beside = "".join(f" {name} {b['auprc']:.3f}" for name, b in baselines[key].items())
+        log.info(
+            "%-20s auROC %.3f auPRC %.3f recall@10%%FDR %.3f recall@50%%FDR %.3f (%d B, %d U) | auPRC%s",
+            key,
+            result["auroc"],
+            result["auprc"],
+            result["recall_at_fdr_10"],
+            result["recall_at_fdr_50"],
+            result["n_pos"],
+            result["n_neg"],
+            beside or " (no baseline)",
+        )
+    means = "".join(f", {name} {value:.3f}" for name, value in report["baseline_mean_auprc"].items())
+    log.info("mean auROC %.3f, mean auPRC %.3f%s", report["mean_auroc"], report["mean_auprc"], means)
+    if report["below_motif_scan"]:
+        log.warning("the model does not beat the motif scan on %s", ", ".join(report["below_motif_scan"]))
+
+
 def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) -> dict:
     """Predict the test split, score it beside the baselines and write the report.
 
@@ -232,25 +293,13 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     BelowFloorError
         If a floor is set and the mean is below it; ``LATEST`` is not moved.
     """
-    from tf_models.curves_plot import plot_auprc_bars, plot_curves
     from tf_models.report import write_html_report
 
     started = time.monotonic()
     version_lineage = lineage.require_lineage(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
     export_uri = lineage.export_uri(config.run_dir, version_lineage.version)
     report_dir = lineage.report_uri(config.run_dir, version_lineage.version)
-    files = [entry.path for entry in manifest.parquet[TEST]]
-    test = spark.read.parquet(*files).select(*_PREDICTION_COLUMNS).sortWithinPartitions("chrom", "start")
-    batch_size, fasta_uri, window = config.evaluate.batch_size, config.data.genome_fasta, manifest.window
-    motifs = motif_log_odds(config.evaluate.motif_db, config.evaluate.motifs) if config.evaluate.motif_db else {}
-    scored = test.rdd.mapPartitions(lambda rows: predict_rows(rows, export_uri, batch_size, fasta_uri, window, motifs))
-    predictions = spark.createDataFrame(
-        scored, "tf string, cell string, chrom string, start long, label int, probability double, motif_scan double"
-    )
-    # Written once and read back, so the model runs once for both the saved
-    # predictions and the metrics.
-    predictions.write.mode("overwrite").parquet(f"{report_dir}/predictions")
-    rows = [tuple(r) for r in spark.read.parquet(f"{report_dir}/predictions").collect()]
+    rows = _predict_test(spark, config, manifest, export_uri, report_dir)
     log.info(
         "scored %d test rows of version %s in %.1f s", len(rows), version_lineage.version, time.monotonic() - started
     )
@@ -275,31 +324,8 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     }
     report_json = f"{report_dir}/report.json"
     storage.write_text(report_json, json.dumps(report, indent=2, sort_keys=True))
-    storage.write_through_local(f"{report_dir}/curves.png", lambda path: plot_curves(curves, path))
-    series = {"model": {key: r["auprc"] for key, r in results.items()}}
-    for name in report["baseline_mean_auprc"]:
-        series[name.replace("_", " ")] = {key: b[name]["auprc"] for key, b in baselines.items() if name in b}
-    storage.write_through_local(
-        f"{report_dir}/baselines.png",
-        lambda path: plot_auprc_bars(series, path, "Test auPRC beside the baselines"),
-    )
-    for key, result in results.items():
-        beside = "".join(f" {name} {b['auprc']:.3f}" for name, b in baselines[key].items())
-        log.info(
-            "%-20s auROC %.3f auPRC %.3f recall@10%%FDR %.3f recall@50%%FDR %.3f (%d B, %d U) | auPRC%s",
-            key,
-            result["auroc"],
-            result["auprc"],
-            result["recall_at_fdr_10"],
-            result["recall_at_fdr_50"],
-            result["n_pos"],
-            result["n_neg"],
-            beside or " (no baseline)",
-        )
-    means = "".join(f", {name} {value:.3f}" for name, value in report["baseline_mean_auprc"].items())
-    log.info("mean auROC %.3f, mean auPRC %.3f%s", report["mean_auroc"], report["mean_auprc"], means)
-    if report["below_motif_scan"]:
-        log.warning("the model does not beat the motif scan on %s", ", ".join(report["below_motif_scan"]))
+    _write_plots(report_dir, curves, report)
+    _log_scores(report)
     write_html_report(config.run_dir, version_lineage.version, manifest, table_uris=config.data.generator_table_uris)
     if failures:
         # Recorded so a scheduled run does not retrain it on the same inputs (preprocess.changes).

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import keras
 import numpy as np
@@ -37,6 +38,14 @@ from tf_models.model_dir import ModelDirectory, model_directory
 from tf_models.motif_cnn import seed_filters
 from tf_models.optimizer import LockedAdam
 from tf_models.packed_step import packed_gradient_step
+from tf_models.train_progress import (
+    EarlyStopping,
+    earlier_history,
+    log_progress,
+    progress_entry,
+    validation,
+    write_summaries,
+)
 from tfbs import storage
 from tfbs.config import ModelConfig, TrainConfig
 from tfbs.errors import BadInputError
@@ -401,46 +410,14 @@ def _train_in(
     tf.random.set_seed(cfg.seed)
     keras.utils.set_random_seed(cfg.seed)
 
-    with strategy.scope():
-        model = build_model(run.model_config(cfg), run.n_cells, run.layout.window, mixed_precision=cfg.mixed_precision)
-        if run.motif_seeds is not None:
-            seed_filters(model, run.motif_seeds)
-        learning_rate = keras.optimizers.schedules.ExponentialDecay(
-            cfg.learning_rate, cfg.decay_steps, cfg.decay_rate, staircase=True
-        )
-        # Fused, locked updates: Keras 3's Adam races between ps workers.
-        optimizer = LockedAdam(learning_rate)
-        if cfg.mixed_precision:
-            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
-        optimizer.build(model.trainable_variables)
+    model, optimizer, learning_rate = _build_model_and_optimizer(cfg, run, strategy)
     # Steps are counted here, by the process that schedules them: under
     # ParameterServerStrategy, workers update optimizer.iterations on the ps
     # concurrently and increments get lost (measured: 29 of 30).
     step_counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfbs_step")
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_counter)
     proteins = protein_one_hot(tf.constant(protein_table(run.proteins, cfg.model.aa_max_length)))
-
-    def dataset_fn(input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
-        shard = None
-        if uses_coordinator:
-            # Runs on the worker: its index picks its share of the files.
-            worker_index = tf.distribute.coordinator.experimental_get_current_worker_index()
-            shard = (cfg.placement.num_workers, worker_index)
-        # A resumed run continues each stream where it stopped. Under ps,
-        # closures go to whichever worker is free, so each worker is taken
-        # to have done an equal share.
-        done = resumed_step // cfg.placement.num_workers if uses_coordinator else resumed_step
-        return run.dataset(cfg, per_replica_batch, done, input_context=input_context, shard=shard)
-
-    step_fn = training_step(model, optimizer, proteins, strategy)
-
-    @tf.function
-    def train_steps(iterator) -> tf.Tensor:
-        loss = tf.constant(0.0)
-        for _ in tf.range(cfg.steps_per_execution):
-            per_replica = strategy.run(step_fn, args=(next(iterator),))
-            loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
-        return loss
+    train_steps = _compiled_steps(cfg, strategy, training_step(model, optimizer, proteins, strategy))
 
     manager = tf.train.CheckpointManager(checkpoint, f"{model_dir}/checkpoints", max_to_keep=3)
     best = tf.train.CheckpointManager(checkpoint, f"{model_dir}/best", max_to_keep=1)
@@ -448,69 +425,32 @@ def _train_in(
         checkpoint.restore(manager.latest_checkpoint)
         log.info("resumed from %s at step %d", manager.latest_checkpoint, int(step_counter))
     resumed_step = int(step_counter.numpy())
-    if uses_coordinator:
-        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
-        iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
-    else:
-        coordinator = None
-        iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
-    validate = _validation(model, run, proteins, cfg)
+    dataset_fn = _dataset_fn(cfg, run, per_replica_batch, resumed_step, uses_coordinator)
+    coordinator, iterator = _distributed_iterator(strategy, dataset_fn, uses_coordinator)
+    validate = validation(model, run, proteins, cfg)
     writer = tf.summary.create_file_writer(f"{model_dir}/tensorboard") if is_chief else None
     if is_chief:
         tf.io.gfile.makedirs(model_dir)
 
     step = resumed_step
-    history = _earlier_history(f"{model_dir}/history.json", step) if step else []
-    stopping = _EarlyStopping(cfg.early_stopping_patience, history)
+    history = earlier_history(f"{model_dir}/history.json", step) if step else []
+    stopping = EarlyStopping(cfg.early_stopping_patience, history)
     window_start, window_step = time.monotonic(), step
     while step < schedule.total_steps and not stopping.stopped:
-        pending = []
         target = min(schedule.total_steps, step + schedule.checkpoint_every)
-        while step < target:
-            if coordinator is not None:
-                pending.append(coordinator.schedule(train_steps, args=(iterator,)))
-            else:
-                pending.append(train_steps(iterator))
-            step += cfg.steps_per_execution
-        if coordinator is not None:
-            coordinator.join()
-            losses = [float(p.fetch()) for p in pending]
-        else:
-            losses = [float(p) for p in pending]
+        step, losses = _run_closures(train_steps, iterator, coordinator, step, target, cfg.steps_per_execution)
         step_counter.assign(step)
         elapsed = time.monotonic() - window_start
         rate = (step - window_step) * per_replica_batch * max(1, _num_workers(strategy)) / max(elapsed, 1e-9)
-        entry = {
-            "step": step,
-            "epoch": round(step / schedule.steps_per_epoch, 3),
-            "loss": sum(losses) / len(losses),
-            "examples_per_s": rate,
-        }
-        if validate is not None:
-            entry["valid_auprc"] = validate()
-            entry.update(stopping.update(step, entry["valid_auprc"]))
+        entry = progress_entry(step, schedule.steps_per_epoch, losses, rate, validate, stopping)
         history.append(entry)
-        log.info(
-            "step %d/%d (epoch %.2f) loss %.4f %.0f examples/s%s",
-            step,
-            schedule.total_steps,
-            entry["epoch"],
-            entry["loss"],
-            rate,
-            f" valid auPRC {entry['valid_auprc']:.4f}" if validate is not None else "",
-        )
+        log_progress(entry, schedule.total_steps, rate, validate is not None)
         if writer is not None:
-            with writer.as_default(step=step):
-                tf.summary.scalar("loss", entry["loss"])
-                if validate is not None:
-                    tf.summary.scalar("valid_auprc", entry["valid_auprc"])
-                tf.summary.scalar("examples_per_second", rate)
-                tf.summary.scalar("learning_rate", learning_rate(step))
-            writer.flush()
+            write_summaries(writer, entry, rate, learning_rate, validate is not None)
             # Rewritten at every checkpoint: the driver follows it to show
             # progress while the chief runs on an executor. Written before
             # the checkpoint: a chief killed in between leaves an entry past
-            # the checkpoint, which a resumed run drops (_earlier_history),
+            # the checkpoint, which a resumed run drops (earlier_history),
             # rather than a checkpoint whose entry is missing for good.
             # Replaced whole (tfbs.storage writes atomically): the driver never reads half of it.
             storage.write_text(f"{model_dir}/history.json", json.dumps(history, indent=2))
@@ -529,59 +469,120 @@ def _train_in(
     return TrainingResult(steps=step, directory=directory, history=history, model=model)
 
 
-class _EarlyStopping:
-    """Tracks validation auPRC across checkpoints, a resumed run's included."""
+def _build_model_and_optimizer(
+    cfg: TrainConfig, run: TrainingRun, strategy: tf.distribute.Strategy
+) -> tuple[TFBSModel, keras.optimizers.Optimizer, keras.optimizers.schedules.LearningRateSchedule]:
+    """The model (motif-seeded if the run has seeds) and its built optimizer, made in ``strategy``'s scope.
 
-    def __init__(self, patience: int | None, history: list[dict]) -> None:
-        self.enabled = patience is not None
-        self.patience = patience
-        self.best, self.best_step, self.waited, self.stopped = -1.0, 0, 0, False
-        for entry in history:
-            if "valid_auprc" in entry:
-                self.update(entry["step"], entry["valid_auprc"])
-
-    def update(self, step: int, auprc: float) -> dict:
-        """Record one checkpoint's auPRC; returns the history fields to add."""
-        if auprc > self.best:
-            self.best, self.best_step, self.waited = auprc, step, 0
-            return {"best": True}
-        self.waited += 1
-        self.stopped = self.patience is not None and self.waited >= self.patience
-        return {"stopped_early": True} if self.stopped else {}
-
-
-def _validation(model: TFBSModel, run: TrainingRun, proteins: tf.Tensor, cfg: TrainConfig):
-    """A function scoring the validation records (pooled auPRC), or None without any.
-
-    It runs in the process that drives the loop (the chief under ps, every
-    worker under all-reduce, where each computes the same number from the
-    same weights and so takes the same stopping decision).
+    Returns
+    -------
+    tuple
+        ``(model, optimizer, learning_rate)``: the optimizer is wrapped in a
+        ``LossScaleOptimizer`` under mixed precision; ``learning_rate`` is its schedule.
     """
-    if not run.valid_files:
-        return None
-    from tfbs.metrics import score_predictions
-
-    batch_size = 512
-    dataset = make_dataset(run.valid_files, run.layout, batch_size, seed=cfg.seed, training=False)
-    dataset = dataset.take(-(-cfg.validation_examples // batch_size))
-    logits_of = tf.function(lambda batch: model({**batch, "proteins": proteins}, training=False))
-
-    def validate() -> float:
-        labels, scores = [], []
-        for batch in dataset:
-            labels.append(batch["label"].numpy().astype(int))
-            scores.append(tf.cast(logits_of(batch), tf.float32).numpy())
-        return float(score_predictions(np.concatenate(labels), np.concatenate(scores))["auprc"])
-
-    return validate
+    with strategy.scope():
+        model = build_model(run.model_config(cfg), run.n_cells, run.layout.window, mixed_precision=cfg.mixed_precision)
+        if run.motif_seeds is not None:
+            seed_filters(model, run.motif_seeds)
+        learning_rate = keras.optimizers.schedules.ExponentialDecay(
+            cfg.learning_rate, cfg.decay_steps, cfg.decay_rate, staircase=True
+        )
+        # Fused, locked updates: Keras 3's Adam races between ps workers.
+        optimizer = LockedAdam(learning_rate)
+        if cfg.mixed_precision:
+            optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+        optimizer.build(model.trainable_variables)
+    return model, optimizer, learning_rate
 
 
-def _earlier_history(history_path: str, step: int) -> list[dict]:
-    """The history of the run being resumed, up to its checkpoint."""
-    if not tf.io.gfile.exists(history_path):
-        return []
-    with tf.io.gfile.GFile(history_path) as handle:
-        return [entry for entry in json.loads(handle.read()) if entry["step"] <= step]
+def _compiled_steps(
+    cfg: TrainConfig, strategy: tf.distribute.Strategy, step_fn: Callable[[dict[str, tf.Tensor]], tf.Tensor]
+) -> Callable:
+    """``train_steps(iterator) -> loss``: ``train.steps_per_execution`` steps of ``step_fn`` in one ``tf.function``.
+
+    Returns the mean loss over replicas of its last step.
+    """
+
+    @tf.function
+    def train_steps(iterator) -> tf.Tensor:
+        loss = tf.constant(0.0)
+        for _ in tf.range(cfg.steps_per_execution):
+            per_replica = strategy.run(step_fn, args=(next(iterator),))
+            loss = strategy.reduce(tf.distribute.ReduceOp.MEAN, per_replica, axis=None)
+        return loss
+
+    return train_steps
+
+
+def _dataset_fn(
+    cfg: TrainConfig, run: TrainingRun, per_replica_batch: int, resumed_step: int, uses_coordinator: bool
+) -> Callable[..., tf.data.Dataset]:
+    """The input function each worker (under ps) or the strategy calls for its training stream.
+
+    Parameters
+    ----------
+    resumed_step
+        The step training resumes at (0 for a fresh run): each stream skips what it already read.
+    uses_coordinator
+        Whether ``ParameterServerStrategy`` schedules the steps; each worker then reads its share of the files.
+    """
+
+    def dataset_fn(input_context: tf.distribute.InputContext | None = None) -> tf.data.Dataset:
+        shard = None
+        if uses_coordinator:
+            # Runs on the worker: its index picks its share of the files.
+            worker_index = tf.distribute.coordinator.experimental_get_current_worker_index()
+            shard = (cfg.placement.num_workers, worker_index)
+        # A resumed run continues each stream where it stopped. Under ps,
+        # closures go to whichever worker is free, so each worker is taken
+        # to have done an equal share.
+        done = resumed_step // cfg.placement.num_workers if uses_coordinator else resumed_step
+        return run.dataset(cfg, per_replica_batch, done, input_context=input_context, shard=shard)
+
+    return dataset_fn
+
+
+def _distributed_iterator(
+    strategy: tf.distribute.Strategy, dataset_fn: Callable[..., tf.data.Dataset], uses_coordinator: bool
+) -> tuple[tf.distribute.coordinator.ClusterCoordinator | None, Any]:
+    """The coordinator (under ps, else None) and an iterator over ``dataset_fn``'s distributed batches."""
+    if uses_coordinator:
+        coordinator = tf.distribute.coordinator.ClusterCoordinator(strategy)
+        iterator = iter(coordinator.create_per_worker_dataset(dataset_fn))
+    else:
+        coordinator = None
+        iterator = iter(strategy.distribute_datasets_from_function(dataset_fn))
+    return coordinator, iterator
+
+
+def _run_closures(
+    train_steps: Callable,
+    iterator: Any,
+    coordinator: tf.distribute.coordinator.ClusterCoordinator | None,
+    step: int,
+    target: int,
+    steps_per_execution: int,
+) -> tuple[int, list[float]]:
+    """Run ``train_steps`` from ``step`` until ``target`` (on the workers when there is a coordinator).
+
+    Returns
+    -------
+    tuple
+        The step reached and the loss of each closure.
+    """
+    pending = []
+    while step < target:
+        if coordinator is not None:
+            pending.append(coordinator.schedule(train_steps, args=(iterator,)))
+        else:
+            pending.append(train_steps(iterator))
+        step += steps_per_execution
+    if coordinator is not None:
+        coordinator.join()
+        losses = [float(p.fetch()) for p in pending]
+    else:
+        losses = [float(p) for p in pending]
+    return step, losses
 
 
 def _num_workers(strategy: tf.distribute.Strategy) -> int:

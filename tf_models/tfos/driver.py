@@ -274,14 +274,32 @@ def run_cluster(
         SparkContext remains usable, except when a node fails before all
         nodes have registered: TFoS then stops the SparkContext itself.
     """
-    # Imported here: importing it configures root logging and loads TF.
-    from tensorflowonspark import TFCluster
-
-    from tf_models.tfos.tfos_patches import driver_reservations
+    # Imported first, as always (_reserve_nodes uses it): importing it configures root logging and loads TF.
+    from tensorflowonspark import TFCluster  # noqa: F401
 
     num_nodes = num_ps + num_workers + 1
     _check_executors(sc, num_ps, num_workers, executors_timeout)
+    args = _node_args(node_args, private_network, node_dir)
+    t0 = time.monotonic()
+    cluster = _reserve_nodes(sc, node_main, args, num_nodes, num_ps, log_dir, reservation_timeout)
+    logger.info("tfbs cluster: %d nodes reserved in %.1f s", num_nodes, time.monotonic() - t0)
+    stage_id = node_stage_id(sc, num_nodes)
+    nodes = _placement_records(sc, cluster, stage_id, num_nodes)
+    deadline = t0 + shutdown_timeout
+    _await_nodes(sc, cluster, stage_id, num_nodes - num_ps, deadline, nodes, args["run_id"], node_dir)
+    _stop_cluster(sc, cluster, deadline=deadline)
+    logger.info("tfbs cluster: finished in %.1f s", time.monotonic() - t0)
+    return nodes
 
+
+def _node_args(node_args: dict, private_network: bool, node_dir: str | None) -> dict[str, Any]:
+    """``node_args`` and what :func:`run_cluster` adds for every node: a run id, the TF network's secret, the node dir.
+
+    Returns
+    -------
+    dict
+        A copy of ``node_args``; ``"run_id"`` is always set.
+    """
     args = dict(node_args)
     args.setdefault("run_id", uuid.uuid4().hex)
     if private_network:
@@ -294,13 +312,42 @@ def run_cluster(
         )
     if node_dir:
         args[NODE_DIR_ARG] = node_dir
+    return args
+
+
+def _reserve_nodes(
+    sc: SparkContext,
+    node_main: NodeMain,
+    args: dict[str, Any],
+    num_nodes: int,
+    num_ps: int,
+    log_dir: str | None,
+    reservation_timeout: int,
+) -> Any:
+    """Start TFoS's node tasks and wait until every node has registered with the reservation server.
+
+    Returns
+    -------
+    TFCluster
+        TFoS's cluster of the reserved nodes.
+
+    Raises
+    ------
+    ClusterFailed
+        If a node failed during reservation (TFoS has then stopped the
+        SparkContext), or the reservation timed out (the node job is cancelled).
+    """
+    # Imported here: importing it configures root logging and loads TF.
+    from tensorflowonspark import TFCluster
+
+    from tf_models.tfos.tfos_patches import driver_reservations
+
     # A Namespace, not a dict: TFoS checks `'num_gpus' in tf_args` and then
     # reads `tf_args.num_gpus` as an attribute.
     tf_args = argparse.Namespace(**args)
 
     # TFoS keeps the error in a module-level dict that nothing resets.
     TFCluster.tf_status.clear()
-    t0 = time.monotonic()
     try:
         with driver_reservations(reservation_host(sc)):
             cluster = TFCluster.run(
@@ -320,9 +367,11 @@ def run_cluster(
     except Exception as exc:  # reservation timed out; node tasks still running
         sc.cancelAllJobs()
         raise ClusterFailed(f"TF cluster did not start: {exc}") from exc
-    logger.info("tfbs cluster: %d nodes reserved in %.1f s", num_nodes, time.monotonic() - t0)
+    return cluster
 
-    stage_id = node_stage_id(sc, num_nodes)
+
+def _placement_records(sc: SparkContext, cluster: Any, stage_id: int | None, num_nodes: int) -> list[dict[str, Any]]:
+    """One record per reserved node, in TFoS node order, each logged as a "tfbs placement" line (see :func:`run_cluster`)."""
     placement = spark_placement(sc, stage_id, num_nodes)
     nodes = []
     for node in sorted(cluster.cluster_info, key=lambda n: n["executor_id"]):
@@ -343,18 +392,6 @@ def run_cluster(
             record,
         )
 
-    _await_nodes(
-        sc,
-        cluster,
-        stage_id,
-        num_done=num_nodes - num_ps,
-        deadline=t0 + shutdown_timeout,
-        nodes=nodes,
-        run_id=args["run_id"],
-        node_dir=node_dir,
-    )
-    _stop_cluster(sc, cluster, deadline=t0 + shutdown_timeout)
-    logger.info("tfbs cluster: finished in %.1f s", time.monotonic() - t0)
     return nodes
 
 
