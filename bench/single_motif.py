@@ -81,7 +81,7 @@ def simulate(n_per_class: int, length: int, gc: float, motif: str, seed: int) ->
 def write_records(folder: Path, windows: np.ndarray, labels: np.ndarray, test_share: float, valid_share: float):
     """Record files of the train (positives, negatives), valid and test splits; returns the training run and test file."""
     from synthetic.proteins import synthetic_protein
-    from tf_models.train_loop import TrainingRun
+    from tf_models.training_run import TrainingRun
     from tfbs.records import RecordLayout, pack_records
 
     layout = RecordLayout(windows.shape[1])

@@ -27,7 +27,7 @@ from conftest import small_config
 
 from preprocess.build_shards import build_shards, current_shards
 from preprocess.fingerprint import changed_inputs, input_fingerprint
-from tf_models.train_loop import TrainingRun
+from tf_models.training_run import TrainingRun
 from tfbs import storage
 from tfbs.errors import BadInputError
 from tfbs.manifest import SCHEMA_VERSION

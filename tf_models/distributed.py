@@ -138,7 +138,7 @@ def node_executor_conf(train: TrainConfig) -> dict[str, str]:
 
 def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...], motif_seeds=None):
     """The manifest's training run, its remote record files copied where this node reads them."""
-    from tf_models.train_loop import TrainingRun
+    from tf_models.training_run import TrainingRun
     from tfbs.private_dirs import records_cache
 
     cache = str(records_cache(config.train.placement.record_cache_dir))
@@ -391,7 +391,7 @@ def _train_on_cluster(spark, config: PipelineConfig, version_lineage: Lineage, m
     """Train on a TF cluster of Spark executors, one per node (ps or all-reduce), following the chief's progress."""
     from tf_models.tfos import ClusterFailed, run_cluster
     from tf_models.tfos.failures import ClusterSetupError
-    from tf_models.train_loop import TrainingRun
+    from tf_models.training_run import TrainingRun
 
     cfg, placement = config.train, config.train.placement
     model_uri = lineage.model_uri(config.run_dir, version_lineage.version)

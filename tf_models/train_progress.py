@@ -19,7 +19,7 @@ from tf_models.model import TFBSModel
 from tfbs.config import TrainConfig
 
 if TYPE_CHECKING:
-    from tf_models.train_loop import TrainingRun
+    from tf_models.training_run import TrainingRun
 
 log = logging.getLogger("tfbs.train")
 
