@@ -17,16 +17,6 @@ import grimp
 import pytest
 from conftest import REPO
 
-#: Imports that close a circle known and left for now, each with its reason;
-#: the test fails once one of them is gone, so the list only shrinks.
-KNOWN_CIRCLES = {
-    # The parent's storage gateway serves the real file systems, whose
-    # modules hand a node process the gateway's client (GatewayHandler).
-    ("tfbs.storage_gateway", "tfbs.storage"): "split the gateway's server side from its client",
-    # Unpickling a reservation address in a node task installs the node's patches first.
-    ("tf_models.tfos.reservation", "tf_models.tfos.tfos_patches"): "move the unpickling hook beside the patches",
-}
-
 
 def _root_packages() -> list[str]:
     settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
@@ -38,12 +28,9 @@ def graph() -> grimp.ImportGraph:
     return grimp.build_graph(*_root_packages(), cache_dir=None)
 
 
-def _circles(graph: grimp.ImportGraph, skipped: set[tuple[str, str]]) -> list[list[str]]:
+def _circles(graph: grimp.ImportGraph) -> list[list[str]]:
     """Each strongly connected group of modules, as one shortest circle through its first module."""
-    edges = {
-        module: sorted(m for m in graph.find_modules_directly_imported_by(module) if (module, m) not in skipped)
-        for module in graph.modules
-    }
+    edges = {module: sorted(graph.find_modules_directly_imported_by(module)) for module in graph.modules}
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
@@ -106,15 +93,8 @@ def _shortest_circle(edges: dict[str, list[str]], group: list[str]) -> list[str]
 
 
 def test_no_module_imports_itself_through_others(graph: grimp.ImportGraph) -> None:
-    circles = _circles(graph, set(KNOWN_CIRCLES))
+    circles = _circles(graph)
     assert not circles, "import circles: " + "; ".join(" -> ".join(circle) for circle in circles)
-
-
-def test_each_known_circle_is_still_there(graph: grimp.ImportGraph) -> None:
-    """A circle broken since leaves the list (see KNOWN_CIRCLES)."""
-    gone = [edge for edge in KNOWN_CIRCLES if not graph.direct_import_exists(importer=edge[0], imported=edge[1])]
-    assert not gone, f"no longer imported, remove from KNOWN_CIRCLES: {gone}"
-    assert len(_circles(graph, set())) == len(KNOWN_CIRCLES)
 
 
 def test_a_circle_is_found_and_named() -> None:
@@ -124,5 +104,6 @@ def test_a_circle_is_found_and_named() -> None:
     graph.add_import(importer="p.a", imported="p.b")
     graph.add_import(importer="p.b", imported="p.c")
     graph.add_import(importer="p.c", imported="p.a")
-    assert _circles(graph, set()) == [["p.a", "p.b", "p.c", "p.a"]]
-    assert _circles(graph, {("p.c", "p.a")}) == []
+    assert _circles(graph) == [["p.a", "p.b", "p.c", "p.a"]]
+    graph.remove_import(importer="p.c", imported="p.a")
+    assert _circles(graph) == []

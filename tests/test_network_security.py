@@ -71,10 +71,13 @@ def tfos_untouched(monkeypatch):
 
 @pytest.fixture
 def server(tfos_untouched):
-    """A sealed reservation server for two nodes on loopback."""
-    from tf_models.tfos.reservation import ReservationServer
+    """A sealed reservation server for two nodes on loopback, as TFoS gets it in the driver (driver_reservations)."""
+    from tensorflowonspark import reservation
 
-    server = ReservationServer(2, LOOPBACK)
+    from tf_models.tfos.tfos_patches import driver_reservations
+
+    with driver_reservations(LOOPBACK):
+        server = reservation.Server(2)
     address = server.start()
     yield server, address
     server.stop()

@@ -3,12 +3,17 @@
 A TF node's process lives in a private network (only its loopback, see
 ``tf_models.tfos.private_network``), from where no HDFS NameNode or bucket
 can be reached. Its parent, on the host's network, serves as its gateway:
-:class:`StorageGateway` answers requests on one end of a Unix socket pair,
+:class:`~tfbs.storage_gateway_server.StorageGateway` answers requests on one
+end of a Unix socket pair,
 and the node process, given the other end in ``TFBS_STORAGE_GATEWAY_FD``,
 gets every remote file system of :func:`tfbs.storage.filesystem` as a
 :class:`GatewayHandler` that forwards each operation there. Both processes
 share the host's file system: file contents pass as local files in a
 spool folder, not through the socket.
+
+This module is the node's side and the wire format; the parent's side is
+:mod:`tfbs.storage_gateway_server`, apart because it serves through
+:mod:`tfbs.storage`, which uses this module.
 
 The requests are pickles: both ends are the same program, forked, and the
 socket pair is reachable by no other process.
@@ -18,7 +23,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import shutil
 import socket
 import struct
 import tempfile
@@ -34,12 +38,14 @@ GATEWAY_FD_ENV = "TFBS_STORAGE_GATEWAY_FD"
 _LENGTH = struct.Struct(">Q")
 
 
-def _send(sock: socket.socket, message: Any) -> None:
+def send_message(sock: socket.socket, message: Any) -> None:
+    """One pickled message, length first (both ends are this program)."""
     payload = pickle.dumps(message)
     sock.sendall(_LENGTH.pack(len(payload)) + payload)
 
 
-def _receive(sock: socket.socket) -> Any:
+def receive_message(sock: socket.socket) -> Any:
+    """The next message of :func:`send_message`."""
     header = _exactly(sock, _LENGTH.size)
     return pickle.loads(_exactly(sock, _LENGTH.unpack(header)[0]))  # our own forked process's
 
@@ -55,87 +61,14 @@ def _exactly(sock: socket.socket, size: int) -> bytes:
     return b"".join(chunks)
 
 
-def _info_tuple(info: pafs.FileInfo) -> tuple[str, int, int | None, int | None]:
+def info_tuple(info: pafs.FileInfo) -> tuple[str, int, int | None, int | None]:
+    """A file's information as plain values, to pickle."""
     return (info.path, int(info.type), info.size, info.mtime_ns)
 
 
 def _info(fields: tuple[str, int, int | None, int | None]) -> pafs.FileInfo:
     path, kind, size, mtime_ns = fields
     return pafs.FileInfo(path, pafs.FileType(kind), size=size, mtime_ns=mtime_ns)
-
-
-class StorageGateway:
-    """The parent's side: performs the node process's storage operations on the real file systems.
-
-    Parameters
-    ----------
-    sock : socket.socket
-        The parent's end of the pair; served in a daemon thread until the node process closes its end.
-    """
-
-    def __init__(self, sock: socket.socket) -> None:
-        self._sock = sock
-        self._thread = threading.Thread(target=self._serve, name="tfbs-storage-gateway", daemon=True)
-
-    def start(self) -> StorageGateway:
-        """Serve in a daemon thread; returns self."""
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        """Close the parent's end (the thread ends)."""
-        self._sock.close()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                operation, base, args = _receive(self._sock)
-            except (ConnectionError, OSError, EOFError):
-                return
-            try:
-                reply: Any = ("ok", self._perform(operation, base, args))
-            except Exception as err:  # noqa: BLE001 - raised again in the node process
-                reply = ("error", err)
-            try:
-                _send(self._sock, reply)
-            except OSError:
-                return
-
-    def _perform(self, operation: str, base: str, args: tuple) -> Any:
-        from tfbs import storage
-
-        fs, _ = storage.filesystem(f"{base}/")
-        if operation == "type_name":
-            return fs.type_name
-        if operation == "info":
-            return [_info_tuple(info) for info in fs.get_file_info(list(args[0]))]
-        if operation == "list":
-            path, allow_not_found, recursive = args
-            selector = pafs.FileSelector(path, allow_not_found=allow_not_found, recursive=recursive)
-            return [_info_tuple(info) for info in fs.get_file_info(selector)]
-        if operation == "fetch":
-            path, local = args
-            with fs.open_input_stream(path) as source, open(local, "wb") as target:
-                shutil.copyfileobj(source, target, 1 << 22)
-            return None
-        if operation in ("put", "append"):
-            path, local = args
-            opener = fs.open_output_stream if operation == "put" else fs.open_append_stream
-            with open(local, "rb") as source, opener(path) as target:
-                shutil.copyfileobj(source, target, 1 << 22)
-            return None
-        if operation == "replace":
-            storage.replace_file(fs, *args)
-            return None
-        if operation == "create_dir":
-            path, recursive = args
-            return fs.create_dir(path, recursive=recursive)
-        if operation == "delete_dir_contents":
-            path, missing_dir_ok = args
-            return fs.delete_dir_contents(path, missing_dir_ok=missing_dir_ok)
-        if operation in ("delete_dir", "delete_file", "move", "copy_file"):
-            return getattr(fs, operation)(*args)
-        raise ValueError(f"the storage gateway does no {operation!r}")
 
 
 class _Connection:
@@ -148,8 +81,8 @@ class _Connection:
 
     def call(self, operation: str, base: str, *args: Any) -> Any:
         with self._lock:
-            _send(self._sock, (operation, base, args))
-            status, value = _receive(self._sock)
+            send_message(self._sock, (operation, base, args))
+            status, value = receive_message(self._sock)
         if status == "error":
             raise value
         return value

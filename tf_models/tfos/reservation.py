@@ -23,8 +23,9 @@ keeps TFoS's message kinds and replaces the transport:
 * :class:`ReservationAddress`, the ``(host, port)`` TFoS ships to the node
   tasks inside the task closure, carries the secret to the executors. Its
   ``repr`` is TFoS's ``(host, port)``, so no log line shows the secret, and
-  nothing writes it to a file or an environment variable. Unpickling it on
-  an executor installs the node side (:mod:`tf_models.tfos.tfos_patches`).
+  nothing writes it to a file or an environment variable. The driver's
+  patches hand out a subclass whose unpickling on an executor installs the
+  node side (:class:`tf_models.tfos.tfos_patches.NodeBoundAddress`).
 
 Why not Spark's barrier mode (``BarrierTaskContext.allGather``): TFoS does
 the exchange inline in its node task (``TFSparkNode.run``), so using it would
@@ -62,14 +63,6 @@ def _request_kind(message: Any) -> str | None:
     return message.get("type") if isinstance(message, dict) else None
 
 
-def _restore_address(host: str, port: int, secret: bytes) -> ReservationAddress:
-    """Unpickle a :class:`ReservationAddress`, installing the node side of the patches first."""
-    from tf_models.tfos.tfos_patches import install_node_patches
-
-    install_node_patches(host)
-    return ReservationAddress(host, port, secret)
-
-
 class ReservationAddress(tuple[str, int]):
     """``(host, port)`` of a :class:`ReservationServer`, carrying the run's secret.
 
@@ -87,7 +80,7 @@ class ReservationAddress(tuple[str, int]):
         return address
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_restore_address, (self[0], self[1], bytes(self.secret)))
+        return (type(self), (self[0], self[1], bytes(self.secret)))
 
 
 def _bind(host: str, ports: list[int]) -> socket.socket:
@@ -123,9 +116,11 @@ class ReservationServer(tfos_reservation.Server):
         :meth:`start` returns.
     """
 
-    def __init__(self, count: int, host: str) -> None:
+    def __init__(self, count: int, host: str, address_type: type[ReservationAddress] = ReservationAddress) -> None:
         super().__init__(count)
         self.host = host
+        #: What :meth:`start` returns: the node side's patches give their own (tfos_patches.NodeBoundAddress).
+        self.address_type = address_type
         self.secret = HiddenBytes(secrets.token_bytes(SECRET_BYTES))
         #: Nodes that fetched the whole cluster's records: when all have, nothing more is asked.
         self.informed = 0
@@ -141,7 +136,7 @@ class ReservationServer(tfos_reservation.Server):
         port = server_sock.getsockname()[1]
         logger.info("tfbs reservations: listening on %s:%d (sealed connections only)", self.host, port)
         threading.Thread(target=self._listen, args=(server_sock,), name="tfbs-reservations", daemon=True).start()
-        return ReservationAddress(self.host, port, self.secret)
+        return self.address_type(self.host, port, self.secret)
 
     def _listen(self, server_sock: socket.socket) -> None:
         """Accept until :meth:`stop`, or until every node has the cluster's records; a thread per connection."""

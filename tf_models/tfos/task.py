@@ -27,7 +27,8 @@ from tf_models.tfos.failures import exception_line, exit_reason, node_label
 from tf_models.tfos.node import NODE_DIR_ARG, PS, TF_NETWORK_SECRET_ARG, NodeInfo, NodeMain
 from tf_models.tfos.node_files import write_node_file
 from tf_models.tfos.tunnel import TunnelAgent
-from tfbs.storage_gateway import GATEWAY_FD_ENV, StorageGateway
+from tfbs.storage_gateway import GATEWAY_FD_ENV
+from tfbs.storage_gateway_server import StorageGateway
 
 
 @dataclass(frozen=True)

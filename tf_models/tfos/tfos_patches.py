@@ -18,7 +18,7 @@ In the driver, around ``TFCluster.run`` (:func:`driver_reservations`):
 
 In each node task, before TFoS's node code runs (:func:`install_node_patches`,
 called when the task closure's
-:class:`~tf_models.tfos.reservation.ReservationAddress` is unpickled):
+:class:`NodeBoundAddress` is unpickled):
 
 * ``util.get_ip_address`` is :func:`node_address`: the address of this
   host's route to the driver. TFoS's own guess probes a route to 8.8.8.8
@@ -68,7 +68,7 @@ from tensorflowonspark import TFSparkNode as tfos_node
 from tensorflowonspark import reservation as tfos_reservation
 from tensorflowonspark import util as tfos_util
 
-from tf_models.tfos.reservation import HiddenBytes, ReservationClient, ReservationServer
+from tf_models.tfos.reservation import HiddenBytes, ReservationAddress, ReservationClient, ReservationServer
 
 
 def node_address(driver_host: str) -> str:
@@ -172,6 +172,23 @@ def install_node_patches(driver_host: str) -> None:
         node_logger.addFilter(RedactAuthkeys())
 
 
+def _restore_address(host: str, port: int, secret: bytes) -> NodeBoundAddress:
+    """Unpickle a :class:`NodeBoundAddress`, installing the node side of the patches first."""
+    install_node_patches(host)
+    return NodeBoundAddress(host, port, secret)
+
+
+class NodeBoundAddress(ReservationAddress):
+    """The reservation server's address as the driver hands it to node tasks.
+
+    Unpickled in a PySpark worker (the node task's closure carries it), it
+    installs the node side of the patches before TFoS's node code runs.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_restore_address, (self[0], self[1], bytes(self.secret)))
+
+
 @contextmanager
 def driver_reservations(host: str) -> Iterator[None]:
     """Within the block, TFoS's ``reservation.Server(count)`` is a :class:`ReservationServer` on ``host``.
@@ -186,7 +203,7 @@ def driver_reservations(host: str) -> Iterator[None]:
         driver's ``spark.driver.host``.
     """
     original = tfos_reservation.Server
-    tfos_reservation.Server = functools.partial(ReservationServer, host=host)
+    tfos_reservation.Server = functools.partial(ReservationServer, host=host, address_type=NodeBoundAddress)
     try:
         yield
     finally:
