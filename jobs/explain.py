@@ -25,7 +25,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """Write ``motifs.json`` for the version; returns its table."""
-    from tf_models.explain.report import explain_version
+    from tf_models.explain.run import explain_version
     from tfbs.lineage import chosen_version, report_uri
     from tfbs.session import spark_session
 

@@ -20,8 +20,8 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     A version already trained from these shards and this ``train`` section
     is not trained again, and no Spark starts.
     """
-    from tf_models.distributed import node_executor_conf, prepare_version, train_on_spark, up_to_date_summary
     from tf_models.gpus import gpu_spark_conf
+    from tf_models.train import node_executor_conf, prepare_version, train_on_spark, up_to_date_summary
     from tfbs.lineage import export_uri
     from tfbs.manifest import read_manifest
     from tfbs.session import spark_session

@@ -187,7 +187,7 @@ def _label_predictions(config, tfs: list[str], path: str) -> None:
 
 
 def test_explain_recovers_the_planted_motifs_end_to_end(spark, small_dataset, tmp_path, database):
-    from tf_models.explain.report import COLUMNS, explain_version
+    from tf_models.explain.run import COLUMNS, explain_version
     from tfbs import lineage
     from tfbs.storage import local_path
 
@@ -228,7 +228,7 @@ def test_explain_recovers_the_planted_motifs_end_to_end(spark, small_dataset, tm
 
 def test_a_paralogue_motif_as_the_best_match_is_not_recovered(tmp_path, database):
     """FOXA2's pattern that is FOXA1's motif matches FOXA2's too, but it is not FOXA2's motif found."""
-    from tf_models.explain.report import COLUMNS, _match_and_draw
+    from tf_models.explain.run import COLUMNS, _match_and_draw
     from tf_models.explain.seqlets import Pattern
 
     config = small_config(

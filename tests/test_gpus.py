@@ -170,7 +170,7 @@ def test_a_cpu_plan_sizes_the_pools_first_and_pins_after(monkeypatch):
 def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
     import tf_models.tfos as tfos
-    from tf_models.distributed import node_main
+    from tf_models.train import node_main
     from tfbs.lineage import Lineage
 
     started = []
@@ -192,7 +192,7 @@ def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
 def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
     """TFoS gets num_gpus, so it never picks GPUs from nvidia-smi itself."""
     import tf_models.tfos as tfos
-    from tf_models.distributed import train_on_spark
+    from tf_models.train import train_on_spark
 
     seen = {}
     monkeypatch.setattr(tfos, "run_cluster", lambda sc, main, node_args, **kw: seen.update(node_args))

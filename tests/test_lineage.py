@@ -49,7 +49,7 @@ def _config(root: Path, shards_uri: str, data_root: str, *extra: str):
 @pytest.fixture(scope="module")
 def first(spark, small_shards, tmp_path_factory):
     """A model trained on the session's shards: (config, manifest, summary)."""
-    from tf_models.distributed import train_on_spark
+    from tf_models.train import train_on_spark
 
     shared, manifest = small_shards
     config = _config(tmp_path_factory.mktemp("lineage"), shared.shards_uri, shared.data.root)
@@ -71,7 +71,7 @@ def other_shards(small_shards, tmp_path_factory):
 @pytest.fixture(scope="module")
 def second(spark, first, other_shards):
     """The same run trained again on the other shards: (config, manifest, summary)."""
-    from tf_models.distributed import train_on_spark
+    from tf_models.train import train_on_spark
 
     config, _, _ = first
     shards_uri, manifest = other_shards
@@ -156,7 +156,7 @@ def test_version_names_are_deterministic(small_shards, tmp_path):
 
 
 def test_the_lineage_is_written_before_training(small_shards, tmp_path):
-    from tf_models.distributed import prepare_version
+    from tf_models.train import prepare_version
 
     shared, manifest = small_shards
     config = _config(tmp_path, shared.shards_uri, shared.data.root)
@@ -190,7 +190,7 @@ def test_evaluate_names_a_version_never_trained(small_shards, tmp_path):
 
 def test_a_second_train_on_the_same_shards_does_not_retrain(spark, first, monkeypatch):
     import jobs.train
-    from tf_models.distributed import train_on_spark
+    from tf_models.train import train_on_spark
 
     config, manifest, summary = first
     assert not summary["up_to_date"] and [h["step"] for h in summary["history"]] == [10, 20]
@@ -225,8 +225,8 @@ def test_other_shards_train_a_new_version(first, second):
 
 
 def test_a_named_version_of_other_inputs_is_refused(spark, first, other_shards):
-    from tf_models.distributed import train_on_spark
     from tf_models.evaluate import evaluate
+    from tf_models.train import train_on_spark
 
     config, manifest, summary = first
     version = summary["version"]

@@ -19,10 +19,10 @@ import pytest
 from conftest import small_config
 
 from jobs import report as report_job
-from tf_models.distributed import train_on_spark
 from tf_models.evaluate import evaluate
 from tf_models.report import PAGE_JSON, REPORT_HTML, write_html_report
 from tf_models.report.html import anchor
+from tf_models.train import train_on_spark
 from tfbs import lineage
 from tfbs.storage import local_path
 

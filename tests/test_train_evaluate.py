@@ -15,8 +15,8 @@ import pytest
 import tensorflow as tf
 from conftest import SMALL_RUN_MIN_MEAN_AUPRC, model_inputs, small_config
 
-from tf_models.distributed import train_on_spark
 from tf_models.evaluate import evaluate
+from tf_models.train import train_on_spark
 from tfbs import lineage
 from tfbs.errors import BelowFloorError
 from tfbs.storage import local_path

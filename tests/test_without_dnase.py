@@ -19,7 +19,7 @@ from tfbs.storage import local_path
 def without_dnase(spark, small_dataset, tmp_path_factory):
     """Shards and a model built from the small data set with its DNase peaks ignored."""
     from preprocess.build_shards import build_shards
-    from tf_models.distributed import train_on_spark
+    from tf_models.train import train_on_spark
 
     config = small_config(
         tmp_path_factory.mktemp("no-dnase"),

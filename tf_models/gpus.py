@@ -21,7 +21,7 @@ calls the node function: to every GPU address of the Spark task (cut to
 ``num_gpus`` when the node args have that key), or, when Spark assigned no
 GPU and ``nvidia-smi`` works, to GPUs it picks from ``nvidia-smi`` (one by
 default, retrying and then failing when all are busy), or to ``""``. It does
-the same for ps nodes. :mod:`tf_models.distributed` therefore passes
+the same for ps nodes. :mod:`tf_models.train` therefore passes
 ``num_gpus = gpus_per_worker`` (so TFoS never picks GPUs from
 ``nvidia-smi`` behind Spark's back) and then :func:`apply_visible_devices`
 states the final value per role. Both read the same task resources, so for

@@ -89,7 +89,7 @@ class TrainingRun:
     has_dnase: bool = True
     #: BLAKE3 of each record file, by URI, from the manifest: what a node's copy must hold.
     checksums: dict[str, str] = field(default_factory=dict)
-    #: Known motifs the first filters start as (tf_models.distributed.known_motif_seeds), or None.
+    #: Known motifs the first filters start as (tf_models.train.known_motif_seeds), or None.
     motif_seeds: tuple[np.ndarray, np.ndarray] | None = None
 
     @classmethod

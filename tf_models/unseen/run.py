@@ -1,6 +1,6 @@
 """The whole measurement: per held-out TF, train without it, score it under controls, write the table.
 
-Training is the project's loop (:func:`tf_models.distributed.train_on_spark`)
+Training is the project's loop (:func:`tf_models.train.train_on_spark`)
 under ``strategy: local``, one process: the strategy changes how steps run,
 not what is learnt, and four trainings on a shared machine fit better in
 one process than in four TensorFlowOnSpark clusters. Each held-out TF gets
@@ -132,7 +132,7 @@ def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, 
         ``shuffled``, ``nearest``, ``motif_scan`` and ``seen``.
     """
     from tf_models.baselines import motif_log_odds
-    from tf_models.distributed import train_on_spark
+    from tf_models.train import train_on_spark
 
     started = time.monotonic()
     run_config = held_out_config(config, held_out)
