@@ -423,6 +423,7 @@ def _train_on_cluster(spark, config: PipelineConfig, version_lineage: Lineage, m
             num_workers=placement.num_workers,
             shutdown_timeout=placement.timeout_s,
             executors_timeout=placement.executors_timeout_s,
+            reservation_timeout=placement.reservation_timeout_s,
             private_network=placement.tf_network == "private",
             # Each node records the pid of its TF process here, and the
             # driver logs it: which OS process is worker:1.

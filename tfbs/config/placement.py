@@ -57,6 +57,12 @@ class PlacementConfig(Section):
     executors_timeout_s: int = Field(
         120, gt=0, description="how long training waits for its executors (one per TF node) before it stops"
     )
+    reservation_timeout_s: int = Field(
+        120,
+        gt=0,
+        description="how long the TF nodes have, once their executors are there, to start and register with the "
+        "driver (each imports TensorFlow first: on a busy host that can take minutes)",
+    )
     tf_network: Literal["private", "open"] = Field(
         "private",
         description="private: each TF node's TensorFlow in a network namespace of its own (loopback only), its "
