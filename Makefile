@@ -14,11 +14,11 @@ demo: $(STAMP) class-archive
 	$(BIN)/tfbs demo --config conf/demo.yaml
 
 # Lint, type and import-contract checks first: they take seconds. Then the
-# suite, in two groups side by side: the cluster of hosts' tests and the rest
-# (tests/conftest.py).
+# suite as two pytest sessions side by side, the cluster of hosts' tests and
+# the rest (tests/run_suite.py).
 test: lint class-archive
 	@TEST_DEPS=1 bash scripts/system_deps.sh
-	$(BIN)/python -m pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/python tests/run_suite.py $(PYTEST_ARGS)
 
 # No Spark, no cluster, nothing slow: about a minute.
 test-unit: $(STAMP)

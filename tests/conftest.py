@@ -83,18 +83,22 @@ def _uses_hosts(item: pytest.Item) -> bool:
     return bool({"dist_archive", "hadoop"} & set(getattr(item, "fixturenames", ())))
 
 
+def _needs_archive(item: pytest.Item) -> bool:
+    """Whether a test needs ``make dist``'s archive (built in the background from collection)."""
+    return "dist_archive" in getattr(item, "fixturenames", ())
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark tests by the fixtures they use (modules mark what runs in subprocesses); the hosts' last.
 
     The tests of the cluster of hosts and of ``make dist``'s archive (YARN,
-    the DAG on YARN, the archive itself) form one ``xdist_group`` and the
-    rest another: ``make test`` runs the two side by side
-    (``-n 2 --dist loadgroup``), each on a worker of its own, because the
-    hosts' tests mostly wait on daemons, container launches and heartbeats
-    while the one-machine tests keep the cores busy. Each group's session
-    fixtures (a Spark session, the hosts) then start once, on its worker.
-    Run alone, the hosts' tests come after the others: their daemons run
-    only while needed, and the archive's build, started in the background
+    the DAG on YARN, the archive itself) carry the ``hosts`` marker:
+    ``make test`` runs them and the rest as two pytest sessions side by side
+    (``tests/run_suite.py``), because the hosts' tests mostly wait on
+    daemons, container launches and heartbeats while the one-machine tests
+    keep the cores busy. Run in one session, the hosts' tests come after the
+    others: their daemons then run only while needed. Among them, those
+    that need the archive come last: its build, started in the background
     once the session is collected (:func:`pytest_collection_finish`), is
     done by then.
     """
@@ -104,8 +108,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.spark)
         if used & _CLUSTER_FIXTURES:
             item.add_marker(pytest.mark.cluster)
-        item.add_marker(pytest.mark.xdist_group("hosts" if _uses_hosts(item) else "machine"))
-    items.sort(key=_uses_hosts)  # stable: the order stays otherwise
+        if _uses_hosts(item):
+            item.add_marker(pytest.mark.hosts)
+    items.sort(key=lambda item: (_uses_hosts(item), _needs_archive(item)))  # stable: the order stays otherwise
 
 
 #: Where the session keeps the background build of the archive, if it started one.

@@ -14,6 +14,8 @@ Signatures
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import tensorflow as tf
@@ -95,6 +97,15 @@ def export_model(
     (nodes key their copies of the export by it,
     :func:`tf_models.model_dir.local_export`). ``metadata`` is written
     last, as :data:`METADATA_NAME`: its presence marks a whole export.
+    All of it is written in ``<export_dir>.partial`` and renamed to
+    ``export_dir`` at the end, so a process killed on the way leaves no
+    SavedModel without its digests and metadata there (a rerun removes the
+    partial folder).
+
+    Parameters
+    ----------
+    export_dir
+        A local folder (the model directory's local side), replaced whole.
 
     Returns
     -------
@@ -104,8 +115,11 @@ def export_model(
     local = build_model(model_config, n_cells, window)
     local.set_weights([np.asarray(w) for w in trained.get_weights()])
     module = ServingModule(local, proteins, window, model_config.aa_max_length)
-    tf.saved_model.save(module, export_dir, signatures={"serving_default": module.serve, "indexed": module.indexed})
-    record_digests(export_dir)
-    with tf.io.gfile.GFile(f"{export_dir}/{METADATA_NAME}", "w") as out:
-        out.write(json.dumps(metadata, indent=2))
+    partial = Path(f"{export_dir}.partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    tf.saved_model.save(module, str(partial), signatures={"serving_default": module.serve, "indexed": module.indexed})
+    record_digests(partial)
+    (partial / METADATA_NAME).write_text(json.dumps(metadata, indent=2))
+    shutil.rmtree(export_dir, ignore_errors=True)
+    partial.rename(export_dir)
     return export_dir

@@ -80,8 +80,14 @@ def held_out_config(config: PipelineConfig, held_out: str) -> PipelineConfig:
     """The configuration training without ``held_out``: its own run folder, one process, ``unseen`` lengths."""
     unseen = config.unseen
     steps = unseen.steps if unseen.steps else (None if unseen.epochs else config.train.steps)
+    one_process = config.train.placement.model_copy(update={"strategy": "local"})
     train = config.train.model_copy(
-        update={"strategy": "local", "epochs": unseen.epochs or config.train.epochs, "steps": steps, "version": None}
+        update={
+            "placement": one_process,
+            "epochs": unseen.epochs or config.train.epochs,
+            "steps": steps,
+            "version": None,
+        }
     )
     return config.model_copy(update={"run_dir": f"{unseen_uri(config.run_dir)}/{held_out}", "train": train})
 

@@ -1,0 +1,68 @@
+"""``make test``'s pytest: the suite as two sessions side by side, the cluster of hosts' tests and the rest.
+
+The tests marked ``hosts`` (tests/conftest.py: they use the cluster of hosts
+or ``make dist``'s archive) mostly wait on daemons, container launches and
+heartbeats; the one-machine tests keep the cores busy. Run together, the
+suite takes about as long as its longer half. Each session writes its own
+log and temp folder (``<basetemp>/hosts``, ``<basetemp>/machine``); a line
+every minute says where each stands, and at the end both logs are printed
+whole. The run fails when either session does (pytest's exit 5, no test
+collected, included).
+
+    .venv/bin/python tests/run_suite.py [pytest arguments, e.g. -ra --durations=30]
+
+For a part of the suite, call pytest itself.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+#: Each session's name and its marker expression.
+SESSIONS = {"hosts": "hosts", "machine": "not hosts"}
+#: Seconds between two progress lines.
+PROGRESS_EVERY_S = 60
+
+
+def _last_line(log: Path) -> str:
+    lines = [line for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    return lines[-1][-100:] if lines else "starting"
+
+
+def main(args: list[str]) -> int:
+    """Run both sessions with ``args``; 0 when both pass."""
+    given = next((arg.split("=", 1)[1] for arg in args if arg.startswith("--basetemp=")), None)
+    basetemp = Path(given or Path(tempfile.gettempdir()) / f"tfbs-suite-{os.getuid()}")
+    shared = [arg for arg in args if not arg.startswith("--basetemp=")]
+    basetemp.mkdir(parents=True, exist_ok=True)
+    started = time.monotonic()
+    running: dict[str, tuple[subprocess.Popen, Path]] = {}
+    for name, expression in SESSIONS.items():
+        log = basetemp / f"{name}.log"
+        command = [sys.executable, "-m", "pytest", "-m", expression, f"--basetemp={basetemp / name}", *shared]
+        with log.open("w") as out:
+            running[name] = (subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT), log)
+        print(f"{name}: {' '.join(command[1:])} > {log}", flush=True)
+    while any(process.poll() is None for process, _ in running.values()):
+        time.sleep(1)
+        elapsed = time.monotonic() - started
+        if int(elapsed) % PROGRESS_EVERY_S == 0:
+            states = "; ".join(
+                f"{name} {'running' if process.poll() is None else f'exited {process.returncode}'}: {_last_line(log)}"
+                for name, (process, log) in running.items()
+            )
+            print(f"[{elapsed / 60:.0f} min] {states}", flush=True)
+    for name, (process, log) in running.items():
+        print(f"\n===== {name} (pytest -m '{SESSIONS[name]}'): exit {process.returncode} =====", flush=True)
+        sys.stdout.write(log.read_text(errors="replace"))
+    print(f"\nboth sessions done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
+    return 0 if all(process.returncode == 0 for process, _ in running.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
