@@ -39,7 +39,10 @@ def main(args: list[str]) -> int:
     given = next((arg.split("=", 1)[1] for arg in args if arg.startswith("--basetemp=")), None)
     basetemp = Path(given or Path(tempfile.gettempdir()) / f"tfbs-suite-{os.getuid()}")
     shared = [arg for arg in args if not arg.startswith("--basetemp=")]
-    basetemp.mkdir(parents=True, exist_ok=True)
+    # This user's alone, as pytest makes its own temp root: tests check that
+    # private folders made under it have no parent open to others.
+    basetemp.mkdir(mode=0o700, parents=True, exist_ok=True)
+    basetemp.chmod(0o700)
     started = time.monotonic()
     running: dict[str, tuple[subprocess.Popen, Path]] = {}
     for name, expression in SESSIONS.items():
