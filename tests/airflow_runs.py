@@ -45,15 +45,6 @@ def connection(host: str, **extra: str) -> str:
     return json.dumps({"conn_type": "spark", "host": host, "extra": extra})
 
 
-#: Training of the DAG's run on YARN: asynchronous ps across hosts, beside the
-#: other half of the suite on the same two cores, needs more steps than the
-#: one-process runs for FOXA1 to clear its motif scan in every cell (at 400,
-#: FOXA1/K562 0.458 against the scan's 0.469 once, its validation auPRC still
-#: rising). Checkpoints every 200: three, as many validations as before.
-YARN_STEPS, YARN_CHECKPOINT_EVERY = 600, 200
-YARN_TRAINING = [f"train.steps={YARN_STEPS}", f"train.checkpoint_every_steps={YARN_CHECKPOINT_EVERY}"]
-
-
 def airflow_home(home: Path) -> dict[str, str]:
     """The environment of an Airflow installation in ``home``, its database migrated."""
     env = {
@@ -175,7 +166,7 @@ def run_dag_on_yarn(airflow_env: dict[str, str], hosts, yarn_archives: dict[str,
     }
     run_conf = {
         "config": "conf/demo.yaml",
-        "overrides": [f"run_dir={base}/run", f"data.root={data_uri}", *PIPELINE_OVERRIDES, *YARN_TRAINING],
+        "overrides": [f"run_dir={base}/run", f"data.root={data_uri}", *PIPELINE_OVERRIDES],
         "num_ps": 1,
         "num_workers": 2,
         "predict": {"regions": f"{base}/regions/regions.bed", "tf": "CTCF", "cell": "K562"},
