@@ -116,7 +116,7 @@ def main() -> None:
                 for scale, (data, mb) in zip(args.scales, scaled)
             ],
         }
-        run_all(plan, args.work_dir.resolve(), args.config, args.overrides, args.out, meta)
+        run_all(plan, args.work_dir.resolve(), args.config, args.overrides, args.out, meta, args.only)
     plot(json.loads(args.out.read_text()), args.plot)
 
 

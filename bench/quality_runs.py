@@ -9,9 +9,11 @@ A *run* is one training (``tfbs train``) of a *variant* (a strategy, a
 seeding...) with one ``train.seed``, then its evaluation (``tfbs
 evaluate``), in the run folder ``<work>/<data set>/<variant>/``. Each seed
 is a model version of its own there (:mod:`tfbs.lineage`), and a version
-whose ``report.json`` exists is read, not trained again: a benchmark stopped
-half way continues where it stopped, and benchmarks that share a run (the
-default on the demo's data) train it once.
+whose ``report.json`` exists, or whose record is in any result file under
+``bench/results/``, is read, not trained again: a benchmark stopped half way
+continues where it stopped, and benchmarks that share a run (the default on
+the demo's data) train it once, on this machine or on the one whose results
+were committed.
 
 Every stage is a ``tfbs`` subprocess, its output appended to ``stages.log``
 in its folder. On a shared machine, ``TFBS_BENCH_PAUSE_FILE=<path>`` holds
@@ -89,6 +91,9 @@ def quality_parser(description: str, results_name: str) -> argparse.ArgumentPars
     parser.add_argument("--seeds", type=int, nargs="+", default=list(TRAIN_SEEDS), help="train.seed values")
     parser.add_argument("--work-dir", type=Path, default=DEFAULT_WORK)
     parser.add_argument("--out", type=Path, default=RESULTS / results_name)
+    parser.add_argument(
+        "--only", nargs="+", metavar="DATA", help="run these data sets only; the result file keeps the others' runs"
+    )
     return parser
 
 
@@ -182,6 +187,10 @@ def run(
     model_dir = run_dir / "models" / version
     timings = {key: (known or {}).get(key) for key in ("train_seconds", "evaluate_seconds")}
     if not (model_dir / "report" / "report.json").exists():
+        measured = measured_versions().get(version)
+        if measured is not None:
+            print(f"{data.name}/{variant.name} seed {seed}: version {version} read from bench/results", file=sys.stderr)
+            return {**measured, "data": data.name, "variant": variant.name, "train_seed": seed}
         log_path = run_dir / "stages.log"
         print(f"{data.name}/{variant.name} seed {seed}: training version {version}", file=sys.stderr)
         timings = {
@@ -189,6 +198,22 @@ def run(
             "evaluate_seconds": round(tfbs_stage("evaluate", config, overrides, log_path), 1),
         }
     return record(data.name, variant.name, seed, model_dir, timings)
+
+
+def measured_versions(results: Path = RESULTS) -> dict[str, dict]:
+    """Every run recorded in the result files under ``results``, by model version.
+
+    A version names its shards and its whole recipe (seed included), so a
+    record found under its name is that very training's.
+    """
+    found: dict[str, dict] = {}
+    for path in sorted(results.glob("*.json")):
+        payload = json.loads(path.read_text())
+        runs = payload.get("runs") if isinstance(payload, dict) else None
+        for entry in runs if isinstance(runs, list) else []:
+            if isinstance(entry, dict) and "version" in entry and "mean_auprc" in entry:
+                found.setdefault(entry["version"], entry)
+    return found
 
 
 def record(data: str, variant: str, seed: int, model_dir: Path, timings: dict) -> dict:
@@ -218,22 +243,33 @@ def record(data: str, variant: str, seed: int, model_dir: Path, timings: dict) -
 
 
 def run_all(
-    plan: Iterable[tuple[DataSet, Variant, int]], work: Path, config: str, base: list[str], out: Path, meta: dict
+    plan: Iterable[tuple[DataSet, Variant, int]],
+    work: Path,
+    config: str,
+    base: list[str],
+    out: Path,
+    meta: dict,
+    only: list[str] | None = None,
 ) -> list[dict]:
     """Every run of ``plan`` in order, ``out`` rewritten after each so a stopped benchmark keeps what it measured.
 
     Records of ``out`` from an earlier invocation lend their timings to runs
-    found trained (:func:`run`'s ``known``).
+    found trained (:func:`run`'s ``known``); those the plan does not cover (a
+    run with ``--only`` another data set) are kept, before the plan's.
+    ``only``: run the plan's steps on these data sets (names) only.
     """
+    plan = [step for step in plan if only is None or step[0].name in only]
     earlier = {}
     if out.exists():
         earlier = {(r["data"], r["variant"], r["train_seed"]): r for r in json.loads(out.read_text()).get("runs", [])}
+    planned = {(data.name, variant.name, seed) for data, variant, seed in plan}
+    kept = [entry for key, entry in earlier.items() if key not in planned]
     records: list[dict] = []
     for data, variant, seed in plan:
         found = run(data, variant, seed, work, config, base, earlier.get((data.name, variant.name, seed)))
         records.append(found)
         print(f"{data.name}/{variant.name} seed {seed}: mean test auPRC {found['mean_auprc']:.3f}", file=sys.stderr)
-        write_results(out, {**meta, "runs": records, "summary": summarise(records)})
+        write_results(out, {**meta, "runs": kept + records, "summary": summarise(kept + records)})
     return records
 
 

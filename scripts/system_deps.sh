@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# System packages the pipeline needs: the bedtools binary, Java 17 for Spark,
+# System packages the pipeline needs: the bedtools binary, Java 17 (a JDK) for Spark,
 # and Maven, which fetches Hadoop's mini cluster for the HDFS/YARN tests
 # (hadoop/pom.xml). Installs only what is missing (Debian/Ubuntu, apt-get).
 # TEST_DEPS=1 (`make test`) adds headless Chromium and its WebDriver, which
@@ -14,8 +14,9 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 missing=()
 command -v bedtools >/dev/null 2>&1 || missing+=(bedtools)
 java_major() { java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]}'; }
-if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ]; then
-  missing+=(openjdk-17-jre-headless)
+# A JDK: the YARN launch profile compiles its executor plugin (tfbs/jvm/) with javac.
+if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] || ! command -v javac >/dev/null 2>&1; then
+  missing+=(openjdk-17-jdk-headless)
 fi
 command -v mvn >/dev/null 2>&1 || missing+=(maven)
 command -v python3.11 >/dev/null 2>&1 || python3 -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' \

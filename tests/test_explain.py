@@ -46,12 +46,13 @@ def _planted_windows(ppm: np.ndarray, n: int, length: int, seed: int) -> tuple[n
     return windows, positions
 
 
-def test_mutants_change_one_base_each():
-    window = np.frombuffer(b"ACGTACGT", np.uint8)
-    rows = mutants(window, 2, 3)
-    assert rows.shape == (12, 8)
-    assert ((rows != window).sum(axis=1) <= 1).all()
-    assert [rows[4 * i + "ACGT".index(chr(window[2 + i]))].tobytes() for i in range(3)] == [window.tobytes()] * 3
+def test_mutants_change_one_base_each_and_never_keep_the_reference():
+    window = np.frombuffer(b"ACGTNCGT", np.uint8)
+    rows, positions, bases = mutants(window, 2, 3)
+    # Three substitutions at G and T, four at N (no reference base among ACGT).
+    assert rows.shape == (10, 8) and positions.tolist() == [0, 0, 0, 1, 1, 1, 2, 2, 2, 2]
+    assert ((rows != window).sum(axis=1) == 1).all()
+    assert [chr(row[2 + at]) for row, at in zip(rows, positions)] == ["ACGT"[base] for base in bases]
 
 
 def test_ism_of_a_known_motif_model_recovers_the_motif(database):

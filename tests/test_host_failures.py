@@ -304,6 +304,9 @@ def test_no_keytab_or_token_reaches_a_container_or_a_log(host_loss, hadoop):
     assert not [path for path in files if path.suffix == ".keytab" or path.read_bytes() == keytab]
     tokens = [path for path in files if path.name == "container_tokens"]
     assert tokens  # YARN handed every container its delegation tokens
+    # The executor plugin's copy of the current tokens, beside YARN's file, for the container's user alone.
+    current = [path for path in files if path.name == "tfbs-current-tokens"]
+    assert current and {path.stat().st_mode & 0o777 for path in current} == {0o600}, current
     secrets = [window for path in tokens for window in _random_windows(path.read_bytes())] + _random_windows(keytab)
     logs = [path for app in loss.applications for entry in hadoop.container_logs(app).values()
             for path in entry.directory.iterdir()]  # fmt: skip

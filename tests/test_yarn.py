@@ -121,3 +121,23 @@ def test_a_stage_longer_than_the_token_renewal_interval_keeps_its_tokens(dag_on_
         )
     ]
     assert any(app["startedTime"] < at < app["finishedTime"] for app in long_ones for at in renewals), renewals
+
+
+def test_the_tf_nodes_read_with_the_tokens_spark_keeps_current(dag_on_yarn, hadoop):
+    """On a keytab login Spark replaces the tokens before they expire, in the executor JVMs only.
+
+    The executor plugin (tfbs/jvm/CurrentTokensPlugin.java) copies them
+    beside YARN's token file whenever they change, and the nodes' HDFS
+    clients read that copy (tfbs.hadoop_conf.use_current_tokens): each TF
+    node's container wrote it again while training ran longer than a token
+    lives, and every node's HDFS reads went on succeeding.
+    """
+    assert dag_on_yarn.returncode == 0, dag_on_yarn.output[-5000:]
+    containers = _node_containers(_stage_outputs(dag_on_yarn.output)["train"])
+    written = {
+        node: _container_log(hadoop, container, "stderr").count("tfbs current tokens: ")
+        for node, container in containers.items()
+    }
+    # The first copy at the executor's start; more once Spark obtained new tokens (every 0.75 * TOKEN_RENEW_S).
+    assert all(count >= 2 for count in written.values()), written
+    assert "could not write" not in "".join(_container_log(hadoop, c, "stderr") for c in containers.values())

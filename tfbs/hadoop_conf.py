@@ -14,6 +14,9 @@ from pathlib import Path
 
 #: Set by YARN in a container (and by ``hdfs fetchdt`` users): the delegation tokens of the application.
 TOKEN_FILE_ENV = "HADOOP_TOKEN_FILE_LOCATION"
+#: The executor plugin's copy of the container's current tokens, beside YARN's file
+#: (``tfbs/jvm/CurrentTokensPlugin.java``, :mod:`tfbs.current_tokens`).
+CURRENT_TOKENS_NAME = "tfbs-current-tokens"
 
 
 def hadoop_setting(name: str, default: str, conf_dir: str | None = None) -> str:
@@ -26,6 +29,31 @@ def hadoop_setting(name: str, default: str, conf_dir: str | None = None) -> str:
         if prop.findtext("name", "").strip() == name:
             return prop.findtext("value", default).strip()
     return default
+
+
+def use_current_tokens() -> str | None:
+    """Point this process's HDFS clients at the container's current tokens, where the plugin keeps them.
+
+    YARN's token file holds the tokens of the container's launch; on a
+    keytab login Spark replaces them in the executor JVM before they expire,
+    and the executor plugin (:mod:`tfbs.current_tokens`) copies the current
+    ones beside that file. hdfs-native reads the file ``HADOOP_TOKEN_FILE_LOCATION``
+    names for each new connection, so pointing it at the copy, which the
+    plugin replaces whole, keeps a long-lived process (a TF node) on valid
+    tokens. Elsewhere (no token file, or no copy) nothing changes.
+
+    Returns
+    -------
+    str or None
+        The token file now in use, or None outside a container with tokens.
+    """
+    launched = os.environ.get(TOKEN_FILE_ENV)
+    if not launched:
+        return None
+    current = Path(launched).with_name(CURRENT_TOKENS_NAME)
+    if current.is_file():
+        os.environ[TOKEN_FILE_ENV] = str(current.resolve())
+    return os.environ[TOKEN_FILE_ENV]
 
 
 def token_service_host(host: str) -> str:

@@ -6,7 +6,9 @@ the Airflow DAG (``airflow_dags/``) and the tests' Airflow runs through
 ``spark-submit``:
 
 - the network policy per master (:func:`network_conf`): loopback and a
-  per-session secret on one machine, authentication and encryption on YARN;
+  per-session secret on one machine, authentication and encryption on YARN,
+  where the executors also keep their containers' Hadoop tokens current
+  for the Python processes (:func:`yarn_conf`);
 - the JVM options of the configuration's ``spark.quick_jvm`` roles
   (:data:`QUICK_JVM_OPTIONS`, :func:`java_options`);
 - the driver's class archive (:func:`with_archive`, built by
@@ -34,6 +36,7 @@ from pathlib import Path
 from typing import Literal
 
 from tfbs.config import SparkConfig, load_config
+from tfbs.current_tokens import plugin_conf
 from tfbs.web_ui import UI_KEY
 
 log = logging.getLogger("tfbs.launch")
@@ -85,6 +88,17 @@ def is_one_machine(master: str) -> bool:
     return master.startswith("local")
 
 
+def yarn_conf() -> dict[str, str]:
+    """What every YARN application of the pipeline starts with.
+
+    :data:`YARN_SECURITY`, and the executor plugin that copies each
+    container's current Hadoop tokens where its Python processes read them
+    (:mod:`tfbs.current_tokens`): without it a TF node on a keytab
+    submission fails once its launch-time token is a renewal interval old.
+    """
+    return {**YARN_SECURITY, **plugin_conf()}
+
+
 def network_conf(master: str) -> dict[str, str]:
     """Spark settings that keep the run off the network, decided from the master.
 
@@ -101,7 +115,7 @@ def network_conf(master: str) -> dict[str, str]:
     TF cluster's secrets). The web UIs, which no secret of Spark's guards,
     go behind a key the session draws too (:mod:`tfbs.web_ui`).
 
-    YARN: :data:`YARN_SECURITY`. ``spark.authenticate`` with no secret
+    YARN: :func:`yarn_conf`, whose :data:`YARN_SECURITY` is ``spark.authenticate`` with no secret
     given, so Spark draws one per application and hands it to the
     containers through YARN's credentials (no secret in the configuration,
     a log or a command line); ``spark.network.crypto.enabled``, so RPC and
@@ -128,7 +142,7 @@ def network_conf(master: str) -> dict[str, str]:
             "spark.ui.killEnabled": "false",
         }
     if master.startswith("yarn"):
-        return dict(YARN_SECURITY)
+        return yarn_conf()
     return {}
 
 
@@ -227,7 +241,7 @@ def launch_settings(spark: SparkConfig, deploy: Deploy) -> dict[str, str]:
 
     Only what a submitter must give because the driver JVM is up before the
     job reads its configuration (the job's session applies the rest of
-    ``spark.conf`` itself): YARN's :data:`YARN_SECURITY`, and the JVM
+    ``spark.conf`` itself): YARN's :func:`yarn_conf`, and the JVM
     options (:func:`java_options`). On one machine the driver maps the
     class archive too; a YARN client's driver runs on another class path
     (the cluster's configuration on it), where the archive cannot serve.
@@ -237,7 +251,7 @@ def launch_settings(spark: SparkConfig, deploy: Deploy) -> dict[str, str]:
     >>> launch_settings(SparkConfig(), "yarn")["spark.io.encryption.enabled"]
     'true'
     """
-    settings = dict(YARN_SECURITY) if deploy == "yarn" else {}
+    settings = yarn_conf() if deploy == "yarn" else {}
     settings |= java_options(spark)
     if deploy == "local":
         driver = with_archive(settings.get("spark.driver.extraJavaOptions", ""), spark.class_archive_dir)

@@ -92,7 +92,8 @@ class UnseenConfig(Section):
 class ExplainConfig(Section):
     """What the model learned (``tfbs explain``): ISM of the top test predictions, seqlets, TOMTOM."""
 
-    top_n: int = Field(64, gt=0, description="top test predictions per TF/cell explained")
+    # 32: on the demo the same motifs recovered, at the same ranks, as from 64, in a fifth of the time.
+    top_n: int = Field(32, gt=0, description="top test predictions per TF/cell explained")
     scan_bp: int = Field(300, gt=0, description="central bp of each window mutated (the model's scanned region)")
     batch_size: int = Field(4096, gt=0, description="mutated windows scored per model call")
     seqlet_core_bp: int = Field(10, gt=0, description="width of the attribution sum that places a seqlet")

@@ -17,7 +17,7 @@ from urllib.parse import ParseResult, urlparse
 
 import pyarrow.fs as pafs
 
-from tfbs.hadoop_conf import token_service_host
+from tfbs.hadoop_conf import token_service_host, use_current_tokens
 from tfbs.storage import hdfs, uris
 from tfbs.storage.uris import _GCS_SCHEMES, _HDFS_SCHEMES, _REMOTE_SCHEMES
 from tfbs.storage_gateway import GATEWAY_FD_ENV, GatewayHandler
@@ -138,6 +138,8 @@ def _hdfs_client(netloc: str, pid: int) -> pafs.FileSystem:
         from hdfs_native.fsspec import HdfsFileSystem
     except ImportError:
         raise ImportError("hdfs:// needs the hdfs extra: pip install 'tfbs-spark[hdfs]'") from None
+    # In a YARN container, the tokens Spark keeps current rather than those of the container's launch.
+    use_current_tokens()
     host, _, port = netloc.partition(":")
     if not host:
         return pafs.PyFileSystem(hdfs._HdfsHandler(HdfsFileSystem()))
