@@ -43,7 +43,7 @@ def main() -> None:
     data_sets = [DataSet("demo"), *(DataSet(f"seed{seed}", (f"generate.seed={seed}",)) for seed in args.data_seeds)]
     plan = [(data, default, seed) for data in data_sets for seed in args.seeds]
     meta = {"benchmark": "fresh_data", "config": args.config, "overrides": args.overrides}
-    run_all(plan, args.work_dir.resolve(), args.config, args.overrides, args.out, meta, args.only)
+    run_all(plan, args.work_dir.resolve(), args.config, args.overrides, args.out, meta, args.data)
 
 
 if __name__ == "__main__":

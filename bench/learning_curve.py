@@ -116,7 +116,7 @@ def main() -> None:
                 for scale, (data, mb) in zip(args.scales, scaled)
             ],
         }
-        run_all(plan, args.work_dir.resolve(), args.config, args.overrides, args.out, meta, args.only)
+        run_all(plan, args.work_dir.resolve(), args.config, args.overrides, args.out, meta, args.data)
     plot(json.loads(args.out.read_text()), args.plot)
 
 

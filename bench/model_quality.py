@@ -42,7 +42,7 @@ def main() -> None:
         for seed in args.seeds
     ]
     meta = {"benchmark": "model_quality", "config": args.config, "overrides": args.overrides}
-    run_all(plan, args.work_dir.resolve(), args.config, args.overrides, args.out, meta, args.only)
+    run_all(plan, args.work_dir.resolve(), args.config, args.overrides, args.out, meta, args.data)
 
 
 if __name__ == "__main__":

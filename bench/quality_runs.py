@@ -92,7 +92,7 @@ def quality_parser(description: str, results_name: str) -> argparse.ArgumentPars
     parser.add_argument("--work-dir", type=Path, default=DEFAULT_WORK)
     parser.add_argument("--out", type=Path, default=RESULTS / results_name)
     parser.add_argument(
-        "--only", nargs="+", metavar="DATA", help="run these data sets only; the result file keeps the others' runs"
+        "--data", nargs="+", metavar="NAME", help="run these data sets only; the result file keeps the others' runs"
     )
     return parser
 
@@ -249,16 +249,16 @@ def run_all(
     base: list[str],
     out: Path,
     meta: dict,
-    only: list[str] | None = None,
+    data_sets: list[str] | None = None,
 ) -> list[dict]:
     """Every run of ``plan`` in order, ``out`` rewritten after each so a stopped benchmark keeps what it measured.
 
     Records of ``out`` from an earlier invocation lend their timings to runs
     found trained (:func:`run`'s ``known``); those the plan does not cover (a
-    run with ``--only`` another data set) are kept, before the plan's.
-    ``only``: run the plan's steps on these data sets (names) only.
+    run with ``--data`` naming other data sets) are kept, before the plan's.
+    ``data_sets``: run the plan's steps on the data sets of these names only.
     """
-    plan = [step for step in plan if only is None or step[0].name in only]
+    plan = [step for step in plan if data_sets is None or step[0].name in data_sets]
     earlier = {}
     if out.exists():
         earlier = {(r["data"], r["variant"], r["train_seed"]): r for r in json.loads(out.read_text()).get("runs", [])}

@@ -37,7 +37,7 @@ def main() -> None:
     ]
     plan = [(DataSet("demo"), variant, seed) for seed in args.seeds for variant in variants]
     meta = {"benchmark": "scan_region", "config": args.config, "overrides": args.overrides}
-    run_all(plan, args.work_dir.resolve(), args.config, args.overrides, args.out, meta, args.only)
+    run_all(plan, args.work_dir.resolve(), args.config, args.overrides, args.out, meta, args.data)
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def main() -> None:
         "overrides": args.overrides,
         "other_tf_motifs": list(OTHER_TF_MOTIFS),
     }
-    run_all(plan, work, args.config, args.overrides, args.out, meta, args.only)
+    run_all(plan, work, args.config, args.overrides, args.out, meta, args.data)
 
 
 if __name__ == "__main__":

@@ -127,17 +127,22 @@ def test_the_tf_nodes_read_with_the_tokens_spark_keeps_current(dag_on_yarn, hado
     """On a keytab login Spark replaces the tokens before they expire, in the executor JVMs only.
 
     The executor plugin (tfbs/jvm/CurrentTokensPlugin.java) copies them
-    beside YARN's token file whenever they change, and the nodes' HDFS
-    clients read that copy (tfbs.hadoop_conf.use_current_tokens): each TF
-    node's container wrote it again while training ran longer than a token
-    lives, and every node's HDFS reads went on succeeding.
+    beside YARN's token file whenever they change, and the containers' HDFS
+    clients read that copy (tfbs.hadoop_conf.use_current_tokens). Without
+    it a TF node whose container started after Spark's first replacement
+    held a token nobody renewed, and the NameNode refused it one renewal
+    interval later (``Token has expired``) in the middle of training.
     """
     assert dag_on_yarn.returncode == 0, dag_on_yarn.output[-5000:]
-    containers = _node_containers(_stage_outputs(dag_on_yarn.output)["train"])
+    nodes = _node_containers(_stage_outputs(dag_on_yarn.output)["train"])
     written = {
-        node: _container_log(hadoop, container, "stderr").count("tfbs current tokens: ")
-        for node, container in containers.items()
+        container: (logs.directory / "stderr").read_text(errors="replace").count("tfbs current tokens: ")
+        for app in set(APPLICATION.findall(dag_on_yarn.output))
+        for container, logs in hadoop.container_logs(app).items()
     }
-    # The first copy at the executor's start; more once Spark obtained new tokens (every 0.75 * TOKEN_RENEW_S).
-    assert all(count >= 2 for count in written.values()), written
-    assert "could not write" not in "".join(_container_log(hadoop, c, "stderr") for c in containers.values())
+    # Every TF node's container keeps the copy; the DAG's longer-lived executors
+    # (preprocessing's) wrote it again when Spark replaced the tokens (every 0.75 * TOKEN_RENEW_S).
+    assert all(written[container] >= 1 for container in nodes.values()), written
+    assert max(written.values()) >= 2, written
+    log = (hadoop.host_dirs("master").logs / "NameNode.log").read_text(errors="replace")
+    assert "Token  has expired" not in log and "has expired, current time" not in log

@@ -6,9 +6,9 @@ the Airflow DAG (``airflow_dags/``) and the tests' Airflow runs through
 ``spark-submit``:
 
 - the network policy per master (:func:`network_conf`): loopback and a
-  per-session secret on one machine, authentication and encryption on YARN,
-  where the executors also keep their containers' Hadoop tokens current
-  for the Python processes (:func:`yarn_conf`);
+  per-session secret on one machine, authentication and encryption on YARN;
+- on YARN also the executor plugin that keeps the containers' Hadoop
+  tokens current for their Python processes (:func:`yarn_conf`);
 - the JVM options of the configuration's ``spark.quick_jvm`` roles
   (:data:`QUICK_JVM_OPTIONS`, :func:`java_options`);
 - the driver's class archive (:func:`with_archive`, built by
@@ -115,7 +115,7 @@ def network_conf(master: str) -> dict[str, str]:
     TF cluster's secrets). The web UIs, which no secret of Spark's guards,
     go behind a key the session draws too (:mod:`tfbs.web_ui`).
 
-    YARN: :func:`yarn_conf`, whose :data:`YARN_SECURITY` is ``spark.authenticate`` with no secret
+    YARN: :data:`YARN_SECURITY`. ``spark.authenticate`` with no secret
     given, so Spark draws one per application and hands it to the
     containers through YARN's credentials (no secret in the configuration,
     a log or a command line); ``spark.network.crypto.enabled``, so RPC and
@@ -142,7 +142,7 @@ def network_conf(master: str) -> dict[str, str]:
             "spark.ui.killEnabled": "false",
         }
     if master.startswith("yarn"):
-        return yarn_conf()
+        return dict(YARN_SECURITY)
     return {}
 
 

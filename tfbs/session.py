@@ -28,6 +28,7 @@ from tfbs.launch import (
     java_options,
     network_conf,
     with_archive,
+    yarn_conf,
 )
 from tfbs.web_ui import UI_FILTER, private_ui_conf, save_token, token_path
 
@@ -99,7 +100,7 @@ def build_session(
         chosen_master = master or spark.master
         chosen = {"spark.master": chosen_master}
         builder = builder.master(chosen_master)
-        network = network_conf(chosen_master)
+        network = yarn_conf() if chosen_master.startswith("yarn") else network_conf(chosen_master)
         if is_one_machine(chosen_master):
             network[AUTH_SECRET] = secrets.token_hex(32)
             ui_conf, ui_token = private_ui_conf(app_name)
