@@ -46,7 +46,7 @@ def per_tf_table(summary: dict, groups: list[tuple[str, str]]) -> str:
         if name not in summary:
             continue
         group = summary[name]
-        for tf in [*group["tf_auprc"], "mean"]:
+        for index, tf in enumerate([*group["tf_auprc"], "mean"]):
             model = group["mean_auprc"] if tf == "mean" else group["tf_auprc"][tf]
             baselines = {
                 key: (values["mean"] if tf == "mean" else values["tf"][tf])
@@ -55,7 +55,7 @@ def per_tf_table(summary: dict, groups: list[tuple[str, str]]) -> str:
             scan, oracle = baselines.get("motif_scan"), baselines.get("oracle")
             rows.append(
                 [
-                    label if tf == "mean" else "",
+                    label if index == 0 else "",
                     f"**{tf}**" if tf == "mean" else tf,
                     spread_text(model),
                     *(f"{baselines[key]:.3f}" if key in baselines else "-" for key, _ in BASELINES),
