@@ -4,11 +4,12 @@ On a secure cluster a container starts with the application's delegation
 tokens in the file ``HADOOP_TOKEN_FILE_LOCATION`` names, written once by
 YARN. When the driver logs in from a keytab (``--principal/--keytab``, the
 DAG's way), Spark obtains fresh tokens before the old ones expire (at 75%
-of the renewal interval) and sends them to the executor JVMs, which no
-longer renew the old ones; a Python process of the container (a TF node
-streaming its shards with hdfs-native) kept the launch-time token and
-failed with ``InvalidToken: token has expired`` one renewal interval after
-it was issued (24 h by default on a real cluster).
+of the renewal interval) and sends them to the executor JVMs and the
+application master, which launches later executors with them; nobody
+renews those. A Python process of such a container (a TF node streaming
+its shards with hdfs-native) kept the token of its launch and failed with
+``InvalidToken: Token has expired`` one renewal interval after that token
+was issued (24 h by default on a real cluster).
 
 ``tfbs/jvm/CurrentTokensPlugin.java``, a Spark executor plugin, copies the
 executor JVM's current tokens to a file beside YARN's whenever they change;
