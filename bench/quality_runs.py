@@ -9,11 +9,11 @@ A *run* is one training (``tfbs train``) of a *variant* (a strategy, a
 seeding...) with one ``train.seed``, then its evaluation (``tfbs
 evaluate``), in the run folder ``<work>/<data set>/<variant>/``. Each seed
 is a model version of its own there (:mod:`tfbs.lineage`), and a version
-whose ``report.json`` exists, or whose record is in any result file under
-``bench/results/``, is read, not trained again: a benchmark stopped half way
-continues where it stopped, and benchmarks that share a run (the default on
-the demo's data) train it once, on this machine or on the one whose results
-were committed.
+whose ``report.json`` exists is read, not trained again: a benchmark stopped
+half way continues where it stopped, and benchmarks that share a run (the
+default on the demo's data) train it once. (A version leaves out where it
+ran, the strategy included: runs are found by their run folder, never by
+version name alone.)
 
 Every stage is a ``tfbs`` subprocess, its output appended to ``stages.log``
 in its folder. On a shared machine, ``TFBS_BENCH_PAUSE_FILE=<path>`` holds
@@ -187,10 +187,6 @@ def run(
     model_dir = run_dir / "models" / version
     timings = {key: (known or {}).get(key) for key in ("train_seconds", "evaluate_seconds")}
     if not (model_dir / "report" / "report.json").exists():
-        measured = measured_versions().get(version)
-        if measured is not None:
-            print(f"{data.name}/{variant.name} seed {seed}: version {version} read from bench/results", file=sys.stderr)
-            return {**measured, "data": data.name, "variant": variant.name, "train_seed": seed}
         log_path = run_dir / "stages.log"
         print(f"{data.name}/{variant.name} seed {seed}: training version {version}", file=sys.stderr)
         timings = {
@@ -198,22 +194,6 @@ def run(
             "evaluate_seconds": round(tfbs_stage("evaluate", config, overrides, log_path), 1),
         }
     return record(data.name, variant.name, seed, model_dir, timings)
-
-
-def measured_versions(results: Path = RESULTS) -> dict[str, dict]:
-    """Every run recorded in the result files under ``results``, by model version.
-
-    A version names its shards and its whole recipe (seed included), so a
-    record found under its name is that very training's.
-    """
-    found: dict[str, dict] = {}
-    for path in sorted(results.glob("*.json")):
-        payload = json.loads(path.read_text())
-        runs = payload.get("runs") if isinstance(payload, dict) else None
-        for entry in runs if isinstance(runs, list) else []:
-            if isinstance(entry, dict) and "version" in entry and "mean_auprc" in entry:
-                found.setdefault(entry["version"], entry)
-    return found
 
 
 def record(data: str, variant: str, seed: int, model_dir: Path, timings: dict) -> dict:
