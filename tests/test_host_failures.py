@@ -59,8 +59,7 @@ SPARK_OPTIONS = [
 #: steps), and for the driver to stop it before the chief could finish: ps
 #: training goes on with the workers left.
 TRAINING_STEPS = 2000
-TRAINING = [*PIPELINE_OVERRIDES, f"train.steps={TRAINING_STEPS}", "train.early_stopping_patience=null",
-            "train.placement.timeout_s=400"]  # fmt: skip
+TRAINING = [*PIPELINE_OVERRIDES, f"train.steps={TRAINING_STEPS}", "train.placement.timeout_s=400"]
 #: From a host's loss to the stopped run.
 STOP_WITHIN_S = 60
 #: How long the link of a host stays down.

@@ -17,6 +17,7 @@ import tensorflow as tf
 from tf_models.input_pipeline import make_dataset
 from tf_models.model import TFBSModel
 from tfbs.config import TrainConfig
+from tfbs.metrics import auprc_davis_goadrich
 
 if TYPE_CHECKING:
     from tf_models.training_run import TrainingRun
@@ -46,7 +47,13 @@ class EarlyStopping:
 
 
 def validation(model: TFBSModel, run: TrainingRun, proteins: tf.Tensor, cfg: TrainConfig):
-    """A function scoring the validation records (pooled auPRC), or None without any.
+    """A function scoring the validation records, or None without any.
+
+    The score is the mean over TF/cells of each one's auPRC, the figure the
+    report leads with (DREAM scores each TF/cell on its own). Pooled over
+    TF/cells, the auPRC follows the TF with the most or the most confident
+    positives: in one run on YARN it stayed flat while FOXA1 went from test
+    auPRC 0.36 to 0.64, and early stopping kept the weights of before.
 
     It runs in the process that drives the loop (the chief under ps, every
     worker under all-reduce, where each computes the same number from the
@@ -54,7 +61,6 @@ def validation(model: TFBSModel, run: TrainingRun, proteins: tf.Tensor, cfg: Tra
     """
     if not run.valid_files:
         return None
-    from tfbs.metrics import score_predictions
 
     batch_size = 512
     dataset = make_dataset(run.valid_files, run.layout, batch_size, seed=cfg.seed, training=False)
@@ -62,13 +68,37 @@ def validation(model: TFBSModel, run: TrainingRun, proteins: tf.Tensor, cfg: Tra
     logits_of = tf.function(lambda batch: model({**batch, "proteins": proteins}, training=False))
 
     def validate() -> float:
-        labels, scores = [], []
+        labels, scores, groups = [], [], []
         for batch in dataset:
             labels.append(batch["label"].numpy().astype(int))
-            scores.append(tf.cast(logits_of(batch), tf.float32).numpy())
-        return float(score_predictions(np.concatenate(labels), np.concatenate(scores))["auprc"])
+            scores.append(tf.cast(logits_of(batch), tf.float32).numpy().reshape(-1))
+            groups.append(batch["tf_index"].numpy() * run.n_cells + batch["cell_index"].numpy())
+        return mean_group_auprc(np.concatenate(labels), np.concatenate(scores), np.concatenate(groups))
 
     return validate
+
+
+def mean_group_auprc(labels: np.ndarray, scores: np.ndarray, groups: np.ndarray) -> float:
+    """The mean auPRC over ``groups`` holding both classes (0.0 if none does).
+
+    Examples
+    --------
+    Each group ranks its positive first, so each scores 1.0, though the
+    second group's positive scores below the first's negative; the third
+    group has no positive and is left out:
+
+    >>> import numpy as np
+    >>> labels = np.array([1, 0, 1, 0, 0, 0])
+    >>> scores = np.array([0.9, 0.8, 0.3, 0.1, 0.5, 0.5])
+    >>> mean_group_auprc(labels, scores, np.array([0, 0, 1, 1, 2, 2]))
+    1.0
+    """
+    values = []
+    for group in np.unique(groups):
+        picked = groups == group
+        if 0 < labels[picked].sum() < picked.sum():
+            values.append(auprc_davis_goadrich(labels[picked], scores[picked]))
+    return float(np.mean(values)) if values else 0.0
 
 
 def earlier_history(history_path: str, step: int) -> list[dict]:

@@ -37,7 +37,10 @@ class TrainConfig(Section):
     )
     shuffle_buffer: int = Field(8192, gt=0)
     early_stopping_patience: int | None = Field(
-        3, gt=0, description="stop after this many checkpoints without a better validation auPRC (None: off)"
+        3,
+        gt=0,
+        description="stop after this many checkpoints without a better validation auPRC (mean over TF/cells) and "
+        "export the best one's weights (None: train the whole budget, export the last weights)",
     )
     validation_examples: int = Field(20000, gt=0, description="validation rows scored at each checkpoint")
     positive_fraction: float | None = Field(
