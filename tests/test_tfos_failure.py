@@ -215,6 +215,29 @@ def test_the_node_that_died_is_named_before_the_peer_spark_stopped_on(tmp_path):
     )
 
 
+def test_a_node_on_a_lost_host_is_named_before_the_chief_that_could_not_reach_it(tmp_path):
+    """A host lost whole leaves no node file; Spark has removed its executors: the node there is named first."""
+    on_hosts = [
+        {**NODES[0], "host": "10.0.0.12", "hostname": "node2"},
+        {**NODES[1], "host": "10.0.0.11", "hostname": "node1"},
+        {**NODES[2], "host": "10.0.0.13", "hostname": "node3"},
+    ]
+    asked = []
+
+    def lost_hosts() -> set[str]:
+        asked.append(1)
+        return {"node2"} if len(asked) > 2 else set()  # Spark removes the executors a moment later
+
+    message = failure_message(CHIEF_FAILED, on_hosts, str(tmp_path / "_nodes"), "run-b", lost_hosts)
+    assert message == (
+        "TF node ps:0 (Spark executor 2, host node2 (10.0.0.12)) lost: no Spark executor left on its host "
+        "(then chief:0 (Spark executor 0, host vm, pid 3225) failed: "
+        "tensorflow.python.framework.errors_impl.UnavailableError: failed to connect to all addresses)"
+    )
+    # No host lost: Spark's failed task, once the wait for one is over.
+    assert failure_message(CHIEF_FAILED, on_hosts, None, "run-b", set).startswith("TF node chief:0 ")
+
+
 def test_without_node_files_the_failed_task_is_named_from_spark():
     assert describe_failure(CHIEF_FAILED, NODES) == (
         "TF node chief:0 (Spark executor 0, host vm, pid 3225) failed: "

@@ -26,7 +26,7 @@ from tf_models.tfos.failures import (
 from tf_models.tfos.node import CHIEF, NODE_DIR_ARG, TF_NETWORK_SECRET_ARG, NodeMain
 from tf_models.tfos.node_files import read_node_files
 from tf_models.tfos.sealed import SECRET_BYTES, HiddenBytes
-from tf_models.tfos.spark_status import await_executors, node_stage_id, spark_placement
+from tf_models.tfos.spark_status import await_executors, live_hosts, node_stage_id, spark_placement
 from tf_models.tfos.task import NodeEntry
 
 if TYPE_CHECKING:  # typing only: pyspark loads lazily
@@ -177,11 +177,18 @@ def _await_nodes(
         logger.warning("tfbs cluster: node stage not found; the shutdown waits for the nodes' executors")
         return
     logged: set[str] = set()
+    # A host lost whole takes its executors and their watchers with it: it
+    # is told by the executors Spark has removed since now.
+    started_on = live_hosts(sc)
+
+    def lost_hosts() -> set[str]:
+        return started_on - live_hosts(sc)
+
     while True:
         _log_node_processes(node_dir, run_id, nodes, logged)
         error = _tfos_error()
         if error is not None:
-            raise _fail(sc, cluster, failure_message(error, nodes, node_dir, run_id))
+            raise _fail(sc, cluster, failure_message(error, nodes, node_dir, run_id, lost_hosts))
         if time.monotonic() > deadline:
             raise _fail(sc, cluster, "TF cluster did not finish within shutdown_timeout")
         stage = tracker.getStageInfo(stage_id)
@@ -192,7 +199,7 @@ def _await_nodes(
             # records the error a moment later.
             time.sleep(2)
             error = _tfos_error() or "node stage failed"
-            raise _fail(sc, cluster, failure_message(error, nodes, node_dir, run_id))
+            raise _fail(sc, cluster, failure_message(error, nodes, node_dir, run_id, lost_hosts))
         time.sleep(0.5)
 
 

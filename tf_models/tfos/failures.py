@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tf_models.tfos.node_files import read_node_files
@@ -171,13 +172,21 @@ def describe_failure(error: str, nodes: list[dict[str, Any]]) -> str:
     return f"the TF node job failed: {first}"
 
 
-def failure_message(error: str, nodes: list[dict[str, Any]], node_dir: str | None, run_id: str) -> str:
-    """Name the node that caused a failed node job: the first that died, else Spark's failed task.
+def failure_message(
+    error: str,
+    nodes: list[dict[str, Any]],
+    node_dir: str | None,
+    run_id: str,
+    lost_hosts: Callable[[], set[str]] | None = None,
+) -> str:
+    """Name the node that caused a failed node job: the first that died, else one on a lost host, else Spark's failed task.
 
     When a ps dies, the chief's coordinator fails at the same moment, and
     whichever task reaches Spark first aborts the job. So a node that died
     (from its node file) is named first, and the task Spark stopped on is
-    added when it is another node.
+    added when it is another node. A host lost whole leaves no node file
+    (its watchers go with it): a node whose host has no live Spark executor
+    left is named then (``lost_hosts``), and the chief's failure to reach it added.
 
     Parameters
     ----------
@@ -189,6 +198,9 @@ def failure_message(error: str, nodes: list[dict[str, Any]], node_dir: str | Non
         The directory of the node files, if the run has one.
     run_id : str
         This run's id.
+    lost_hosts : callable, optional
+        The hosts (names or addresses) that ran Spark executors when the
+        nodes started and run none now.
 
     Returns
     -------
@@ -203,13 +215,57 @@ def failure_message(error: str, nodes: list[dict[str, Any]], node_dir: str | Non
         (r for r in read_node_files(node_dir, run_id, nodes) if r.get("state") == "died"),
         key=lambda r: r.get("time", 0.0),
     )
-    if not dead:
-        return spark_side
-    first = dead[0]
-    label = node_label(
-        first["job_name"], first["task_index"], first.get("spark_executor"), first.get("host"), first.get("pid")
-    )
-    message = f"{label} died: {first.get('reason')}"
+    if dead:
+        first = dead[0]
+        label = node_label(
+            first["job_name"], first["task_index"], first.get("spark_executor"), first.get("host"), first.get("pid")
+        )
+        return _then(f"{label} died: {first.get('reason')}", first, spark_side)
+    lost = nodes_on_lost_hosts(nodes, lost_hosts, wait_s=_LOST_HOST_WAIT_S if _UNREACHABLE in error else 0.0)
+    if lost:
+        first = lost[0]
+        return _then(
+            f"{_placed_label(first, first.get('spark_executor'))} lost: no Spark executor left on its host",
+            first,
+            spark_side,
+        )
+    return spark_side
+
+
+#: In a node's error: a peer that stopped answering (a ps or worker whose host went away).
+_UNREACHABLE = "UnavailableError"
+#: How long an ``UnavailableError`` waits for Spark to notice a lost host: it
+#: removes a lost host's executors when their connections close, within seconds.
+_LOST_HOST_WAIT_S = 5.0
+
+
+def nodes_on_lost_hosts(
+    nodes: list[dict[str, Any]], lost_hosts: Callable[[], set[str]] | None, wait_s: float = 0.0
+) -> list[dict[str, Any]]:
+    """The nodes (in placement order) on ``lost_hosts()``, asked again for up to ``wait_s`` until there is one.
+
+    Examples
+    --------
+    >>> nodes = [{"job_name": "ps", "task_index": 0, "host": "10.0.0.12", "hostname": "node2"},
+    ...          {"job_name": "chief", "task_index": 0, "host": "10.0.0.11", "hostname": "node1"}]
+    >>> [n["job_name"] for n in nodes_on_lost_hosts(nodes, lambda: {"node2"})]
+    ['ps']
+    >>> nodes_on_lost_hosts(nodes, None)
+    []
+    """
+    if lost_hosts is None:
+        return []
+    deadline = time.monotonic() + wait_s
+    while True:
+        gone = lost_hosts()
+        lost = [node for node in nodes if {node.get("host"), node.get("hostname")} & gone]
+        if lost or time.monotonic() >= deadline:
+            return lost
+        time.sleep(0.5)
+
+
+def _then(message: str, first: dict[str, Any], spark_side: str) -> str:
+    """``message``, with the task Spark stopped on added when it is another node."""
     if not spark_side.startswith(f"TF node {first['job_name']}:{first['task_index']} "):
         message += f" (then {spark_side.removeprefix('TF node ')})"
     return message

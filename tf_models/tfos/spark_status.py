@@ -49,6 +49,11 @@ def await_executors(sc: SparkContext, count: int, timeout: float) -> int:
         time.sleep(1)
 
 
+def live_hosts(sc: SparkContext) -> set[str]:
+    """The hosts of the application's live executors and driver, as Spark names them (a name or an address)."""
+    return {info.host for info in sc.statusTracker().getExecutorInfos()}
+
+
 def node_stage_id(sc: SparkContext, num_nodes: int) -> int | None:
     """Id of the running stage of TFoS's node job (the stage with one task per node).
 
