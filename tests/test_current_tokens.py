@@ -40,6 +40,37 @@ spark.stop()
 """
 
 
+#: An executor JVM of its own (local-cluster) with YARN's token file; the driver then adds a token
+#: to its own credentials only, as Spark does when it obtains new tokens (its push to the
+#: executors is what a late-registering executor misses): the executor's copy gets it by asking.
+_ASKED = """
+import json, sys, time
+from pathlib import Path
+from pyspark.sql import SparkSession
+conf, launched = json.loads(sys.argv[1]), sys.argv[2]
+builder = (SparkSession.builder.master("local-cluster[1,1,1024]").config("spark.ui.enabled", "false")
+           .config("spark.executorEnv.HADOOP_TOKEN_FILE_LOCATION", launched))
+for key, value in conf.items():
+    builder = builder.config(key, value)
+spark = builder.getOrCreate()
+sc = spark.sparkContext
+sc.parallelize([0], 1).count()  # the executor is up, its copy written
+jvm = sc._jvm
+text = jvm.org.apache.hadoop.io.Text
+token = jvm.org.apache.hadoop.security.token.Token(
+    bytearray(b"driver-identifier"), bytearray(b"driver-password"), text("TFBS_DRIVER_TOKEN"), text("10.0.0.2:8020"))
+credentials = jvm.org.apache.hadoop.security.Credentials()
+credentials.addToken(text("10.0.0.2:8020"), token)
+jvm.org.apache.hadoop.security.UserGroupInformation.getCurrentUser().addCredentials(credentials)
+copy = Path(launched).with_name("tfbs-current-tokens")
+deadline = time.monotonic() + 60
+while b"TFBS_DRIVER_TOKEN" not in copy.read_bytes() and time.monotonic() < deadline:
+    time.sleep(0.5)
+print("copy holds", sorted(k for k in ("TFBS_DRIVER_TOKEN", "TFBS_TEST_TOKEN") if k.encode() in copy.read_bytes()))
+spark.stop()
+"""
+
+
 def _text(value: bytes) -> bytes:
     """Hadoop's ``Text``/byte-array encoding of a value shorter than 128 bytes: a one-byte length, the bytes."""
     return bytes([len(value)]) + value
@@ -86,3 +117,21 @@ def test_without_the_copy_a_process_keeps_yarns_file(tmp_path, monkeypatch):
     (tmp_path / CURRENT_TOKENS_NAME).write_bytes(b"HDTS")
     assert use_current_tokens() == str(tmp_path / CURRENT_TOKENS_NAME)
     assert use_current_tokens() == str(tmp_path / CURRENT_TOKENS_NAME)  # once pointed, it stays
+
+
+def test_an_executor_that_missed_spark_s_push_gets_the_driver_s_tokens_by_asking(tmp_path):
+    launched = tmp_path / "container" / "container_tokens"
+    launched.parent.mkdir()
+    write_token_file(launched, b"TFBS_TEST_TOKEN", b"10.0.0.1:8020")
+    env = {k: v for k, v in os.environ.items() if k != TOKEN_FILE_ENV}  # the driver holds no token
+    job = subprocess.run(
+        [sys.executable, "-c", _ASKED, json.dumps(plugin_conf()), str(launched)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert job.returncode == 0, job.stderr[-3000:]
+    # The driver's new token beside the executor's own from YARN's file.
+    assert "copy holds ['TFBS_DRIVER_TOKEN', 'TFBS_TEST_TOKEN']" in job.stdout, job.stdout + job.stderr[-3000:]
+    assert (launched.parent / CURRENT_TOKENS_NAME).stat().st_mode & 0o777 == 0o600
