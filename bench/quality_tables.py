@@ -123,10 +123,10 @@ def main() -> None:
         names = ("local", "parameter_server", "multi_worker_mirrored")
         print(variants_table(strategies, [(n, f"demo/{n}") for n in names]) + "\n")
     if (curve := load("learning_curve")) is not None:
-        scales = json.loads((args.results / "learning_curve.json").read_text())["scales"]
+        meta = json.loads((args.results / "learning_curve.json").read_text())
         print("## Learning curve\n")
-        strategy = json.loads((args.results / "learning_curve.json").read_text()).get("strategy", "parameter_server")
-        groups = [(f"x{s['scale']} ({s['training_mb']:g} Mb)", f"{s['data']}/{strategy}") for s in scales]
+        strategy = meta.get("strategy", "parameter_server")
+        groups = [(f"x{s['scale']} ({s['training_mb']:g} Mb)", f"{s['data']}/{strategy}") for s in meta["scales"]]
         print(variants_table(curve, groups) + "\n")
         print(per_tf_table(curve, groups) + "\n")
 

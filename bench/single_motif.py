@@ -45,6 +45,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.quality_runs import spread  # noqa: E402
 from bench.report import result_path, write_summary  # noqa: E402
 
 #: setting -> overrides of ``train.model`` on top of the configuration.
@@ -132,16 +133,6 @@ def _with(model_config, overrides: dict):
     for section, fields in nested.items():
         flat[section] = getattr(model_config, section).model_copy(update=fields)
     return model_config.model_copy(update=flat)
-
-
-def spread(values: list[float]) -> dict:
-    """``{"mean", "min", "max", "n"}`` of ``values``, rounded to 4 places."""
-    return {
-        "mean": round(float(np.mean(values)), 4),
-        "min": round(min(values), 4),
-        "max": round(max(values), 4),
-        "n": len(values),
-    }
 
 
 def train_and_score(config, run, test_file: str, test_labels: np.ndarray, setting: str, work: Path) -> dict:

@@ -47,6 +47,11 @@ _RETRIED_TASK = re.compile(r"TF node task (?P<index>\d+) is not retried \(attemp
 _LOST_TASK = re.compile(
     r"Lost task (?P<index>\d+)\.\d+ in stage \S+ \(TID \d+\) \((?P<where>[^)]*)\): (?P<reason>[^\n]*)"
 )
+#: In a node's error: a peer that stopped answering (a ps or worker whose host went away).
+_UNREACHABLE = "UnavailableError"
+#: How long an ``UnavailableError`` waits for Spark to notice a lost host: it
+#: removes a lost host's executors when their connections close, within seconds.
+_LOST_HOST_WAIT_S = 5.0
 #: A Python exception line: ``ValueError: ...``, ``tensorflow...UnavailableError: ...``.
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")
 
@@ -230,13 +235,6 @@ def failure_message(
             spark_side,
         )
     return spark_side
-
-
-#: In a node's error: a peer that stopped answering (a ps or worker whose host went away).
-_UNREACHABLE = "UnavailableError"
-#: How long an ``UnavailableError`` waits for Spark to notice a lost host: it
-#: removes a lost host's executors when their connections close, within seconds.
-_LOST_HOST_WAIT_S = 5.0
 
 
 def nodes_on_lost_hosts(
