@@ -50,7 +50,7 @@ _LOST_TASK = re.compile(
 #: In a node's error: a peer that stopped answering (a ps or worker whose host went away).
 _UNREACHABLE = "UnavailableError"
 #: How long an ``UnavailableError`` waits for Spark to notice a lost host: it
-#: removes a lost host's executors when their connections close, within seconds.
+#: drops a lost host's block managers when their connections close, within seconds.
 _LOST_HOST_WAIT_S = 5.0
 #: A Python exception line: ``ValueError: ...``, ``tensorflow...UnavailableError: ...``.
 _EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt)\b(?::.*)?$")

@@ -50,8 +50,20 @@ def await_executors(sc: SparkContext, count: int, timeout: float) -> int:
 
 
 def live_hosts(sc: SparkContext) -> set[str]:
-    """The hosts of the application's live executors and driver, as Spark names them (a name or an address)."""
-    return {info.host for info in sc.statusTracker().getExecutorInfos()}
+    """The hosts of the application's live executors and driver, as Spark names them (a name or an address).
+
+    Read from the block managers, not the status tracker: when an
+    executor's connection closes, YARN's scheduler drops its block manager
+    at once but keeps the executor listed until the ResourceManager gives
+    a loss reason, which for a lost host waits for the NodeManager's expiry
+    (the driver stopped 11 s after a host was lost with both its executors
+    still listed).
+    """
+    keys = sc._jsc.sc().getExecutorMemoryStatus().keysIterator()  # "host:port" per block manager
+    hosts: set[str] = set()
+    while keys.hasNext():
+        hosts.add(str(keys.next()).rsplit(":", 1)[0])
+    return hosts
 
 
 def node_stage_id(sc: SparkContext, num_nodes: int) -> int | None:
