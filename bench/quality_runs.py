@@ -59,10 +59,15 @@ RUN_OVERRIDES = ("evaluate.keep_versions=null", "evaluate.min_mean_auroc=null", 
 
 @dataclass(frozen=True)
 class DataSet:
-    """A generated data set: a name and the overrides (``generate.*``) that make it."""
+    """A generated data set: a name and the overrides (``generate.*``) that make it.
+
+    ``generated=False``: the benchmark puts the data folder in place itself
+    (the learning curve cuts one generated set); it is only preprocessed here.
+    """
 
     name: str
     overrides: tuple[str, ...] = ()
+    generated: bool = True
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,8 @@ def prepare(data: DataSet, work: Path, config: str, base: Iterable[str] = ()) ->
     if not (folder / "shards" / "manifest.json").exists():
         log_path = folder / "stages.log"
         prep = [*selected, f"run_dir={folder / 'prep'}"]
-        seconds = tfbs_stage("generate", config, prep, log_path) + tfbs_stage("preprocess", config, prep, log_path)
+        seconds = tfbs_stage("generate", config, prep, log_path) if data.generated else 0.0
+        seconds += tfbs_stage("preprocess", config, prep, log_path)
         print(f"{data.name}: generated and preprocessed in {seconds:.0f} s", file=sys.stderr)
     return selected
 
