@@ -9,11 +9,13 @@ the oracle.
 
 Writes ``bench/results/fresh_data.json``: every run's figures per TF/cell
 and, per data set, the mean test auPRC's mean and range over the seeds and
-per TF the same beside the baselines. Runs already trained are read
-(:mod:`bench.quality_runs`); the demo's are those of
-``bench/model_quality.py``'s default strategy.
+per TF the same beside the baselines. Runs already trained in the work
+folder are read, not trained again (:mod:`bench.quality_runs`), whatever
+code trained them: after a change to training that the version leaves out
+(how the exported checkpoint is chosen, say), give a new ``--work-dir``.
+The committed figures were trained in one of their own.
 
-    .venv/bin/python bench/fresh_data.py       # 9 trainings, about 1 h on 2 cores
+    .venv/bin/python bench/fresh_data.py --work-dir build/bench/quality_current   # 9 trainings, about 20 min
 """
 
 from __future__ import annotations

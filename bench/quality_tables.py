@@ -105,12 +105,8 @@ def main() -> None:
         return json.loads(path.read_text())["summary"] if path.exists() else None
 
     seeding = load("seeding")
-    if seeding is not None:
-        # The default starts every filter at random: the seeding benchmark's unseeded rows.
-        print("## The default on the demo's data and on fresh data\n")
-        print(per_tf_table(seeding, _by_data_set(seeding, "unseeded")) + "\n")
     if (fresh := load("fresh_data")) is not None:
-        print("## Filters seeded with the planted motifs (the default before seeding was turned off)\n")
+        print("## The default on the demo's data and on fresh data\n")
         print(per_tf_table(fresh, _by_data_set(fresh, "parameter_server")) + "\n")
     if seeding is not None:
         print("## Seeding\n")
@@ -120,6 +116,9 @@ def main() -> None:
             print(variants_table(seeding, starts) + "\n")
     if (strategies := load("model_quality")) is not None:
         print("## Strategies (demo data, filters seeded with the planted motifs)\n")
+        # The ps trainings seeded so are the seeding benchmark's: the same data and training seeds.
+        if seeding is not None and "demo/planted" in seeding:
+            strategies = {**strategies, "demo/parameter_server": seeding["demo/planted"]}
         names = ("local", "parameter_server", "multi_worker_mirrored")
         print(variants_table(strategies, [(n, f"demo/{n}") for n in names]) + "\n")
     if (curve := load("learning_curve")) is not None:

@@ -15,8 +15,8 @@ training seeds 17, 18, 19 under the default strategy:
 
 Writes ``bench/results/seeding.json`` (every run, and per data set and
 start the mean test auPRC's mean and range over the seeds, per TF the
-same). Runs already trained are read (:mod:`bench.quality_runs`); the
-variant that is the default is the very run of ``bench/fresh_data.py``.
+same). Runs already trained are read (:mod:`bench.quality_runs`); in one
+work folder the unseeded variant is the very run of ``bench/fresh_data.py``.
 
     .venv/bin/python bench/seeding.py                 # 27 trainings, about 1.5 h on 2 cores
     .venv/bin/python bench/seeding.py --data seed202  # one data set: 9 trainings
