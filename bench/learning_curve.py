@@ -41,6 +41,7 @@ from bench.quality_runs import (  # noqa: E402
     STRATEGIES,
     DataSet,
     Variant,
+    data_overrides,
     quality_parser,
     run_all,
     tfbs_stage,
@@ -72,7 +73,7 @@ def generate_once(full: DataSet, work: Path, config: str, overrides: list[str]) 
     folder = work / full.name
     done = folder / "generated"
     if not done.exists():
-        settings = [*overrides, *full.overrides, f"data.root={folder / 'data'}", f"run_dir={folder / 'prep'}"]
+        settings = [*overrides, *data_overrides(full, work), f"run_dir={folder / 'prep'}"]
         seconds = tfbs_stage("generate", config, settings, folder / "stages.log")
         print(f"{full.name}: generated in {seconds:.0f} s", file=sys.stderr)
         done.touch()
