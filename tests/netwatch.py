@@ -30,6 +30,7 @@ import runpy
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,6 +135,14 @@ class ListenerSampler:
         answer = answer_as_another_user(listener.ip, listener.port)
         if answer.startswith(b"HTTP/"):  # a web server (Jetty's 400 to Spark's frame): ask it for its page
             answer = answer_as_another_user(listener.ip, listener.port, HTTP_GET)
+            # Spark's web UI listens before its pages and filters are attached, and
+            # answers 404 meanwhile (seen 100 times in 9,300 requests over a session's
+            # start): ask until it serves its pages, or refuses them.
+            for _ in range(_UI_START_RETRIES):
+                if not answer.startswith(b"HTTP/1.1 404 "):
+                    break
+                time.sleep(0.5)
+                answer = answer_as_another_user(listener.ip, listener.port, HTTP_GET)
         self.answers[listener] = answer
 
     def __enter__(self) -> ListenerSampler:
@@ -159,6 +168,9 @@ SPARK_RPC_WITHOUT_AUTH = (
     + len(_BODY).to_bytes(4, "big") + _BODY
 )  # fmt: skip
 RPC_FAILURE = 5
+
+#: How many times a web UI that answers 404 (still starting) is asked again, every 0.5 s.
+_UI_START_RETRIES = 20
 
 #: What a browser sends first: a web UI's page, asked without the run's token.
 HTTP_GET = b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"

@@ -229,6 +229,8 @@ def test_a_lost_worker_host_stops_the_run_naming_the_node_and_the_host(host_loss
     print(f"{loss.node} on {loss.host} lost: the command exited {loss.seconds_to_stop:.1f} s later")
     assert loss.code != 0, loss.output[-4000:]
     assert loss.seconds_to_stop < STOP_WITHIN_S
+    # Stopped with the host, not when the chief had trained on to the end with the workers left.
+    assert f"chief: step {TRAINING_STEPS}/" not in loss.output, loss.output[-4000:]
     error = re.search(
         r"training stopped: TF node (\S+) \((?:Spark executor \S+, )?host (\S+) \(([\d.]+)\)\) (?:failed|lost)",
         loss.output,

@@ -22,6 +22,8 @@ from tf_models.tfos.failures import (
     ClusterSizeError,
     describe_failure,
     failure_message,
+    lost_node_message,
+    nodes_on_lost_hosts,
 )
 from tf_models.tfos.node import CHIEF, NODE_DIR_ARG, TF_NETWORK_SECRET_ARG, NodeMain
 from tf_models.tfos.node_files import read_node_files
@@ -161,13 +163,14 @@ def _await_nodes(
     A node that fails or dies fails its Spark task at once (the watching
     parent of :func:`tf_models.tfos.task.run_isolated`), Spark aborts the
     node job, and TFoS's launcher thread records the error; this loop polls
-    for it every second.
+    for it twice a second. A host lost whole is told by its executors'
+    block managers, which Spark drops as their connections close.
 
     Raises
     ------
     ClusterFailed
         If the node job failed (the message names the node, its Spark
-        executor and the cause) or ``deadline`` (on the ``time.monotonic()``
+        executor and the cause), a node's host has no executor left, or ``deadline`` (on the ``time.monotonic()``
         clock) passed. Running jobs are cancelled and the reservation server
         is stopped.
     """
@@ -189,6 +192,14 @@ def _await_nodes(
         error = _tfos_error()
         if error is not None:
             raise _fail(sc, cluster, failure_message(error, nodes, node_dir, run_id, lost_hosts))
+        # Stop as soon as a node's host is gone. Its task fails only when the
+        # cluster manager gives the loss reason (YARN: the NodeManager's expiry),
+        # and a ps strategy's chief trains on with the workers left meanwhile:
+        # one run finished its 2,000 steps 36 s after losing worker:1's host,
+        # then failed, its last checkpoint at the final step.
+        lost = nodes_on_lost_hosts(nodes, lost_hosts)
+        if lost:
+            raise _fail(sc, cluster, lost_node_message(lost[0]))
         if time.monotonic() > deadline:
             raise _fail(sc, cluster, "TF cluster did not finish within shutdown_timeout")
         stage = tracker.getStageInfo(stage_id)

@@ -228,13 +228,24 @@ def failure_message(
         return _then(f"{label} died: {first.get('reason')}", first, spark_side)
     lost = nodes_on_lost_hosts(nodes, lost_hosts, wait_s=_LOST_HOST_WAIT_S if _UNREACHABLE in error else 0.0)
     if lost:
-        first = lost[0]
-        return _then(
-            f"{_placed_label(first, first.get('spark_executor'))} lost: no Spark executor left on its host",
-            first,
-            spark_side,
-        )
+        return _then(lost_node_message(lost[0]), lost[0], spark_side)
     return spark_side
+
+
+def lost_node_message(node: dict[str, Any]) -> str:
+    """``TF node worker:1 (host node3 (10.0.0.13)) lost: no Spark executor left on its host``.
+
+    Parameters
+    ----------
+    node : dict
+        The node's placement record (see :func:`tf_models.tfos.run_cluster`).
+
+    Returns
+    -------
+    str
+        The message for :class:`ClusterFailed`.
+    """
+    return f"{_placed_label(node, node.get('spark_executor'))} lost: no Spark executor left on its host"
 
 
 def nodes_on_lost_hosts(
