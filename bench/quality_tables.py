@@ -115,10 +115,7 @@ def main() -> None:
             print(f"### {data}\n")
             print(variants_table(seeding, starts) + "\n")
     if (strategies := load("model_quality")) is not None:
-        print("## Strategies (demo data, filters seeded with the planted motifs)\n")
-        # The ps trainings seeded so are the seeding benchmark's: the same data and training seeds.
-        if seeding is not None and "demo/planted" in seeding:
-            strategies = {**strategies, "demo/parameter_server": seeding["demo/planted"]}
+        print("## Strategies (demo data)\n")
         names = ("local", "parameter_server", "multi_worker_mirrored")
         print(variants_table(strategies, [(n, f"demo/{n}") for n in names]) + "\n")
     if (curve := load("learning_curve")) is not None:

@@ -170,9 +170,9 @@ def _await_nodes(
     ------
     ClusterFailed
         If the node job failed (the message names the node, its Spark
-        executor and the cause), a node's host has no executor left, or ``deadline`` (on the ``time.monotonic()``
-        clock) passed. Running jobs are cancelled and the reservation server
-        is stopped.
+        executor and the cause), a node's host has no executor left, or
+        ``deadline`` (on the ``time.monotonic()`` clock) passed. Running jobs
+        are cancelled and the reservation server is stopped.
     """
     tracker = sc.statusTracker()
     if stage_id is None:

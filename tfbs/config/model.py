@@ -50,8 +50,8 @@ class MotifCNNConfig(Section):
         description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db; "
         "on generated data the very motifs the generator plants), or as the motifs of seed_motif_db; training "
         "moves them like the others, and the motifs are part of the model's version (false, the default, or no "
-        "motif configured: every filter starts random, and the training log says why). Off by default: on three "
-        "generated data sets it bought nothing (docs/model-quality.md)",
+        "motif configured: every filter starts random, and the training log says why). Off by default: over three "
+        "generated data sets it bought nothing overall, a little on one, a loss on another (docs/model-quality.md)",
     )
     seed_motif_db: str | None = Field(
         None,
