@@ -206,11 +206,18 @@ def _await_nodes(
         if stage is None or stage.numCompletedTasks >= num_done:
             return
         if stage_id not in tracker.getActiveStageIds():
-            # The stage ended early, so it failed. TFoS's launcher thread
+            # The stage ended. Spark writes a running stage's task counts at
+            # most every spark.ui.liveUpdate.period and the final ones when it
+            # ends, so the counts read above may predate its last task (an
+            # all-reduce run was once stopped so, its three tasks done): read
+            # them again. Short of done, it failed, and TFoS's launcher thread
             # records the error a moment later.
             time.sleep(2)
-            error = _tfos_error() or "node stage failed"
-            raise _fail(sc, cluster, failure_message(error, nodes, node_dir, run_id, lost_hosts))
+            error = _tfos_error()
+            stage = tracker.getStageInfo(stage_id)
+            if error is None and (stage is None or stage.numCompletedTasks >= num_done):
+                return
+            raise _fail(sc, cluster, failure_message(error or "node stage failed", nodes, node_dir, run_id, lost_hosts))
         time.sleep(0.5)
 
 
