@@ -38,8 +38,10 @@ from synthetic.formats import (
     write_narrowpeak_gz,
 )
 from synthetic.genome import blacklist_intervals, simulate_chromosome
-from synthetic.occupancy import Occupancy, relaxed_only_locations, simulate_occupancy
-from synthetic.oracle import coarse_pwm_chances, write_oracle_table
+from synthetic.background import apply_background
+from synthetic.occupancy import Occupancy, match_reach, relaxed_only_locations, simulate_occupancy
+from synthetic.partners import BIOREPS, expression_tables, write_expression
+from synthetic.oracle import coarse_pwm_chances, partner_states, write_oracle_table
 from synthetic.peaks import CHIP_WIDTH_RANGE, artifact_peaks, peaks_around
 from synthetic.proteins import write_protein_fasta
 from synthetic.sites import MOTIFLESS, STRONG, WEAK, match_scores
@@ -94,11 +96,19 @@ def generate_dataset(
 
     gc = gen.gc_content
     genome, masks, blacklist = _simulate_genome(gen, gc)
-    occupancy = simulate_occupancy(gen, genome, masks, pwms, (_rng(gen.seed, "sites"), _rng(gen.seed, "chromatin")))
+    islands = None
+    if gen.profile == "realistic":
+        islands = apply_background(genome, masks, gen.realistic, gc, _rng(gen.seed, "background"))
+    occupancy = simulate_occupancy(
+        gen, genome, masks, pwms, (_rng(gen.seed, "sites"), _rng(gen.seed, "chromatin")), islands
+    )
     paths: dict = {"root": str(root)}
     genome_summary = _write_reference(gen, data, genome, blacklist, paths)
     _write_dnase(gen, data, occupancy, blacklist, paths)
     tf_summary = _write_chip(gen, data, occupancy, blacklist, paths)
+    if gen.profile == "realistic":
+        genome_summary["cpg_islands"] = int(occupancy.promoters.shape[0])
+        genome_summary["partners"] = _write_rnaseq(gen, data, occupancy, paths)
 
     test_chroms = [c for c in DREAM_TEST_CHROMS if c in gen.chromosomes]
     paths["labels"], paths["oracle"], paths["coarse_pwm"] = {}, {}, {}
@@ -139,11 +149,26 @@ def coarse_pwm_reference(
     lead = next(spec.name for spec in gen.tfs if spec.family == family_of[tf])
     at = (1.0 - gen.gc_content) / 2.0
     base_freqs = (at, gen.gc_content / 2.0, gen.gc_content / 2.0, at)
+    reach = match_reach(gen)
     match = {
-        member: match_scores(genome, occupancy.chrom, occupancy.centre, log_odds(pwms[member], base_freqs))
+        member: match_scores(genome, occupancy.chrom, occupancy.centre, log_odds(pwms[member], base_freqs), reach)
         for member in {tf, lead}
     }
-    return coarse_pwm_chances(occupancy, tf, lead, match)[1]
+    states = None
+    spec = next(spec for spec in gen.tfs if spec.name == tf)
+    if gen.profile == "realistic" and spec.partners:
+        names = [p.name for p in gen.realistic.partners]
+        reach_partner = reach + gen.realistic.partner_offset_bp[1]
+        partner_match, thresholds = {}, {}
+        for name in spec.partners:
+            scores = log_odds(pwms[name], base_freqs)
+            partner_match[names.index(name)] = match_scores(
+                genome, occupancy.chrom, occupancy.centre, scores, reach_partner
+            )
+            # A coarse reading: a match of at least 60 % of the best possible score counts as the motif.
+            thresholds[names.index(name)] = 0.6 * float(scores.max(axis=1).sum())
+        states = partner_states(occupancy, partner_match, thresholds)
+    return coarse_pwm_chances(occupancy, tf, lead, match, states)[1]
 
 
 def _rng(seed: int, key: str) -> np.random.Generator:
@@ -191,11 +216,14 @@ def load_pwms(gen: GenerateConfig) -> dict[str, np.ndarray]:
         raise MissingInputError(f"generate.motif_db: MEME file not found: {gen.motif_db}")
     motifs = read_meme(gen.motif_db)
     pwms = {}
-    for tf in gen.tfs:
-        if tf.motif not in motifs:
-            close = sorted(m for m in motifs if m.split("_")[0] == tf.motif.split("_")[0])
-            raise ConfigError(f"generate.tfs[{tf.name}].motif: {tf.motif!r} not in {gen.motif_db}; same TF: {close}")
-        pwms[tf.name] = motifs[tf.motif]
+    named = [(f"tfs[{tf.name}]", tf.name, tf.motif) for tf in gen.tfs]
+    if gen.profile == "realistic":
+        named += [(f"realistic.partners[{p.name}]", p.name, p.motif) for p in gen.realistic.partners]
+    for key, name, motif in named:
+        if motif not in motifs:
+            close = sorted(m for m in motifs if m.split("_")[0] == motif.split("_")[0])
+            raise ConfigError(f"generate.{key}.motif: {motif!r} not in {gen.motif_db}; same TF: {close}")
+        pwms[name] = motifs[motif]
     return pwms
 
 
@@ -277,7 +305,7 @@ def _write_dnase(gen: GenerateConfig, data: DataConfig, occ: Occupancy, blacklis
                 lengths,
                 width_range=(150, 600),
                 signal_range=(5.0, 150.0),
-                summit_sd=30.0,
+                summit_sd=gen.realistic.dnase_summit_sd if gen.profile == "realistic" else 30.0,
             )
         ]
         if blacklist:
@@ -286,6 +314,26 @@ def _write_dnase(gen: GenerateConfig, data: DataConfig, occ: Occupancy, blacklis
         count = write_narrowpeak_gz(target, concat_peaks(parts), names)
         log.info("wrote %s: %d peaks (%d open locations)", target, count, opened.shape[0])
         paths["dnase"][cell] = str(target)
+
+
+def _write_rnaseq(gen: GenerateConfig, data: DataConfig, occ: Occupancy, paths: dict) -> dict:
+    """Each cell's RSEM expression files (two replicates); returns which cells express each partner."""
+    log = logging.getLogger("tfbs.generate")
+    assert occ.present is not None
+    rng = _rng(gen.seed, "rnaseq")
+    tables = expression_tables(gen, occ.present, rng)
+    paths["rnaseq"] = {}
+    for cell, replicates in tables.items():
+        for rep, tpm in zip(BIOREPS, replicates):
+            target = local_output(data.expression_uri(cell, rep), "rnaseq_dir")
+            write_expression(target, tpm, rng)
+            paths["rnaseq"][f"{cell}.biorep{rep}"] = str(target)
+    presence = {
+        partner.name: [cell for cell, on in zip(gen.cells, occ.present[row]) if on]
+        for row, partner in enumerate(gen.realistic.partners)
+    }
+    log.info("wrote RNA-seq of %d cells; partners expressed in %s", len(tables), presence)
+    return presence
 
 
 def _write_chip(gen: GenerateConfig, data: DataConfig, occ: Occupancy, blacklist: list, paths: dict) -> dict:
@@ -345,6 +393,8 @@ def _write_chip(gen: GenerateConfig, data: DataConfig, occ: Occupancy, blacklist
             paths["chip"][tf][cell] = {"conservative": str(cons_path), "relaxed": str(rel_path)}
             summary[tf]["cells"][cell] = {
                 "bound_sites": int(hit.sum()),
+                "bound_closed": int((hit & ~occ.is_open[s.loc, column]).sum()),
+                "bound_through_partner": int((hit & (s.partners >= 0)).sum()),
                 "bound_by_kind": {k: int((hit & (s.kind == v)).sum()) for k, v in kinds.items()},
                 "conservative_peaks": n_cons,
                 "relaxed_peaks": n_rel,

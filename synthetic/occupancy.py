@@ -12,13 +12,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from synthetic.background import Islands
+from synthetic.partners import partner_offsets, partner_presence
 from synthetic.sites import (
     MOTIFLESS,
     STRONG,
     WEAK,
     Sites,
     assign_sites,
-    binding_probability,
+    binding_chances,
     free_slots,
     join_sites,
     match_scores,
@@ -46,6 +48,15 @@ class Occupancy:
     background: np.ndarray  # ids of the open-region locations without a site
     sites: dict[str, Sites]  # per TF
     bound: dict[str, np.ndarray]  # per TF, (sites, cells)
+    #: Per TF, (sites, cells): the chance each was bound with (:func:`synthetic.sites.binding_chances`).
+    chance: dict[str, np.ndarray] = field(default_factory=dict)
+    #: (partners, cells): which cells express each partner of the realistic profile; None in the basic one.
+    present: np.ndarray | None = None
+    #: Realistic profile: the CpG islands, each an open promoter location (ids ``promoters``).
+    islands: Islands | None = None
+    promoters: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    #: Realistic profile: open regions holding a partner's motif and no TF site.
+    decoys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
 
 @dataclass
@@ -77,6 +88,7 @@ def simulate_occupancy(
     masks: list[np.ndarray],
     pwms: dict[str, np.ndarray],
     rngs: tuple[np.random.Generator, np.random.Generator],
+    islands: Islands | None = None,
 ) -> Occupancy:
     """Plant every TF's sites into ``genome`` and decide occupancy per cell.
 
@@ -89,10 +101,13 @@ def simulate_occupancy(
     masks
         Per chromosome, True where a base is N or blacklisted (kept free).
     pwms
-        Probability matrix of each TF.
+        Probability matrix of each TF, and of each partner (realistic profile).
     rngs
         ``(sites_rng, chromatin_rng)``: placement and planting, then
         chromatin and binding draws.
+    islands
+        Realistic profile: the CpG islands (:func:`synthetic.background.apply_background`),
+        each an open promoter.
 
     Returns
     -------
@@ -106,6 +121,7 @@ def simulate_occupancy(
     at = (1.0 - gc) / 2.0
     base_freqs = (at, gc / 2.0, gc / 2.0, at)
 
+    realistic = gen.profile == "realistic"
     placed = _Placed()
     for spec in gen.tfs:
         _place_sites(spec, gen, genome, pwms, pool, placed, usable_mb, base_freqs, site_rng)
@@ -118,27 +134,91 @@ def simulate_occupancy(
     )
     background = np.arange(placed.n_locations, placed.n_locations + chrom.shape[0])
     n_cells = len(gen.cells)
+    profile = gen.realistic
+    correlation = profile.open_correlation if realistic else 0.25
     is_open = np.concatenate(
         [
-            open_chromatin(np.concatenate(placed.strength_parts), n_cells, gen.open_fraction, chromatin_rng),
+            open_chromatin(
+                np.concatenate(placed.strength_parts), n_cells, gen.open_fraction, chromatin_rng, correlation
+            ),
             open_chromatin(
                 chromatin_rng.random(size=int(chrom.shape[0])), n_cells, pool_share, chromatin_rng, strength_weight=0.0
             ),
         ]
     )
+    extra = _Extra(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, n_cells), bool))
+    present = None
+    if realistic:
+        extra = _realistic_locations(gen, genome, pwms, pool, usable_mb, islands, (site_rng, chromatin_rng))
+        is_open = np.concatenate([is_open, extra.is_open])
+        present = partner_presence(gen, chromatin_rng)
     dice = chromatin_rng.random(is_open.shape)
-    bound = {
-        tf: is_open[s.loc] & (dice[s.loc] < binding_probability(s.kind, s.strength, P_OTHER)[:, None])
-        for tf, s in placed.sites.items()
-    }
+    leak, closed = (profile.partner_leak, profile.closed_binding) if realistic else (0.0, 0.0)
+    chance = {tf: binding_chances(s, is_open, P_OTHER, present, leak, closed) for tf, s in placed.sites.items()}
+    bound = {tf: dice[s.loc] < chance[tf] for tf, s in placed.sites.items()}
+    n_placed = placed.n_locations + chrom.shape[0]
+    n_decoys = extra.decoy_count
     return Occupancy(
-        chrom=np.concatenate([*placed.chrom_parts, chrom]).astype(np.int64),
-        centre=np.concatenate([*placed.centre_parts, centre]).astype(np.int64),
+        chrom=np.concatenate([*placed.chrom_parts, chrom, extra.chrom]).astype(np.int64),
+        centre=np.concatenate([*placed.centre_parts, centre, extra.centre]).astype(np.int64),
         is_open=is_open,
-        background=background,
+        background=np.concatenate([background, np.arange(n_placed, n_placed + extra.chrom.shape[0])]),
         sites=placed.sites,
         bound=bound,
+        chance=chance,
+        present=present,
+        islands=islands,
+        promoters=np.arange(n_placed + n_decoys, n_placed + extra.chrom.shape[0]),
+        decoys=np.arange(n_placed, n_placed + n_decoys),
     )
+
+
+@dataclass
+class _Extra:
+    """The realistic profile's site-less locations: partner decoys, then promoters."""
+
+    chrom: np.ndarray
+    centre: np.ndarray
+    is_open: np.ndarray  # (locations, cells)
+    decoy_count: int = 0
+
+
+def _realistic_locations(
+    gen: GenerateConfig,
+    genome: list[np.ndarray],
+    pwms: dict[str, np.ndarray],
+    pool: SlotPool,
+    usable_mb: float,
+    islands: Islands | None,
+    rngs: tuple[np.random.Generator, np.random.Generator],
+) -> _Extra:
+    """Partner decoys (a partner's motif in an open region no TF binds) and the islands' promoters."""
+    site_rng, chromatin_rng = rngs
+    profile, n_cells = gen.realistic, len(gen.cells)
+    parts_chrom, parts_centre, parts_open = [], [], []
+    n_decoys = 0
+    if profile.partners and profile.partner_decoys_per_mb > 0:
+        chrom, centre = pool.take(
+            int(site_rng.poisson(profile.partner_decoys_per_mb * usable_mb)), "partner decoys", site_rng
+        )
+        which = site_rng.integers(0, len(profile.partners), size=chrom.shape[0])
+        for index, partner in enumerate(profile.partners):
+            picked = which == index
+            plant_motifs(
+                genome, chrom[picked], centre[picked], pwms[partner.name],
+                np.zeros(int(picked.sum()), bool), site_rng, sharpen=gen.motif_sharpen, offset_sd=0.0,
+            )  # fmt: skip
+        parts_chrom.append(chrom)
+        parts_centre.append(centre)
+        parts_open.append(open_chromatin(chromatin_rng.random(chrom.shape[0]), n_cells, 2.0 / 3.0, chromatin_rng, 0.25, 0.0))
+        n_decoys = chrom.shape[0]
+    if islands is not None and islands.chrom.size:
+        parts_chrom.append(islands.chrom)
+        parts_centre.append(islands.centre)
+        parts_open.append(chromatin_rng.random((islands.chrom.shape[0], n_cells)) < profile.promoter_open_fraction)
+    if not parts_chrom:
+        return _Extra(np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros((0, n_cells), bool))
+    return _Extra(np.concatenate(parts_chrom), np.concatenate(parts_centre), np.concatenate(parts_open), n_decoys)
 
 
 @dataclass
@@ -177,6 +257,8 @@ def _place_sites(
     )
     inherited, new_kinds = assign_sites(counts, sites.get(family_lead.get(spec.family, "")), gen.family_share, site_rng)
     chrom, centre = pool.take(new_kinds.shape[0], f"sites of {spec.name}", site_rng)
+    realistic = gen.profile == "realistic"
+    partner = _partner_sites(gen, spec, new_kinds, genome, pwms, chrom, centre, site_rng) if realistic else None
     has_motif = new_kinds != MOTIFLESS
     plant_motifs(
         genome,
@@ -186,12 +268,15 @@ def _place_sites(
         new_kinds[has_motif] == WEAK,
         site_rng,
         sharpen=gen.motif_sharpen,
+        offset_sd=gen.realistic.motif_offset_sd if realistic else None,
+        offset_max=gen.realistic.motif_offset_max,
     )
     fresh = Sites(
         loc=np.arange(placed.n_locations, placed.n_locations + new_kinds.shape[0]),
         kind=new_kinds,
         strength=site_rng.random(size=int(new_kinds.shape[0])),
         shared=np.zeros(new_kinds.shape[0], dtype=bool),
+        partner=partner,
     )
     placed.n_locations += new_kinds.shape[0]
     placed.chrom_parts.append(chrom)
@@ -203,12 +288,51 @@ def _place_sites(
     strong = np.flatnonzero(both.kind == STRONG)
     all_chrom, all_centre = np.concatenate(placed.chrom_parts), np.concatenate(placed.centre_parts)
     matched = match_scores(
-        genome, all_chrom[both.loc[strong]], all_centre[both.loc[strong]], log_odds(pwms[spec.name], base_freqs)
+        genome,
+        all_chrom[both.loc[strong]],
+        all_centre[both.loc[strong]],
+        log_odds(pwms[spec.name], base_freqs),
+        reach=match_reach(gen),
     )
     both.strength[strong] = strength_from_scores(matched, site_rng)
     placed.strength_parts.append(both.strength[inherited.loc.shape[0] :])
     sites[spec.name] = both
     family_lead.setdefault(spec.family, spec.name)
+
+
+def match_reach(gen: GenerateConfig) -> int:
+    """How far from a site's centre its motif may lie: where strengths and the coarse reference look."""
+    return gen.realistic.motif_offset_max + 10 if gen.profile == "realistic" else 40
+
+
+def _partner_sites(
+    gen: GenerateConfig,
+    spec: TFSpec,
+    kinds: np.ndarray,
+    genome: list[np.ndarray],
+    pwms: dict[str, np.ndarray],
+    chrom: np.ndarray,
+    centre: np.ndarray,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """Give some of a TF's new sites a partner and plant its motif near them; the partner index per site."""
+    partner = np.full(kinds.shape[0], -1, dtype=np.int16)
+    if not spec.partners:
+        return partner
+    profile = gen.realistic
+    names = [p.name for p in profile.partners]
+    share = np.where(kinds == MOTIFLESS, profile.indirect_share, profile.partner_site_fraction)
+    chosen = np.flatnonzero(rng.random(kinds.shape[0]) < share)
+    own = np.array([names.index(name) for name in spec.partners], dtype=np.int16)
+    partner[chosen] = own[rng.integers(0, own.shape[0], size=chosen.shape[0])]
+    offsets = partner_offsets(chosen.shape[0], profile.partner_offset_bp, rng)
+    for index in np.unique(partner[chosen]).tolist():
+        picked = chosen[partner[chosen] == index]
+        plant_motifs(
+            genome, chrom[picked], centre[picked] + offsets[partner[chosen] == index], pwms[names[index]],
+            np.zeros(picked.shape[0], bool), rng, sharpen=gen.motif_sharpen, offset_sd=0.0,
+        )  # fmt: skip
+    return partner
 
 
 def relaxed_only_locations(

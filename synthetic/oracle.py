@@ -27,7 +27,7 @@ import pyarrow.csv as pacsv
 from synthetic.formats import write_gzip
 from synthetic.occupancy import P_OTHER, Occupancy
 from synthetic.peaks import CHIP_SUMMIT_SD, CHIP_WIDTH_RANGE
-from synthetic.sites import binding_probability
+from synthetic.sites import binding_chances
 
 #: Bins farther than this from a site's centre cannot touch its peak.
 _REACH_BP = 600
@@ -93,10 +93,8 @@ def oracle_scores(
         ``float64`` (bins, cells): one minus the chance that no nearby site is
         bound and labels the bin.
     """
-    sites = occupancy.sites[tf]
-    # (sites, cells): bound with the kind's probability, and only where open.
-    p_bound = binding_probability(sites.kind, sites.strength, P_OTHER)[:, None] * occupancy.is_open[sites.loc]
-    return _bin_chances(occupancy, sites.loc, p_bound, chrom_index, starts, geometry)
+    # (sites, cells): the very chances the labels were drawn with.
+    return _bin_chances(occupancy, occupancy.sites[tf].loc, occupancy.chance[tf], chrom_index, starts, geometry)
 
 
 def _bin_chances(
@@ -131,24 +129,36 @@ def _bin_chances(
 SCORE_CLASSES = 40
 
 
+def site_chances(occupancy: Occupancy, tf: str) -> np.ndarray:
+    """``(sites, cells)``: the chance each of ``tf``'s sites was bound with (the basic rule if none was kept)."""
+    if tf in occupancy.chance:
+        return occupancy.chance[tf]
+    return binding_chances(occupancy.sites[tf], occupancy.is_open, P_OTHER)
+
+
 def coarse_pwm_chances(
-    occupancy: Occupancy, tf: str, lead: str, match: dict[str, np.ndarray]
+    occupancy: Occupancy,
+    tf: str,
+    lead: str,
+    match: dict[str, np.ndarray],
+    partner_state: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The coarse-PWM reference: the chance ``tf`` binds each location, by its class of PWM match.
 
-    A location's class: whether it is open in the cell (a DNase peak), the
-    quantile class of the TF's best PWM match within 40 bp of its exact
-    centre among all locations and, for a family member other than the
-    lead, whether the lead's PWM matches better. The chance is the
-    generator's own mean binding probability over the open (location,
-    cell)s of that class; whether a site was planted there at all, its kind
-    and strength, and the motif-less sites are averaged over.
+    A (location, cell)'s class: whether the location is open in the cell (a
+    DNase peak), the quantile class of the TF's best PWM match near its
+    exact centre among all locations, for a family member other than the
+    lead whether the lead's PWM matches better, and (realistic profile)
+    ``partner_state``. The chance is the generator's own mean binding
+    chance over the (location, cell)s of that class; whether a site was
+    planted there at all, its kind and strength, and the motif-less sites
+    are averaged over.
 
     It is a reference, not a bound. It knows each location's exact centre,
-    which a model does not (it sees the DNase summit, 30 bp off), and it
-    lacks what a model has: several matches and their positions, the other
-    TFs' motifs, what rules a site out. A model passes it on long motifs
-    (CTCF, EGR1) and stays below it on the short forkhead one.
+    which a model does not (it sees the DNase summit, tens of bp off), and
+    it lacks what a model has: several matches and their positions, the
+    other TFs' motifs, what rules a site out. A model passes it on long
+    motifs (CTCF, EGR1) and stays below it on the short forkhead one.
 
     Parameters
     ----------
@@ -161,30 +171,60 @@ def coarse_pwm_chances(
     match
         Best log-odds match at every location (:func:`synthetic.sites.match_scores`)
         of ``tf`` and of ``lead``.
+    partner_state
+        Realistic profile: ``(locations, cells)`` small integers, e.g. 0 no
+        partner motif near the location, 1 one whose partner the cell does
+        not express, 2 one it does (:func:`partner_states`).
 
     Returns
     -------
     tuple[numpy.ndarray, numpy.ndarray]
-        Location ids and their ``(locations, cells)`` chance of being bound
-        (zero where closed).
+        Location ids and their ``(locations, cells)`` chance of being bound.
     """
     n_locations = occupancy.is_open.shape[0]
-    expected = np.zeros(n_locations)
+    is_open = occupancy.is_open
+    expected = np.zeros(is_open.shape)
     sites = occupancy.sites[tf]
-    expected[sites.loc] = binding_probability(sites.kind, sites.strength, P_OTHER)
+    expected[sites.loc] = site_chances(occupancy, tf)
     score = match[tf]
     edges = np.quantile(score, np.linspace(0, 1, SCORE_CLASSES + 1)[1:-1])
     klass = np.searchsorted(edges, score, side="right")
     if lead != tf:
         klass = klass * 2 + (match[lead] > score)
-    is_open = occupancy.is_open
+    states = np.zeros(is_open.shape, np.int64) if partner_state is None else partner_state.astype(np.int64)
     chance = np.zeros(is_open.shape)
     for k in np.unique(klass):
         rows = np.flatnonzero(klass == k)
-        cells_open = is_open[rows]
-        rate = (expected[rows, None] * cells_open).sum() / max(int(cells_open.sum()), 1)
-        chance[rows] = rate * cells_open
+        for opened in (True, False):
+            for state in np.unique(states[rows]):
+                members = (is_open[rows] == opened) & (states[rows] == state)
+                total = (expected[rows] * members).sum()
+                if total:
+                    chance[rows] += total / int(members.sum()) * members
     return np.arange(n_locations), chance
+
+
+def partner_states(
+    occupancy: Occupancy, partner_matches: dict[int, np.ndarray], thresholds: dict[int, float]
+) -> np.ndarray:
+    """Per (location, cell): 0 no partner motif, 1 one whose partner the cell lacks, 2 one it expresses.
+
+    Parameters
+    ----------
+    occupancy
+        The simulation (``present``: partners by cell).
+    partner_matches
+        ``{partner index: best match at every location}`` of the TF's partners.
+    thresholds
+        ``{partner index: score}`` above which a match counts as the partner's motif.
+    """
+    states = np.zeros(occupancy.is_open.shape, np.int8)
+    assert occupancy.present is not None
+    for index, scores in partner_matches.items():
+        has = scores >= thresholds[index]
+        expressed = occupancy.present[index][None, :]
+        states = np.maximum(states, np.where(has[:, None], np.where(expressed, 2, 1), 0).astype(np.int8))
+    return states
 
 
 def coarse_pwm_scores(

@@ -48,6 +48,19 @@ class Sites:
     kind: np.ndarray  # STRONG, WEAK or MOTIFLESS
     strength: np.ndarray  # in [0, 1]
     shared: np.ndarray  # True if inherited from the family's first TF
+    #: Index into ``generate.realistic.partners`` of the partner the site binds through, -1 for none: a
+    #: motif site that binds only where the partner is expressed, or (MOTIFLESS) an indirect one.
+    partner: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if self.partner is None:
+            self.partner = np.full(self.loc.shape[0], -1, dtype=np.int16)
+
+    @property
+    def partners(self) -> np.ndarray:
+        """:attr:`partner`, never None."""
+        assert self.partner is not None
+        return self.partner
 
 
 def free_slots(gap_masks: list[np.ndarray], slot: int) -> tuple[np.ndarray, np.ndarray]:
@@ -114,6 +127,51 @@ def binding_probability(kind: np.ndarray, strength: np.ndarray, p_other: float =
     return np.where(kind == STRONG, 0.5 + 0.5 * strength, p_other)
 
 
+def binding_chances(
+    sites: Sites,
+    is_open: np.ndarray,
+    p_other: float,
+    present: np.ndarray | None = None,
+    partner_leak: float = 0.0,
+    closed_binding: float = 0.0,
+) -> np.ndarray:
+    """Chance each site is bound in each cell: what the labels are drawn from, and the oracle reads.
+
+    Parameters
+    ----------
+    sites
+        One TF's sites.
+    is_open
+        ``(locations, cells)`` open chromatin.
+    p_other
+        Binding probability of weak and motif-less sites (:func:`binding_probability`).
+    present
+        ``(partners, cells)``: the partner is expressed; None when no site has a partner.
+    partner_leak
+        Relative chance a partner's site binds where the partner is absent.
+    closed_binding
+        Relative chance a site binds where its location is closed (0: only open sites bind).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``float64`` ``(sites, cells)``.
+
+    Examples
+    --------
+    >>> s = Sites(np.array([0, 1]), np.array([STRONG, MOTIFLESS], np.int8), np.array([1.0, 0.5]), np.zeros(2, bool),
+    ...           np.array([-1, 0], np.int16))
+    >>> binding_chances(s, np.array([[True, False], [True, True]]), 0.9, np.array([[True, False]]), 0.1, 0.5).tolist()
+    [[1.0, 0.5], [0.9, 0.09000000000000001]]
+    """
+    open_here = is_open[sites.loc]
+    chance = binding_probability(sites.kind, sites.strength, p_other)[:, None] * np.where(open_here, 1.0, closed_binding)
+    partnered = sites.partners >= 0
+    if present is not None and partnered.any():
+        chance[partnered] *= np.where(present[sites.partners[partnered]], 1.0, partner_leak)
+    return chance
+
+
 def strength_from_scores(scores: np.ndarray, rng: np.random.Generator, fidelity: float = 0.8) -> np.ndarray:
     """Site strengths that follow motif quality, with noise.
 
@@ -151,6 +209,8 @@ def plant_motifs(
     weak: np.ndarray,
     rng: np.random.Generator,
     sharpen: float,
+    offset_sd: float | None = None,
+    offset_max: int = 100,
 ) -> None:
     """Write motif instances into the genome codes, centred near each site.
 
@@ -171,6 +231,10 @@ def plant_motifs(
         ChIP-bound sites are enriched for near-consensus matches, and a
         plain PWM draw of a short motif (FOXA's 11 bp) scores no higher
         than chance matches in a few hundred kb of random sequence.
+    offset_sd, offset_max
+        The instance's centre lies a normal offset of this SD (clipped to
+        ``offset_max``) from the site's centre; None: within 10 bp (the
+        basic profile).
     """
     n = chrom.shape[0]
     if n == 0:
@@ -182,7 +246,11 @@ def plant_motifs(
         instances[weak] = degrade_instances(instances[weak], pwm, rng)
     minus = rng.random(n) < 0.5
     instances[minus] = reverse_complement_codes(instances[minus])
-    starts = center - width // 2 + rng.integers(-10, 11, size=n)
+    if offset_sd is None:
+        offsets = rng.integers(-10, 11, size=n)
+    else:
+        offsets = np.clip(np.rint(rng.normal(0.0, offset_sd, n)), -offset_max, offset_max).astype(np.int64)
+    starts = center - width // 2 + offsets
     for index in range(n):
         genome[chrom[index]][starts[index] : starts[index] + width] = instances[index]
 
@@ -276,7 +344,7 @@ def assign_sites(
         The inherited part (``loc`` filled) and the kind of each new site
         still needing a location (the caller allocates and fills them).
     """
-    inherited: dict[str, list] = {key: [] for key in ("loc", "kind", "strength")}
+    inherited: dict[str, list] = {key: [] for key in ("loc", "kind", "strength", "partner")}
     new_kinds = []
     for kind, count in zip((STRONG, WEAK, MOTIFLESS), counts):
         taken = 0
@@ -287,6 +355,7 @@ def assign_sites(
             inherited["loc"].append(lead.loc[chosen])
             inherited["kind"].append(lead.kind[chosen])
             inherited["strength"].append(lead.strength[chosen])
+            inherited["partner"].append(lead.partners[chosen])
         new_kinds.append(np.full(count - taken, kind, dtype=np.int8))
     if inherited["loc"]:
         part = Sites(
@@ -294,6 +363,7 @@ def assign_sites(
             kind=np.concatenate(inherited["kind"]).astype(np.int8),
             strength=np.concatenate(inherited["strength"]),
             shared=np.ones(sum(len(x) for x in inherited["loc"]), dtype=bool),
+            partner=np.concatenate(inherited["partner"]).astype(np.int16),
         )
     else:
         part = Sites(np.zeros(0, np.int64), np.zeros(0, np.int8), np.zeros(0), np.zeros(0, bool))
@@ -307,4 +377,5 @@ def join_sites(first: Sites, second: Sites) -> Sites:
         kind=np.concatenate([first.kind, second.kind]),
         strength=np.concatenate([first.strength, second.strength]),
         shared=np.concatenate([first.shared, second.shared]),
+        partner=np.concatenate([first.partners, second.partners]),
     )

@@ -8,6 +8,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from tfbs.config.base import Section
+from tfbs.config.profile import RealisticConfig
 from tfbs.dream import DREAM_TEST_CHROMS, DREAM_VALID_CHROMS
 from tfbs.storage import to_uri
 
@@ -64,6 +65,14 @@ class DataConfig(Section):
     chrom_sizes: str = ""
     blacklist: str | None = ""
     oracle_dir: str = Field("", description="generated data only: per-bin P(B) the simulation sampled from")
+    rnaseq_dir: str | None = Field(
+        "", description="RSEM gene_expression.<CELL>.biorep<N>.tsv files per cell; null when there are none"
+    )
+    heldout_cells: list[str] = Field(
+        default_factory=list,
+        description="cells whose labels training never reads (their DNase is read): evaluation scores their "
+        "test chromosomes apart from the training cells', as ENCODE-DREAM's final round did",
+    )
 
     #: Keys that say where files are, not what is in them: the input
     #: fingerprint holds the files' content digests, so moving identical
@@ -81,6 +90,7 @@ class DataConfig(Section):
             "chrom_sizes",
             "blacklist",
             "oracle_dir",
+            "rnaseq_dir",
         }
     )
 
@@ -96,6 +106,7 @@ class DataConfig(Section):
             "chrom_sizes": f"{root}/annotations/chrom.sizes",
             "blacklist": f"{root}/annotations/blacklist.bed.gz",
             "oracle_dir": f"{root}/oracle",
+            "rnaseq_dir": f"{root}/rnaseq",
         }
         object.__setattr__(self, "root", root)
         for key, default in defaults.items():
@@ -121,6 +132,12 @@ class DataConfig(Section):
         """The generator's per-bin tables of ``tf`` by baseline name (``oracle``, ``coarse_pwm_reference``)."""
         return {"oracle": self.oracle_uri(tf), "coarse_pwm_reference": self.coarse_pwm_uri(tf)}
 
+    def expression_uri(self, cell: str, biorep: int) -> str:
+        """URI of a cell's RSEM expression file of one biological replicate (the challenge's naming)."""
+        if self.rnaseq_dir is None:
+            raise ValueError("data.rnaseq_dir is null: this run has no RNA-seq")
+        return f"{self.rnaseq_dir}/gene_expression.{cell}.biorep{biorep}.tsv"
+
     @property
     def has_dnase(self) -> bool:
         """Whether DNase peaks are part of the inputs."""
@@ -144,6 +161,10 @@ class TFSpec(Section):
     name: str
     motif: str = Field(description="motif id in the HOCOMOCO MEME file, e.g. CTCF_f2")
     family: str = Field(description="TFs of one family share a DNA-binding-domain segment")
+    partners: list[str] = Field(
+        default_factory=list,
+        description="realistic profile: names in generate.realistic.partners through which some of its sites bind",
+    )
 
 
 class GenerateConfig(Section):
@@ -159,6 +180,13 @@ class GenerateConfig(Section):
     """
 
     mode: Literal["embedded", "genome_scale"] = "embedded"
+    profile: Literal["basic", "realistic"] = Field(
+        "basic",
+        description="embedded: basic (cells differ only by DNase, every bound site open, motifs at the centre) or "
+        "realistic (generate.realistic: partners expressed in some cells, binding outside DNase peaks, spread "
+        "motifs, CpG-island promoters and repeats, RNA-seq files)",
+    )
+    realistic: RealisticConfig = Field(default_factory=RealisticConfig)
     seed: int = 7
     motif_db: str = Field(description="MEME motif file (HOCOMOCO v9 ships in data/dream/annotations)")
     chromosomes: dict[str, int] = Field(default_factory=dict, description="embedded: simulated chromosome sizes")
@@ -197,6 +225,19 @@ class GenerateConfig(Section):
             raise ValueError("chromosomes: required when mode is embedded")
         if self.mode == "genome_scale" and self.chromosomes:
             raise ValueError("chromosomes: unused when mode is genome_scale (sizes come from data.chrom_sizes)")
+        if self.profile == "realistic" and self.mode != "embedded":
+            raise ValueError("profile: realistic is a simulation of the embedded mode")
+        known = {p.name for p in self.realistic.partners}
+        for spec in self.tfs:
+            unknown = [name for name in spec.partners if name not in known]
+            if unknown:
+                raise ValueError(f"tfs[{spec.name}].partners: {unknown} not in realistic.partners {sorted(known)}")
+            if spec.partners and self.profile != "realistic":
+                raise ValueError(f"tfs[{spec.name}].partners: partners act only in profile: realistic")
+        for partner in self.realistic.partners:
+            strangers = [c for c in partner.expressed_in or [] if c not in self.cells]
+            if strangers:
+                raise ValueError(f"realistic.partners[{partner.name}].expressed_in: {strangers} not in cells")
         return self
 
 

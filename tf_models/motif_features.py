@@ -1,0 +1,106 @@
+"""Motif match features of DREAM bins, from one scan of each chromosome.
+
+The challenge's winning methods scored bins with motif features beside
+DNase: the best match of each motif in the bin and around it. Scanning each
+row's window would scan every base once per row that holds it (a bin sits in
+20 overlapping 1 kb windows, and in one row per cell); here each chromosome
+is scanned once per motif, the best match starting in each 50 bp block is
+kept (:func:`block_maxima`), and a bin's features are maxima over its blocks
+(:func:`bin_features`). DREAM bins start on the 50 bp grid, so the blocks
+of a bin are exact: a match *starting* in the bin's 200 bp counts for the
+bin (it may end a motif's width past it).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tfbs.dream import BIN_SIZE, BIN_STEP
+from tfbs.motifs import encode_dna, scan_positions
+
+#: Bases scanned at a time: bounds memory on long chromosomes (two float32 per base and motif).
+_CHUNK_BP = 4_000_000
+#: A block without any scannable position (a run of N, the chromosome's end).
+NO_MATCH = np.float32(-1e3)
+#: The flank on each side of the bin that the window features read (the 1 kb window of the shards).
+FLANK_BP = 400
+
+
+def block_maxima(bases: np.ndarray, motifs: list[np.ndarray], block: int = BIN_STEP) -> np.ndarray:
+    """Best log-odds match (either strand) of each motif starting in each block of a chromosome.
+
+    Parameters
+    ----------
+    bases
+        The chromosome as ``uint8`` ASCII (:func:`tfbs.genome.load_chromosome`).
+    motifs
+        ``(w, 4)`` log-odds matrices.
+    block
+        Block length (the DREAM bin step).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``float32`` ``(ceil(len / block), len(motifs))``; :data:`NO_MATCH` where
+        no match of the motif starts in the block.
+
+    Examples
+    --------
+    >>> from tfbs.motifs import log_odds
+    >>> acgt = log_odds(np.eye(4) * 0.97 + 0.01)
+    >>> blocks = block_maxima(np.frombuffer(b"T" * 60 + b"ACGT" + b"T" * 36, np.uint8), [acgt], block=50)
+    >>> blocks.shape, bool(blocks[1, 0] > 5 > blocks[0, 0])
+    ((2, 1), True)
+    """
+    length = bases.shape[0]
+    n_blocks = -(-length // block)
+    out = np.full((n_blocks, len(motifs)), NO_MATCH, dtype=np.float32)
+    codes = encode_dna(bases.tobytes())
+    for column, scores in enumerate(motifs):
+        width = scores.shape[0]
+        for first in range(0, length, _CHUNK_BP):
+            # Matches starting in [first, last): the chunk plus the motif's overhang.
+            last = min(first + _CHUNK_BP, length)
+            piece = codes[first : min(last + width - 1, length)]
+            if piece.shape[0] < width:
+                continue
+            matches = scan_positions(piece, scores)[: last - first]
+            padded = np.full(-(-matches.shape[0] // block) * block, NO_MATCH, dtype=np.float32)
+            padded[: matches.shape[0]] = matches
+            best = padded.reshape(-1, block).max(axis=1)
+            out[first // block : first // block + best.shape[0], column] = np.maximum(
+                out[first // block : first // block + best.shape[0], column], best
+            )
+    return out
+
+
+def _window_max(blocks: np.ndarray, first: np.ndarray, count: int) -> np.ndarray:
+    """Max of ``blocks[first + k]`` for ``k < count`` per row (blocks outside the chromosome count as no match)."""
+    index = first[:, None] + np.arange(count)[None, :]
+    inside = (index >= 0) & (index < blocks.shape[0])
+    values = blocks[np.clip(index, 0, blocks.shape[0] - 1)]
+    values[~inside] = NO_MATCH
+    return values.max(axis=1)
+
+
+def bin_features(blocks: np.ndarray, starts: np.ndarray, block: int = BIN_STEP) -> np.ndarray:
+    """Per bin and motif: the best match starting in the bin, and in the bin with 400 bp either side.
+
+    Parameters
+    ----------
+    blocks
+        :func:`block_maxima` of the bins' chromosome.
+    starts
+        Bin starts (multiples of ``block``).
+
+    Returns
+    -------
+    numpy.ndarray
+        ``float32`` ``(n, 2 * motifs)``: the bin maxima of every motif, then the window maxima.
+    """
+    if np.any(starts % block):
+        raise ValueError(f"bin starts must lie on the {block} bp grid")
+    first = starts // block
+    in_bin = _window_max(blocks, first, BIN_SIZE // block)
+    in_window = _window_max(blocks, first - FLANK_BP // block, (BIN_SIZE + 2 * FLANK_BP) // block)
+    return np.concatenate([in_bin, in_window], axis=1).astype(np.float32)
