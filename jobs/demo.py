@@ -27,8 +27,10 @@ def _predict_genome(config: PipelineConfig, args: argparse.Namespace | None) -> 
     from tfbs import storage
     from tfbs.lineage import run_report_uri
 
-    first = sorted(json.loads(storage.read_text(f"{run_report_uri(config.run_dir)}/report.json"))["results"])[0]
-    tf_name, cell = first.split("/")
+    report = json.loads(storage.read_text(f"{run_report_uri(config.run_dir)}/report.json"))
+    # A held-out cell first: scoring a cell no label trained is what users bring the model for.
+    keys = sorted(report["results"], key=lambda key: (key.split("/")[1] not in report.get("heldout_cells", []), key))
+    tf_name, cell = keys[0].split("/")
     options = argparse.Namespace(regions=None, tf=tf_name, cell=cell, out=None, model_version=None)
     return predict.run(config, options)
 
@@ -60,6 +62,11 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
         timings[name] = round(time.monotonic() - started, 1)
         log.info("=== stage %s done in %.1f s ===", name, timings[name])
     log.info("stage timings (s): %s", timings)
+    from tf_models.protocol import headline
+
+    print("\nmean test auPRC, 95% intervals over test sites:")
+    for line in headline(outcomes["evaluate"]):
+        print(f"  {line}")
     print(f"\nreport: {run_report_uri(config.run_dir).removeprefix('file://')}/report.html (report.json beside it)")
     return outcomes["evaluate"]
 

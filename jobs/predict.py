@@ -21,7 +21,11 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
         help="BED(.gz) of 200 bp regions (ladder or test); default: every bin of the genome at 50 bp stride",
     )
     parser.add_argument("--tf", required=True, help="TF name(s) in the protein FASTA, comma-separated (seen or not)")
-    parser.add_argument("--cell", required=True, help="cell type(s) known to the model, comma-separated")
+    parser.add_argument(
+        "--cell",
+        required=True,
+        help="cell type(s), comma-separated: any cell with DNase peaks (one the model was trained on, if it reads the cell type)",
+    )
     parser.add_argument(
         "--out",
         default=None,

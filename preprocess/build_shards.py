@@ -105,7 +105,8 @@ def _read_and_annotate(
             # Files for the next stage's tasks rather than Spark's shuffle (preprocess.staging).
             write_bins(bins, annotated_file(settings.context.out_uri, job.tf, bins.chrom))
             result = None
-        return StagedChromosome(job.tf, bins.chrom, bins.split, len(bins.starts), class_counts(bins), result)
+        counts = class_counts(bins, np.array([cell in settings.heldout_cells for cell in job.cells], dtype=bool))
+        return StagedChromosome(job.tf, bins.chrom, bins.split, len(bins.starts), counts, result)
 
     items = read_label_file(job.uri, job.cells, chroms, settings.bad_rows, settings.read_block_bytes)
     for item in annotate_while_reading(job.tf, items, job.cells, splits, intervals, _ANNOTATION_THREADS, store):
@@ -125,7 +126,7 @@ def _write_one(bins: ChromBins, cells: list[str], probabilities: Probabilities, 
     chromosome = load_chromosome(genome.uri, genome.fai[bins.chrom])
     status_of = partial(_window_status_at, chromosome, bins.starts, settings)
     chosen = {cell: probabilities.get((bins.tf, cell, bins.split), (0.0, 0.0)) for cell in cells}
-    decision = decide(bins, cells, chosen, settings.negative_draws, settings.seed, status_of)
+    decision = decide(bins, cells, chosen, settings.negative_draws, settings.seed, status_of, settings.heldout_cells)
     context = settings.context
     result = write_chromosome(bins, cells, decision, chromosome, context)
     if result.record_chunks:

@@ -34,7 +34,9 @@ def read_label_cells(labels_uri: str) -> list[str]:
     return cells
 
 
-def _configured_cells(labels_uri: str, header_cells: list[str], configured: list[str]) -> list[str]:
+def _configured_cells(
+    labels_uri: str, header_cells: list[str], configured: list[str], key: str = "data.cells"
+) -> list[str]:
     """The cells of ``data.cells`` among a label file's, in the file's order.
 
     A configured cell missing from the header is refused, not dropped: the
@@ -50,7 +52,7 @@ def _configured_cells(labels_uri: str, header_cells: list[str], configured: list
         raise BadInputError(
             labels_uri,
             1,
-            f"data.cells {missing} not in the header (its cells: {', '.join(header_cells)})",
+            f"{key} {missing} not in the header (its cells: {', '.join(header_cells)})",
         )
     return [cell for cell in header_cells if cell in configured]
 
@@ -58,8 +60,10 @@ def _configured_cells(labels_uri: str, header_cells: list[str], configured: list
 def check_preprocess_inputs(data: DataConfig) -> dict[str, list[str]]:
     """Check every input of ``tfbs preprocess``; return each TF's cells.
 
-    Cells are the label file's, restricted to ``data.cells`` when given;
-    every cell of ``data.cells`` must then be in each label file.
+    Cells are the label file's, restricted to ``data.cells`` and
+    ``data.heldout_cells`` when ``data.cells`` is given; every cell of both
+    must then be in each label file (a held-out cell's column gives the test
+    split's labels; no other row of it is read).
     The label files' headers are checked here and their rows by the job;
     every other input is checked whole: the genome's index against the
     FASTA, the proteins, and each DNase peak file and the blacklist line by
@@ -85,7 +89,10 @@ def check_preprocess_inputs(data: DataConfig) -> dict[str, list[str]]:
         labels_uri = require(data.labels_uri(tf), f"label file of {tf}")
         cells = read_label_cells(labels_uri)
         if data.cells is not None:
-            cells = _configured_cells(labels_uri, cells, data.cells)
+            cells = _configured_cells(labels_uri, cells, [*data.cells, *data.heldout_cells])
+        _configured_cells(labels_uri, cells, data.heldout_cells, "data.heldout_cells")
+        if not set(cells) - set(data.heldout_cells):
+            raise BadInputError(labels_uri, 1, f"every cell of {tf} is held out (data.heldout_cells): none to train on")
         if tf not in proteins:
             raise BadInputError(data.proteins_fasta, 0, f"no protein sequence named {tf}")
         for cell in cells if data.has_dnase else []:

@@ -56,6 +56,8 @@ class TaskSettings:
     seed: int
     bad_rows: Literal["fail", "set_aside"]
     read_block_bytes: int
+    #: Cells whose labels only the test split reads (``data.heldout_cells``).
+    heldout_cells: frozenset[str] = frozenset()
     #: The record-writing task of every record file ``(file key, number)``; known from stage 2 on.
     writer_of: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
@@ -127,6 +129,7 @@ def plan_shards(config: PipelineConfig, inputs: CheckedInputs) -> ShardPlan:
         seed=pp.seed,
         bad_rows=pp.bad_rows,
         read_block_bytes=pp.read_block_mb << 20,
+        heldout_cells=frozenset(data.heldout_cells),
     )
     return ShardPlan(
         tfs=tfs,

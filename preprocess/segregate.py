@@ -7,7 +7,9 @@ an outcome from :data:`tfbs.manifest.OUTCOMES`:
 - test chromosomes keep every bin (A included: evaluation removes it the
   official way), unless blacklisted or its window is unusable;
 - train/valid keep all B, never A, and U when a negative draw picks it;
-  several draws can pick different U, and positives are shared by all.
+  several draws can pick different U, and positives are shared by all;
+- a held-out cell's rows outside the test split are excluded before any
+  decision reads their labels (``excluded_heldout_cell``).
 """
 
 from __future__ import annotations
@@ -138,8 +140,14 @@ def annotate_while_reading(
                 yield in_flight.popleft().result()
 
 
-def class_counts(bins: ChromBins) -> np.ndarray:
+def class_counts(bins: ChromBins, heldout: np.ndarray) -> np.ndarray:
     """Per cell: (bound, open unbound, closed unbound) bins outside the blacklist.
+
+    Parameters
+    ----------
+    heldout
+        Per cell, True for a held-out cell: its counts outside the test
+        split stay zero (its labels there are never read).
 
     Returns
     -------
@@ -148,7 +156,7 @@ def class_counts(bins: ChromBins) -> np.ndarray:
     """
     usable = ~bins.blacklisted[:, None]
     unbound = (bins.codes == CODE_U) & usable
-    return np.stack(
+    counts = np.stack(
         [
             ((bins.codes == CODE_B) & usable).sum(axis=0),
             (unbound & (bins.open > 0)).sum(axis=0),
@@ -156,6 +164,9 @@ def class_counts(bins: ChromBins) -> np.ndarray:
         ],
         axis=1,
     ).astype(np.int64)
+    if bins.split != TEST:
+        counts[heldout] = 0
+    return counts
 
 
 @dataclass
@@ -173,6 +184,7 @@ def decide(
     n_draws: int,
     seed: int,
     window_status_of: Callable[[np.ndarray], np.ndarray],
+    heldout: frozenset[str] = frozenset(),
 ) -> Decision:
     """Give every (bin, cell) its outcome.
 
@@ -192,6 +204,9 @@ def decide(
         The :func:`tfbs.genome.window_status` of the bins at the indices it
         is given. Asked only for the bins some cell would keep: on a
         training chromosome a few per cent of them.
+    heldout
+        Held-out cells: outside the test split their rows are excluded
+        (``excluded_heldout_cell``) whatever their label.
     """
     code = {name: i for i, name in enumerate(OUTCOMES)}
     n, n_cells = bins.codes.shape
@@ -199,6 +214,9 @@ def decide(
     drawn = np.zeros((n, n_cells, n_draws), dtype=bool)
     if bins.split != TEST:
         for c, cell in enumerate(cells):
+            if cell in heldout:
+                outcome[:, c] = code["excluded_heldout_cell"]
+                continue
             # Whole columns, not the unbound bins picked out: nearly every bin is unbound, and
             # picking them out and putting the draws back cost more than drawing for all.
             unbound = bins.codes[:, c] == CODE_U
@@ -226,5 +244,8 @@ def decide(
     affected[kept] = np.broadcast_to(reason[:, None].astype(np.int8), affected.shape)[kept]
     outcome[bad_rows] = affected
     outcome[bins.blacklisted] = code["excluded_blacklist"]
+    if bins.split != TEST:
+        # A held-out cell's label is never read there, blacklisted or not.
+        outcome[:, [c for c, cell in enumerate(cells) if cell in heldout]] = code["excluded_heldout_cell"]
     drawn &= (outcome == code["kept"])[:, :, None]
     return Decision(outcome, drawn)

@@ -52,6 +52,7 @@ def shard_manifest(
             "tfs": tfs,
             "cells": plan.cells,
             "cells_by_tf": plan.cells_by_tf,
+            "heldout_cells": sorted(config.data.heldout_cells),
             "splits": {"test_chroms": pp.test_chroms, "valid_chroms": pp.valid_chroms},
             "window": pp.window,
             # Without DNase every bin reads as closed: the model must not use the input.

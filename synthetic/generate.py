@@ -30,6 +30,7 @@ from pathlib import Path
 
 import numpy as np
 
+from synthetic.background import apply_background
 from synthetic.formats import (
     concat_peaks,
     write_bed_gz,
@@ -38,10 +39,9 @@ from synthetic.formats import (
     write_narrowpeak_gz,
 )
 from synthetic.genome import blacklist_intervals, simulate_chromosome
-from synthetic.background import apply_background
 from synthetic.occupancy import Occupancy, match_reach, relaxed_only_locations, simulate_occupancy
-from synthetic.partners import BIOREPS, expression_tables, write_expression
 from synthetic.oracle import coarse_pwm_chances, partner_states, write_oracle_table
+from synthetic.partners import BIOREPS, expression_tables, write_expression
 from synthetic.peaks import CHIP_WIDTH_RANGE, artifact_peaks, peaks_around
 from synthetic.proteins import write_protein_fasta
 from synthetic.sites import MOTIFLESS, STRONG, WEAK, match_scores

@@ -210,7 +210,9 @@ def _realistic_locations(
             )  # fmt: skip
         parts_chrom.append(chrom)
         parts_centre.append(centre)
-        parts_open.append(open_chromatin(chromatin_rng.random(chrom.shape[0]), n_cells, 2.0 / 3.0, chromatin_rng, 0.25, 0.0))
+        parts_open.append(
+            open_chromatin(chromatin_rng.random(size=int(chrom.shape[0])), n_cells, 2.0 / 3.0, chromatin_rng, 0.25, 0.0)
+        )
         n_decoys = chrom.shape[0]
     if islands is not None and islands.chrom.size:
         parts_chrom.append(islands.chrom)

@@ -64,7 +64,8 @@ def expression_tables(gen: GenerateConfig, present: np.ndarray, rng: np.random.G
     tables: dict[str, list[dict]] = {}
     for column, cell in enumerate(gen.cells):
         median = [profile.expressed_tpm] * len(gen.tfs) + [
-            profile.expressed_tpm if present[row, column] else profile.absent_tpm for row in range(len(profile.partners))
+            profile.expressed_tpm if present[row, column] else profile.absent_tpm
+            for row in range(len(profile.partners))
         ]
         cell_level = np.asarray(median) * rng.lognormal(0.0, profile.tpm_sigma, len(median))
         tables[cell] = []

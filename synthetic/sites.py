@@ -165,7 +165,9 @@ def binding_chances(
     [[1.0, 0.5], [0.9, 0.09000000000000001]]
     """
     open_here = is_open[sites.loc]
-    chance = binding_probability(sites.kind, sites.strength, p_other)[:, None] * np.where(open_here, 1.0, closed_binding)
+    chance = binding_probability(sites.kind, sites.strength, p_other)[:, None] * np.where(
+        open_here, 1.0, closed_binding
+    )
     partnered = sites.partners >= 0
     if present is not None and partnered.any():
         chance[partnered] *= np.where(present[sites.partners[partnered]], 1.0, partner_leak)

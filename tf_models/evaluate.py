@@ -27,7 +27,18 @@ from pyspark.sql import SparkSession
 
 from tf_models import MODEL_FORMAT
 from tf_models.baselines import OracleTable, bin_motif_scores, motif_log_odds
+from tf_models.boosted import predict_boosted
+from tf_models.boosted_fit import BoostedBaseline, fit_boosted_baseline
 from tf_models.model_dir import local_export
+from tf_models.protocol import (
+    BASELINES,
+    HELD_OUT,
+    SCORERS,
+    TRAINING,
+    format_interval,
+    group_summary,
+    site_intervals,
+)
 from tfbs import lineage, storage
 from tfbs.config import DataConfig, EvaluateConfig, PipelineConfig
 from tfbs.dream import TEST
@@ -38,16 +49,22 @@ from tfbs.manifest import Manifest
 
 log = logging.getLogger("tfbs.evaluate")
 
-#: Baselines in the order the report and its plot show them.
-BASELINES = ("motif_scan", "coarse_pwm_reference", "oracle")
+#: The baselines :func:`predict_rows` scores beside the model, in the order of its columns.
+ROW_BASELINES = BASELINES
 
 _PREDICTION_COLUMNS = ["tf", "cell", "chrom", "start", "label_code", "tf_index", "cell_index", "dnase"]
 
 
 def predict_rows(
-    rows: Iterable, export_uri: str, batch_size: int, fasta_uri: str, window: int, motifs: dict[str, np.ndarray]
+    rows: Iterable,
+    export_uri: str,
+    batch_size: int,
+    fasta_uri: str,
+    window: int,
+    motifs: dict[str, np.ndarray],
+    boosted: BoostedBaseline | None = None,
 ) -> Iterator[tuple]:
-    """Score test rows with the exported model and the motif scan, cutting windows from the genome.
+    """Score test rows with the exported model and the baselines, cutting windows from the genome.
 
     Rows should come sorted by chromosome: one chromosome is held at a time.
 
@@ -55,18 +72,22 @@ def predict_rows(
     ----------
     motifs
         ``{tf: log-odds matrix}`` of the motif-scan baseline; a TF without
-        one gets NaN.
+        one gets NaN (and so does its DNase-weighted motif).
+    boosted
+        The fitted gradient-boosted baseline, or None (NaN).
 
     Yields
     ------
     tuple
-        ``(tf, cell, chrom, start, label_code, probability, motif_scan)``.
+        ``(tf, cell, chrom, start, label_code, probability, *baselines)``, the
+        baselines in the order of :data:`ROW_BASELINES`.
     """
     import tensorflow as tf
 
     predict = tf.saved_model.load(local_export(export_uri)).signatures["indexed"]
     fai = read_fai(fasta_uri)
     loaded: dict[str, np.ndarray] = {}
+    best_possible = {name: float(matrix.max(axis=1).sum()) for name, matrix in motifs.items()}
 
     def flush(batch: list) -> Iterator[tuple]:
         chrom = batch[0].chrom
@@ -74,31 +95,65 @@ def predict_rows(
             loaded.clear()
             loaded[chrom] = load_chromosome(fasta_uri, fai[chrom])
         windows = gather_windows(loaded[chrom], np.array([r.start for r in batch]), window)
+        dnase = np.array([r.dnase for r in batch], dtype=np.float64)
         outputs = predict(
             dna=tf.constant([w.tobytes() for w in windows]),
             tf_index=tf.constant([r.tf_index for r in batch], tf.int32),
             cell_index=tf.constant([r.cell_index for r in batch], tf.int32),
-            dnase=tf.constant([r.dnase for r in batch], tf.float32),
+            dnase=tf.constant(dnase, tf.float32),
         )
-        scan = np.full(len(batch), np.nan, dtype=np.float32)
         names = np.array([r.tf for r in batch])
+        scan = np.full(len(batch), np.nan)
+        relative = np.full(len(batch), np.nan)
         for name in set(names.tolist()) & motifs.keys():
             picked = names == name
             scan[picked] = bin_motif_scores(windows[picked], motifs[name])
-        for r, p, m in zip(batch, outputs["probability"].numpy(), scan):
-            yield (r.tf, r.cell, r.chrom, r.start, r.label_code, float(p), float(m))
+            relative[picked] = np.clip(scan[picked] / best_possible[name], 0.0, 1.0)
+        # The best match weighted by DNase; closed bins keep a hundredth of their match, so they still rank.
+        dnase_motif = (dnase + 0.01) * relative
+        columns = zip(batch, outputs["probability"].numpy(), dnase_motif, dnase, scan)
+        for r, p, *baselines in columns:
+            yield (r.tf, r.cell, r.chrom, r.start, r.label_code, float(p), np.nan, *(float(b) for b in baselines))
 
-    batch: list = []
-    for row in rows:
-        if batch and (len(batch) == batch_size or row.chrom != batch[0].chrom):
+    def batches() -> Iterator[tuple]:
+        batch: list = []
+        for row in rows:
+            if batch and (len(batch) == batch_size or row.chrom != batch[0].chrom):
+                yield from flush(batch)
+                batch = []
+            batch.append(row)
+        if batch:
             yield from flush(batch)
-            batch = []
-        batch.append(row)
-    if batch:
-        yield from flush(batch)
+
+    yield from batches() if boosted is None else with_boosted(batches(), boosted)
 
 
-def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTable]]) -> tuple[dict, dict, dict]:
+#: Rows the gradient-boosted baseline scores at a time: a classifier call costs about a millisecond whatever its size.
+_BOOSTED_CHUNK = 65_536
+
+
+def with_boosted(scored: Iterator[tuple], boosted: BoostedBaseline) -> Iterator[tuple]:
+    """:func:`predict_rows`' rows with the gradient-boosted baseline's column filled, a chunk of one chromosome at a time."""
+    chunk: list[tuple] = []
+
+    def flush() -> Iterator[tuple]:
+        tfs, cells, chrom = (np.array([r[i] for r in chunk]) for i in (0, 1, 2))
+        starts = np.array([r[3] for r in chunk], dtype=np.int64)
+        dnase = np.array([r[8] for r in chunk], dtype=np.float64)
+        probabilities = predict_boosted(boosted.models, boosted.features(str(chrom[0]), starts, dnase, cells), tfs)
+        for row, value in zip(chunk, probabilities):
+            yield (*row[:6], float(value), *row[7:])
+
+    for row in scored:
+        if chunk and (len(chunk) == _BOOSTED_CHUNK or row[2] != chunk[0][2]):
+            yield from flush()
+            chunk = []
+        chunk.append(row)
+    if chunk:
+        yield from flush()
+
+
+def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTable]]) -> tuple[dict, dict, dict, dict]:
     """Official metrics per ``TF/cell`` for the model and its baselines.
 
     Parameters
@@ -106,34 +161,39 @@ def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTa
     predictions
         Rows of :func:`predict_rows`.
     oracles
-        Per baseline name (``oracle``, ``coarse_pwm_reference``), the
+        Per reference name (``oracle``, ``coarse_pwm_reference``), the
         generator's table of each TF that has one.
 
     Returns
     -------
     tuple
-        The model's metrics per key, ``{key: {baseline: metrics}}`` and the
-        arrays for the curve plots.
+        The model's metrics per key, ``{key: {baseline: metrics}}``, the
+        arrays for the curve plots, and per key the arrays the site
+        bootstrap reads (``chrom``, ``start``, ``label`` and every scorer's).
     """
     from tfbs.metrics import score_predictions
 
     grouped: dict[tuple[str, str], list[tuple]] = defaultdict(list)
     for row in predictions:
         grouped[(row[0], row[1])].append(row)
-    results, curves = {}, {}
+    results, curves, arrays = {}, {}, {}
     baselines: dict[str, dict[str, dict]] = {}
     for tf_name, cell in sorted(grouped):
         key = f"{tf_name}/{cell}"
-        _, _, chrom, starts, labels, model, scan = (np.asarray(column) for column in zip(*grouped[(tf_name, cell)]))
+        _, _, chrom, starts, labels, model, *row_baselines = (np.asarray(c) for c in zip(*grouped[(tf_name, cell)]))
         results[key] = score_predictions(labels, model)
         curves[key] = {"labels": labels, "scores": model, **results[key]}
-        baselines[key] = {}
-        if not np.isnan(scan.astype(np.float64)).any():
-            baselines[key]["motif_scan"] = score_predictions(labels, scan)
+        scored = {"model": model.astype(np.float64)}
+        for name, values in zip(ROW_BASELINES, row_baselines):
+            values = values.astype(np.float64)
+            if not np.isnan(values).any():
+                scored[name] = values
         for name, tables in oracles.items():
             if tf_name in tables:
-                baselines[key][name] = score_predictions(labels, tables[tf_name].scores(cell, chrom, starts))
-    return results, baselines, curves
+                scored[name] = tables[tf_name].scores(cell, chrom, starts)
+        baselines[key] = {name: score_predictions(labels, values) for name, values in scored.items() if name != "model"}
+        arrays[key] = {"chrom": chrom, "start": starts, "label": labels, **scored}
+    return results, baselines, curves, arrays
 
 
 def _read_oracles(data: DataConfig, tfs: list[str]) -> dict[str, dict[str, OracleTable]]:
@@ -147,13 +207,13 @@ def _read_oracles(data: DataConfig, tfs: list[str]) -> dict[str, dict[str, Oracl
 
 
 def _summary(results: dict, baselines: dict) -> dict:
-    """Means of the model and each baseline, and the TF/cells where the model loses to the motif scan."""
+    """Means of the model and each scorer, and the TF/cells where the model loses to the motif scan."""
     summary: dict[str, Any] = {
         "mean_auroc": float(np.mean([r["auroc"] for r in results.values()])),
         "mean_auprc": float(np.mean([r["auprc"] for r in results.values()])),
         "baseline_mean_auprc": {},
     }
-    for name in BASELINES:
+    for name in SCORERS:
         scored = [b[name]["auprc"] for b in baselines.values() if name in b]
         if scored:
             summary["baseline_mean_auprc"][name] = float(np.mean(scored))
@@ -164,12 +224,26 @@ def _summary(results: dict, baselines: dict) -> dict:
 
 
 def _below_floors(cfg: EvaluateConfig, report: dict) -> list[str]:
-    """The configured floors the report's means fall below, in words."""
+    """The configured floors the report's means fall below, in words.
+
+    The margin floor compares the model with a baseline on the same TF/cells
+    (every one scored, training and held-out cells), so a model that
+    learnt nothing fails it however its auROC reads.
+    """
     failures = []
     for metric, name, floor in (("auroc", "auROC", cfg.min_mean_auroc), ("auprc", "auPRC", cfg.min_mean_auprc)):
         value = report[f"mean_{metric}"]
         if floor is not None and value < floor:
             failures.append(f"mean {name} {value:.3f} is below evaluate.min_mean_{metric} {floor}")
+    if cfg.min_auprc_margin is not None:
+        baseline = report["baseline_mean_auprc"].get(cfg.margin_baseline)
+        if baseline is None:
+            failures.append(f"evaluate.margin_baseline {cfg.margin_baseline} was not scored, so no margin can be shown")
+        elif report["mean_auprc"] - baseline < cfg.min_auprc_margin:
+            failures.append(
+                f"mean auPRC {report['mean_auprc']:.3f} is {report['mean_auprc'] - baseline:+.3f} over the "
+                f"{cfg.margin_baseline} baseline's {baseline:.3f}, below evaluate.min_auprc_margin {cfg.min_auprc_margin}"
+            )
     return failures
 
 
@@ -206,23 +280,31 @@ def _promote(config: PipelineConfig, version_lineage: Lineage, report: dict) -> 
 
 
 def _predict_test(
-    spark: SparkSession, config: PipelineConfig, manifest: Manifest, export_uri: str, report_dir: str
+    spark: SparkSession,
+    config: PipelineConfig,
+    manifest: Manifest,
+    export_uri: str,
+    report_dir: str,
+    boosted: BoostedBaseline | None,
 ) -> list[tuple]:
-    """Predict every test row with the exported model; write the predictions under ``report_dir``.
+    """Predict every test row with the exported model and the baselines; write the predictions under ``report_dir``.
 
     Returns
     -------
     list of tuple
-        The predictions read back: ``(tf, cell, chrom, start, label, probability, motif_scan)``.
+        The predictions read back: ``(tf, cell, chrom, start, label, probability, *ROW_BASELINES)``.
     """
     files = [entry.path for entry in manifest.parquet[TEST]]
     test = spark.read.parquet(*files).select(*_PREDICTION_COLUMNS).sortWithinPartitions("chrom", "start")
     batch_size, fasta_uri, window = config.evaluate.batch_size, config.data.genome_fasta, manifest.window
     motifs = motif_log_odds(config.evaluate.motif_db, config.evaluate.motifs) if config.evaluate.motif_db else {}
-    scored = test.rdd.mapPartitions(lambda rows: predict_rows(rows, export_uri, batch_size, fasta_uri, window, motifs))
-    predictions = spark.createDataFrame(
-        scored, "tf string, cell string, chrom string, start long, label int, probability double, motif_scan double"
+    scored = test.rdd.mapPartitions(
+        lambda rows: predict_rows(rows, export_uri, batch_size, fasta_uri, window, motifs, boosted)
     )
+    schema = "tf string, cell string, chrom string, start long, label int, probability double, " + ", ".join(
+        f"{name} double" for name in ROW_BASELINES
+    )
+    predictions = spark.createDataFrame(scored, schema)
     # Written once and read back, so the model runs once for both the saved
     # predictions and the metrics.
     predictions.write.mode("overwrite").parquet(f"{report_dir}/predictions")
@@ -244,6 +326,40 @@ def _write_plots(report_dir: str, curves: dict, report: dict) -> None:
     )
 
 
+def _boosted_record(boosted: BoostedBaseline | None) -> dict | None:
+    """What the report says of the gradient-boosted baseline: its features, settings and training rows."""
+    if boosted is None:
+        return None
+    from tf_models.boosted import BOOSTED_SETTINGS
+
+    return {
+        "features": boosted.inputs.feature_names(),
+        "settings": BOOSTED_SETTINGS,
+        "training_rows": boosted.n_training_rows,
+        "tfs": sorted(boosted.models),
+    }
+
+
+def _log_groups(report: dict) -> None:
+    """One line per group of cells: the model and the best baseline, each with its interval over test sites."""
+    # Per-TF groups are in report.json and the HTML report.
+    for name in (TRAINING, HELD_OUT):
+        if name not in report["groups"]:
+            continue
+        group = report["groups"][name]
+        best = group["best_baseline"]
+        log.info(
+            "%s (%d TF/cells): model auPRC %s; best baseline %s %s; model - %s %s",
+            name,
+            len(group["keys"]),
+            format_interval(group["auprc"].get("model")),
+            best,
+            format_interval(group["auprc"].get(best)) if best else "-",
+            best,
+            format_interval(group["model_minus_best"], signed=True),
+        )
+
+
 def _log_scores(report: dict) -> None:
     """Log each TF/cell's scores beside its baselines, the means, and where the motif scan does better."""
     results, baselines = report["results"], report["baselines"]
@@ -262,6 +378,7 @@ def _log_scores(report: dict) -> None:
         )
     means = "".join(f", {name} {value:.3f}" for name, value in report["baseline_mean_auprc"].items())
     log.info("mean auROC %.3f, mean auPRC %.3f%s", report["mean_auroc"], report["mean_auprc"], means)
+    _log_groups(report)
     if report["below_motif_scan"]:
         log.warning("the model does not beat the motif scan on %s", ", ".join(report["below_motif_scan"]))
 
@@ -299,12 +416,15 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     version_lineage = lineage.require_lineage(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
     export_uri = lineage.export_uri(config.run_dir, version_lineage.version)
     report_dir = lineage.report_uri(config.run_dir, version_lineage.version)
-    rows = _predict_test(spark, config, manifest, export_uri, report_dir)
+    boosted = fit_boosted_baseline(spark, config, manifest, report_dir)
+    rows = _predict_test(spark, config, manifest, export_uri, report_dir, boosted)
     log.info(
         "scored %d test rows of version %s in %.1f s", len(rows), version_lineage.version, time.monotonic() - started
     )
 
-    results, baselines, curves = score_groups(rows, _read_oracles(config.data, manifest.tfs))
+    results, baselines, curves, arrays = score_groups(rows, _read_oracles(config.data, manifest.tfs))
+    ev = config.evaluate
+    intervals = site_intervals(arrays, manifest.heldout_cells, ev.bootstrap_resamples, ev.bootstrap_seed)
     report = {
         "split": "test",
         "test_chroms": manifest.splits.test_chroms,
@@ -312,14 +432,20 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
         "model": export_uri,
         "lineage": version_lineage.model_dump(mode="json"),
         "config_digest": config.digest(),
+        "heldout_cells": manifest.heldout_cells,
         "results": results,
         "baselines": baselines,
+        "boosted_baseline": _boosted_record(boosted),
+        "groups": group_summary(intervals),
+        "intervals": intervals,
         **_summary(results, baselines),
     }
-    failures = _below_floors(config.evaluate, report)
+    failures = _below_floors(ev, report)
     report["floors"] = {
-        "min_mean_auroc": config.evaluate.min_mean_auroc,
-        "min_mean_auprc": config.evaluate.min_mean_auprc,
+        "min_mean_auroc": ev.min_mean_auroc,
+        "min_mean_auprc": ev.min_mean_auprc,
+        "min_auprc_margin": ev.min_auprc_margin,
+        "margin_baseline": ev.margin_baseline,
         "passed": not failures,
     }
     report_json = f"{report_dir}/report.json"

@@ -61,7 +61,7 @@ def decode_batch(rows: tf.Tensor, layout: RecordLayout, flip: tf.Tensor | None =
 
 
 def _decode_together(
-    first_batch: tf.Tensor, parts: tuple[tf.Tensor, ...], layout: RecordLayout, seed: int
+    first_batch: tf.Tensor, parts: tuple[tf.Tensor, ...], layout: RecordLayout, seed: int, shuffle_labels: bool = False
 ) -> dict[str, tf.Tensor]:
     """Decode :data:`DECODE_BATCHES` training batches in one call, reverse-complementing a random half of each.
 
@@ -76,6 +76,10 @@ def _decode_together(
     layout, seed
         The record layout; the augmentation seed (per batch index, so the
         flips do not depend on how many batches are decoded at once).
+    shuffle_labels
+        Permute the labels within each batch (``train.shuffle_labels``, a
+        negative control): the model sees as many positives, none of them
+        where they are.
 
     Returns
     -------
@@ -92,7 +96,13 @@ def _decode_together(
     features = decode_batch(tf.reshape(rows, [-1, layout.record_bytes]), layout, tf.concat(flips, axis=0))
     # Static sizes where known (the batch's, the window's): the models crop and flatten by them.
     batch = rows.shape[1] or -1
-    return {name: tf.reshape(value, [k, batch, *value.shape[1:]]) for name, value in features.items()}
+    grouped = {name: tf.reshape(value, [k, batch, *value.shape[1:]]) for name, value in features.items()}
+    if shuffle_labels:
+        order = tf.argsort(
+            tf.random.stateless_uniform([k, size], seed=tf.stack([tf.constant(seed + 7, tf.int64), first_batch]))
+        )
+        grouped["label"] = tf.gather(grouped["label"], order, batch_dims=1)
+    return grouped
 
 
 def _file_blocks(path: tf.Tensor, layout: RecordLayout, block_records: int) -> tf.data.Dataset:
@@ -195,6 +205,7 @@ def make_dataset(
     positive_fraction: float = 0.5,
     skip_batches: int = 0,
     block_records: int = BLOCK_RECORDS,
+    shuffle_labels: bool = False,
 ) -> tf.data.Dataset:
     """Stream record files as batches of decoded features.
 
@@ -234,6 +245,8 @@ def make_dataset(
         same augmentation.
     block_records
         Records per block (:data:`BLOCK_RECORDS`).
+    shuffle_labels
+        Training only: permute the labels within each batch (``train.shuffle_labels``).
     """
     if shard is None:
         shard = (
@@ -274,7 +287,7 @@ def make_dataset(
         groups.skip(skipped_groups)
         .enumerate(start=skipped_groups)
         .map(
-            lambda i, parts: _decode_together(i * k, parts, layout, seed),
+            lambda i, parts: _decode_together(i * k, parts, layout, seed, shuffle_labels),
             num_parallel_calls=tf.data.AUTOTUNE,
             deterministic=True,
         )

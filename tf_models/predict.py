@@ -237,9 +237,16 @@ def predict_targets(
     """
     metadata = read_export_metadata(export_uri)
     proteins = read_protein_fasta(config.data.proteins_fasta)
+    # Older exports say nothing of the cell type: they read it.
+    reads_cell_type = metadata.get("uses_cell_type", True)
     for target in targets:
-        if target.cell not in metadata["cells"]:
-            raise BadInputError(export_uri, 0, f"the model knows cells {metadata['cells']}, not {target.cell}")
+        if reads_cell_type and target.cell not in metadata["cells"]:
+            raise BadInputError(
+                export_uri,
+                0,
+                f"the model reads the cell type and knows cells {metadata['cells']}, not {target.cell} "
+                "(a model trained with train.model.use_cell_type: false scores any cell with DNase)",
+            )
         if target.tf not in proteins:
             raise BadInputError(config.data.proteins_fasta, 0, f"no protein sequence named {target.tf}")
     sc, fasta_uri = spark.sparkContext, config.data.genome_fasta
@@ -265,7 +272,10 @@ def predict_targets(
         metadata["window"],
         config.predict.batch_size,
         tuple(
-            _Scored(proteins[t.tf], metadata["cells"].index(t.cell), t.cell, parts_dir)
+            # A model that ignores the cell type takes any index: the cell speaks through its DNase.
+            _Scored(
+                proteins[t.tf], metadata["cells"].index(t.cell) if t.cell in metadata["cells"] else 0, t.cell, parts_dir
+            )
             for t, parts_dir in zip(targets, parts_dirs)
         ),
     )

@@ -83,6 +83,7 @@ def _export(config: PipelineConfig, version_lineage: Lineage, run, manifest: Man
         "cells": manifest.cells,
         "window": manifest.window,
         "uses_dnase": model_config.use_dnase,
+        "uses_cell_type": model_config.use_cell_type,
         "steps": result.steps,
         "strategy": config.train.placement.strategy,
         "config_digest": config.digest(),

@@ -213,6 +213,7 @@ class TrainingRun:
             negatives=self.negative_files,
             positive_fraction=self.positive_fraction(cfg),
             skip_batches=skip_batches,
+            shuffle_labels=cfg.shuffle_labels,
             **sharding,
         )
 

@@ -9,6 +9,9 @@ Outcomes of one (bin, cell) row:
 ``excluded_ambiguous``
     label A outside the test split (A never trains; test keeps it so
     evaluation can remove it the official way);
+``excluded_heldout_cell``
+    a row of a held-out cell (``data.heldout_cells``) outside the test
+    split: no decision reads its label, training never sees it;
 ``dropped_sampling``
     an unbound bin not drawn for the configured U:B ratio;
 ``dropped_window_out_of_bounds``
@@ -38,7 +41,8 @@ from tfbs.errors import BadInputError
 #: 4: the fingerprint holds a content digest of every input; every file entry its SHA-256.
 #: 5: a row's ``dnase`` is its proximity to the cell's DNase summit (tfbs.annotate.peak_proximity), not a flag.
 #: 6: BLAKE3 instead of SHA-256, in file entries (``blake3``) and the fingerprint (kind ``blake3``).
-SCHEMA_VERSION = 6
+#: 7: held-out cells (``heldout_cells``, the outcome ``excluded_heldout_cell``).
+SCHEMA_VERSION = 7
 MANIFEST_NAME = "manifest.json"
 
 #: Outcomes decided per (bin, cell) inside the tasks, by code.
@@ -49,6 +53,7 @@ OUTCOMES = (
     "dropped_sampling",
     "dropped_window_out_of_bounds",
     "dropped_window_n",
+    "excluded_heldout_cell",
 )
 REJECTED = "rejected_bad_line"
 
@@ -134,6 +139,7 @@ class CellOutcomes(_Record):
     dropped_sampling: int = 0
     dropped_window_out_of_bounds: int = 0
     dropped_window_n: int = 0
+    excluded_heldout_cell: int = 0
     rejected_bad_line: int = 0
 
     def kept_rows(self, split: str, label: str | None = None) -> int:
@@ -183,6 +189,9 @@ class Manifest(_Record):
     tfs: list[str] = Field(min_length=1)
     cells: list[str] = Field(min_length=1)
     cells_by_tf: dict[str, list[str]]
+    heldout_cells: list[str] = Field(
+        default_factory=list, description="cells whose labels only the test split holds (data.heldout_cells)"
+    )
     splits: Splits
     window: int = Field(gt=0)
     dnase: bool = Field(description="whether DNase peaks annotated the bins (else every bin reads closed)")

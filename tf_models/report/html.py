@@ -17,7 +17,17 @@ from string import Template
 from typing import Any
 
 #: The scorers' order in tables and legends; others follow by name.
-SCORER_ORDER = ("model", "oracle", "coarse_pwm_reference", "motif_scan")
+SCORER_ORDER = ("model", "oracle", "coarse_pwm_reference", "boosted", "dnase_motif", "dnase", "motif_scan")
+#: What each scorer is, in the protocol table.
+SCORER_NAMES = {
+    "model": "model",
+    "boosted": "gradient-boosted (motifs, DNase, RNA-seq)",
+    "dnase_motif": "motif match weighted by DNase",
+    "dnase": "DNase alone",
+    "motif_scan": "motif scan",
+    "coarse_pwm_reference": "coarse-PWM reference (generator)",
+    "oracle": "oracle (generator, a bound on expected auPRC)",
+}
 #: The metrics of a scorer, with their column headings.
 METRICS = (
     ("auprc", "auPRC"),
@@ -175,6 +185,57 @@ def training_line(report: dict[str, Any]) -> str:
     )
 
 
+def protocol_section(report: dict[str, Any]) -> str:
+    """The challenge's protocol: per group of cells, every scorer's mean auPRC and the model minus the best baseline."""
+    from tf_models.protocol import HELD_OUT, TRAINING, format_interval
+
+    groups = report.get("groups") or {}
+    main = [name for name in (HELD_OUT, TRAINING) if name in groups]
+    if not main:
+        return "<p class=meta>No intervals in this report (evaluated before the site bootstrap).</p>"
+    heldout = ", ".join(report.get("heldout_cells") or []) or "none"
+    rows, classes = [], []
+    scorers = _scorers({name for group in main for name in groups[group]["auprc"]})
+    for scorer in scorers:
+        rows.append(
+            [SCORER_NAMES.get(scorer, scorer), *(format_interval(groups[g]["auprc"].get(scorer)) for g in main)]
+        )
+        classes.append("model" if scorer == "model" else "")
+    rows.append(
+        [
+            "model - best baseline",
+            *(
+                f"{groups[g]['best_baseline']}: {format_interval(groups[g]['model_minus_best'], signed=True)}"
+                for g in main
+            ),
+        ]
+    )
+    classes.append("model")
+    per_tf = []
+    for name in sorted(groups):
+        if name in main:
+            continue
+        group = groups[name]
+        best = group["best_baseline"]
+        per_tf.append(
+            [
+                name,
+                format_interval(group["auprc"].get("model")),
+                f"{best} {format_interval(group['auprc'].get(best))}" if best else "-",
+                format_interval(group["model_minus_best"], signed=True),
+            ]
+        )
+    return "\n".join(
+        [
+            f"<h3>Held-out cells ({_e(heldout)}) and training cells: mean test auPRC, 95% interval over test sites</h3>",
+            "<p class=meta>ENCODE-DREAM scored held-out chromosomes in cells whose labels no team trained on. "
+            "Baselines are scored on the same rows; the interval is a bootstrap over test sites (regions, not bins).</p>",
+            table(["scorer", *main], rows, classes),
+            table(["TF and cells", "model", "best baseline", "model - best baseline"], per_tf, ["model"] * len(per_tf)),
+        ]
+    )
+
+
 def summary_section(page: dict[str, Any]) -> str:
     """Means, the per-TF gaps, then one row per TF/cell and scorer with the official metrics."""
     report = page["report"]
@@ -194,6 +255,8 @@ def summary_section(page: dict[str, Any]) -> str:
     floors = report.get("floors", {})
     parts = [
         '<h2 id="summary">Summary (test chromosomes: ' + _e(", ".join(report.get("test_chroms", []))) + ")</h2>",
+        protocol_section(report),
+        "<h3>Means over every TF/cell</h3>",
         table(["scorer", "mean auPRC", "mean auROC"], means, ["model"] + [""] * (len(means) - 1)),
         "<p>" + _e(training_line(report)) + "</p>",
         "<h3>Per TF (auPRC, mean over cells)</h3>",
@@ -202,7 +265,8 @@ def summary_section(page: dict[str, Any]) -> str:
             per_tf_rows(report),
             ["model"] * len(per_tf_rows(report)),
         ),
-        f"<p>Floors: auROC {_number(floors.get('min_mean_auroc'))}, auPRC {_number(floors.get('min_mean_auprc'))}; "
+        f"<p>Floors: auROC {_number(floors.get('min_mean_auroc'))}, auPRC {_number(floors.get('min_mean_auprc'))}, "
+        f"auPRC margin over {_e(floors.get('margin_baseline', '-'))} {_number(floors.get('min_auprc_margin'))}; "
         f"{'passed' if floors.get('passed', True) else '<span class=problem>not passed</span>'}. "
         + (
             f"<span class=problem>The model does not beat the motif scan on {_e(', '.join(below))}.</span>"

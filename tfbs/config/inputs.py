@@ -95,6 +95,13 @@ class DataConfig(Section):
     )
 
     @model_validator(mode="after")
+    def _heldout_apart(self) -> "DataConfig":
+        both = set(self.heldout_cells) & set(self.cells or [])
+        if both:
+            raise ValueError(f"heldout_cells {sorted(both)} are also in cells (the cells to train on)")
+        return self
+
+    @model_validator(mode="after")
     def _fill_defaults(self) -> "DataConfig":
         root = to_uri(self.root)
         defaults = {

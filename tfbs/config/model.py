@@ -103,7 +103,11 @@ class ModelConfig(Section):
         True,
         description="feed the DNase input, each bin's proximity to its open region's summit (off when the data has none)",
     )
-    use_cell_type: bool = True
+    use_cell_type: bool = Field(
+        False,
+        description="a learned input per training cell type (a one-hot or an embedding); it cannot score a cell "
+        "no label trained (data.heldout_cells, tfbs predict on a new cell), so it is off by default",
+    )
     motif_cnn: MotifCNNConfig = Field(default_factory=MotifCNNConfig)
     easyflow: EasyFlowConfig = Field(default_factory=EasyFlowConfig)
     factornet: FactorNetConfig = Field(default_factory=FactorNetConfig)

@@ -43,8 +43,20 @@ class PipelineConfig(Section):
         # Generated data: the motif scan reads the motifs the generator planted.
         if self.generate is not None and self.evaluate.motif_db is None:
             motifs = {spec.name: spec.motif for spec in self.generate.tfs}
-            evaluate = self.evaluate.model_copy(update={"motif_db": self.generate.motif_db, "motifs": motifs})
-            object.__setattr__(self, "evaluate", evaluate)
+            update: dict[str, Any] = {"motif_db": self.generate.motif_db, "motifs": motifs}
+            if self.generate.profile == "realistic" and not self.evaluate.partner_motifs:
+                update["partner_motifs"] = {p.name: p.motif for p in self.generate.realistic.partners}
+            object.__setattr__(self, "evaluate", self.evaluate.model_copy(update=update))
+        return self
+
+    @model_validator(mode="after")
+    def _heldout_cells_scorable(self) -> "PipelineConfig":
+        # A learned input per cell type has nothing to say about a cell no label of which trained it.
+        if self.data.heldout_cells and self.train.model.use_cell_type:
+            raise ValueError(
+                f"train.model.use_cell_type: a cell-type input cannot score the held-out cells "
+                f"{self.data.heldout_cells} (data.heldout_cells); set it false"
+            )
         return self
 
     def digest(self, sections: set[str] | None = None) -> str:

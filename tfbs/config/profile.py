@@ -27,7 +27,9 @@ class PartnerSpec(Section):
 class RealisticConfig(Section):
     """Cells that differ as they do in life: partners, binding outside DNase peaks, a structured background."""
 
-    partners: list[PartnerSpec] = Field(default_factory=list, description="cofactors; a TF names its own in tfs[].partners")
+    partners: list[PartnerSpec] = Field(
+        default_factory=list, description="cofactors; a TF names its own in tfs[].partners"
+    )
     partner_presence: float = Field(0.5, gt=0, lt=1, description="chance a cell expresses a partner (drawn ones)")
     partner_site_fraction: float = Field(
         0.5,

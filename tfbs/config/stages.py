@@ -20,6 +20,18 @@ class EvaluateConfig(Section):
     min_mean_auprc: float | None = Field(
         None, ge=0, le=1, description="fail the stage below this; models/LATEST then stays where it was"
     )
+    min_auprc_margin: float | None = Field(
+        None,
+        description="fail the stage unless the model's mean auPRC exceeds margin_baseline's by this much (over every "
+        "TF/cell scored): a floor a model that learnt nothing fails, whatever its auROC; models/LATEST then stays",
+    )
+    margin_baseline: Literal["dnase", "dnase_motif", "motif_scan", "boosted"] = Field(
+        "dnase", description="the baseline of min_auprc_margin: DNase alone by default"
+    )
+    bootstrap_resamples: int = Field(
+        1000, ge=10, description="resamples of the test sites behind every interval of the report"
+    )
+    bootstrap_seed: int = Field(0, description="seed of the site bootstrap")
     keep_versions: int | None = Field(
         5,
         gt=0,
@@ -31,6 +43,16 @@ class EvaluateConfig(Section):
     )
     motifs: dict[str, str] = Field(
         default_factory=dict, description="TF -> motif id in motif_db (default: generate.tfs' motifs)"
+    )
+    partner_motifs: dict[str, str] = Field(
+        default_factory=dict,
+        description="partner (cofactor) -> motif id in motif_db, read by the gradient-boosted baseline beside the "
+        "TFs' motifs (default: generate.realistic.partners on realistic generated data)",
+    )
+    gene_ids: dict[str, str] = Field(
+        default_factory=dict,
+        description="TF or partner name -> gene_id in the RNA-seq files (default: the name itself; the challenge's "
+        "files hold Ensembl ids)",
     )
 
     @field_validator("motif_db")

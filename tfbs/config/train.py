@@ -36,6 +36,11 @@ class TrainConfig(Section):
         None, gt=0, description="checkpoint and validate this often (None: once per epoch)"
     )
     shuffle_buffer: int = Field(8192, gt=0)
+    shuffle_labels: bool = Field(
+        False,
+        description="a negative control: permute the training labels within each batch, so the model can learn "
+        "nothing from them; evaluation's floors must then refuse it (a model version of its own)",
+    )
     early_stopping_patience: int | None = Field(
         3,
         gt=0,
