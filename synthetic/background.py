@@ -113,6 +113,8 @@ def write_repeats(
     if profile.repeat_fraction == 0:
         return 0
     consensus = background_codes(profile.repeat_bp, min(gc + 0.1, 0.6), rng)
+    # Copies age as the bulk does: their CpG decays the same way.
+    deplete_cpg(consensus, rng)
     copies = 0
     for chrom, mask in zip(genome, masks):
         length = chrom.shape[0]

@@ -94,7 +94,7 @@ def oracle_scores(
         bound and labels the bin.
     """
     # (sites, cells): the very chances the labels were drawn with.
-    return _bin_chances(occupancy, occupancy.sites[tf].loc, occupancy.chance[tf], chrom_index, starts, geometry)
+    return _bin_chances(occupancy, occupancy.sites[tf].loc, site_chances(occupancy, tf), chrom_index, starts, geometry)
 
 
 def _bin_chances(

@@ -29,6 +29,7 @@ WINDOW = 200
 N_CELLS = 3
 TINY = [
     SEEDED,
+    "data.heldout_cells=[]",
     "train.model.easyflow.dna_filters=[8, 8]",
     "train.model.easyflow.dna_kernel=5",
     "train.model.easyflow.pool=global_max",

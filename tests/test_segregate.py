@@ -171,6 +171,26 @@ def test_draws_do_not_depend_on_which_other_bins_are_in_the_task():
     assert np.array_equal(_decide(part, probabilities, n_draws=2).drawn, drawn_whole[500:800])
 
 
+# -- held-out cells ---------------------------------------------------------------
+
+
+def test_a_heldout_cells_rows_are_excluded_outside_the_test_split_whatever_their_label():
+    codes = [[B, B], [U, U], [A, A], [U, B]]
+    outcome = {name: i for i, name in enumerate(OUTCOMES)}
+    heldout = frozenset({"c1"})
+    for split in (TRAIN, VALID):
+        bins = _bins(split, codes, blacklisted=[False, False, False, True])
+        status = np.full(4, WINDOW_OK, np.int8)
+        decision = decide(bins, ["c0", "c1"], {"c0": (1.0, 1.0)}, 1, SEED, status.__getitem__, heldout)
+        assert decision.outcome[:, 1].tolist() == [outcome["excluded_heldout_cell"]] * 4
+        assert not decision.drawn[:, 1].any()
+        assert decision.outcome[0, 0] == outcome["kept"]  # the training cell is decided as ever
+    test = _bins(TEST, codes)
+    status = np.full(4, WINDOW_OK, np.int8)
+    kept = decide(test, ["c0", "c1"], {}, 1, SEED, status.__getitem__, heldout)
+    assert (kept.outcome == outcome["kept"]).all()  # the test chromosomes keep every bin of both
+
+
 # -- class counts ---------------------------------------------------------------
 
 
@@ -178,10 +198,14 @@ def test_class_counts_per_cell_ignore_blacklist_and_ambiguous():
     codes = [[B, U], [U, U], [U, B], [A, U], [U, A], [B, B], [U, U]]
     is_open = [[0, 1], [1, 1], [0, 0], [1, 0], [1, 1], [1, 0], [1, 0]]
     blacklisted = [False, False, False, False, False, True, True]
-    counts = class_counts(_bins(TRAIN, codes, blacklisted=blacklisted, is_open=is_open))
+    bins = _bins(TRAIN, codes, blacklisted=blacklisted, is_open=is_open)
+    counts = class_counts(bins, np.zeros(2, bool))
     # per cell: (bound, open unbound, closed unbound)
     assert counts.dtype == np.int64
     assert counts.tolist() == [[1, 2, 1], [1, 2, 1]]
+    # A held-out cell's labels count on the test chromosomes only.
+    assert class_counts(bins, np.array([False, True])).tolist() == [[1, 2, 1], [0, 0, 0]]
+    assert class_counts(_bins(TEST, codes, blacklisted=blacklisted, is_open=is_open), np.array([False, True])).tolist() == [[1, 2, 1], [1, 2, 1]]
 
 
 def test_class_counts_of_an_empty_chromosome_are_zero():
@@ -194,7 +218,7 @@ def test_class_counts_of_an_empty_chromosome_are_zero():
         np.zeros(0, bool),
         np.zeros((0, 3), bool),
     )
-    assert class_counts(bins).tolist() == [[0, 0, 0]] * 3
+    assert class_counts(bins, np.zeros(3, bool)).tolist() == [[0, 0, 0]] * 3
 
 
 # -- annotation -----------------------------------------------------------------

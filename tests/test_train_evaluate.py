@@ -146,7 +146,13 @@ def test_evaluation_report(trained, evaluated):
     assert on_disk["lineage"] == json.loads(
         Path(local_path(lineage.lineage_uri(config.run_dir, summary["version"]))).read_text()
     )
-    assert on_disk["floors"] == {"min_mean_auroc": None, "min_mean_auprc": None, "passed": True}
+    assert on_disk["floors"] == {
+        "min_mean_auroc": None,
+        "min_mean_auprc": None,
+        "min_auprc_margin": None,
+        "margin_baselines": ["dnase", "motif_scan"],
+        "passed": True,
+    }
     for name in ("curves.png", "baselines.png"):
         assert tf.io.gfile.stat(f"{report_dir}/{name}").length > 1000
     # No floor: the version is LATEST, and the run's report is a copy of its report.
@@ -158,12 +164,14 @@ def test_evaluation_report(trained, evaluated):
 
 
 def test_baselines_are_scored_on_the_models_rows(evaluated):
-    """Beside every TF/cell: the motif scan of the generator's motifs and the
-    generator's oracle, on exactly the rows the model was scored on."""
+    """Beside every TF/cell: the winners' kind of method, DNase alone and weighted motif matches, the motif
+    scan of the generator's motifs and the generator's references, on exactly the rows the model was scored on."""
     report = evaluated
     assert set(report["baselines"]) == set(report["results"])
     for key, baselines in report["baselines"].items():
-        assert set(baselines) == {"motif_scan", "coarse_pwm_reference", "oracle"}
+        assert set(baselines) == {"boosted", "dnase_motif", "dnase", "motif_scan", "coarse_pwm_reference", "oracle"}
+        # On the basic profile every bound site is open: reading motifs beside DNase beats either alone.
+        assert baselines["boosted"]["auprc"] > max(baselines["dnase"]["auprc"], baselines["motif_scan"]["auprc"]), key
         for figures in baselines.values():
             counts = ("n_pos", "n_neg", "n_ambiguous")
             assert [figures[c] for c in counts] == [report["results"][key][c] for c in counts]

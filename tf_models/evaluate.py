@@ -235,14 +235,14 @@ def _below_floors(cfg: EvaluateConfig, report: dict) -> list[str]:
         value = report[f"mean_{metric}"]
         if floor is not None and value < floor:
             failures.append(f"mean {name} {value:.3f} is below evaluate.min_mean_{metric} {floor}")
-    if cfg.min_auprc_margin is not None:
-        baseline = report["baseline_mean_auprc"].get(cfg.margin_baseline)
+    for name in cfg.margin_baselines if cfg.min_auprc_margin is not None else []:
+        baseline = report["baseline_mean_auprc"].get(name)
         if baseline is None:
-            failures.append(f"evaluate.margin_baseline {cfg.margin_baseline} was not scored, so no margin can be shown")
+            failures.append(f"evaluate.margin_baselines: {name} was not scored, so no margin over it can be shown")
         elif report["mean_auprc"] - baseline < cfg.min_auprc_margin:
             failures.append(
                 f"mean auPRC {report['mean_auprc']:.3f} is {report['mean_auprc'] - baseline:+.3f} over the "
-                f"{cfg.margin_baseline} baseline's {baseline:.3f}, below evaluate.min_auprc_margin {cfg.min_auprc_margin}"
+                f"{name} baseline's {baseline:.3f}, below evaluate.min_auprc_margin {cfg.min_auprc_margin}"
             )
     return failures
 
@@ -445,7 +445,7 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
         "min_mean_auroc": ev.min_mean_auroc,
         "min_mean_auprc": ev.min_mean_auprc,
         "min_auprc_margin": ev.min_auprc_margin,
-        "margin_baseline": ev.margin_baseline,
+        "margin_baselines": ev.margin_baselines,
         "passed": not failures,
     }
     report_json = f"{report_dir}/report.json"

@@ -266,7 +266,8 @@ def summary_section(page: dict[str, Any]) -> str:
             ["model"] * len(per_tf_rows(report)),
         ),
         f"<p>Floors: auROC {_number(floors.get('min_mean_auroc'))}, auPRC {_number(floors.get('min_mean_auprc'))}, "
-        f"auPRC margin over {_e(floors.get('margin_baseline', '-'))} {_number(floors.get('min_auprc_margin'))}; "
+        f"auPRC margin over {_e(', '.join(floors.get('margin_baselines') or []) or '-')} "
+        f"{_number(floors.get('min_auprc_margin'))}; "
         f"{'passed' if floors.get('passed', True) else '<span class=problem>not passed</span>'}. "
         + (
             f"<span class=problem>The model does not beat the motif scan on {_e(', '.join(below))}.</span>"

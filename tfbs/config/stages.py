@@ -22,11 +22,14 @@ class EvaluateConfig(Section):
     )
     min_auprc_margin: float | None = Field(
         None,
-        description="fail the stage unless the model's mean auPRC exceeds margin_baseline's by this much (over every "
-        "TF/cell scored): a floor a model that learnt nothing fails, whatever its auROC; models/LATEST then stays",
+        description="fail the stage unless the model's mean auPRC exceeds each of margin_baselines' by this much "
+        "(over every TF/cell scored): a floor a model that learnt nothing fails, whatever its auROC (with filters "
+        "seeded as the motifs, one of shuffled labels scores about as the motif scan); models/LATEST then stays",
     )
-    margin_baseline: Literal["dnase", "dnase_motif", "motif_scan", "boosted"] = Field(
-        "dnase", description="the baseline of min_auprc_margin: DNase alone by default"
+    margin_baselines: list[Literal["dnase", "dnase_motif", "motif_scan", "boosted"]] = Field(
+        default_factory=lambda: ["dnase", "motif_scan"],
+        min_length=1,
+        description="the baselines of min_auprc_margin: each input alone (DNase, the motif scan) by default",
     )
     bootstrap_resamples: int = Field(
         1000, ge=10, description="resamples of the test sites behind every interval of the report"
