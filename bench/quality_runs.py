@@ -54,7 +54,12 @@ STRATEGIES: dict[str, tuple[str, ...]] = {
 }
 
 #: Every run: all versions kept (one per seed), and a weak model is a figure, not a failed stage.
-RUN_OVERRIDES = ("evaluate.keep_versions=null", "evaluate.min_mean_auroc=null", "evaluate.min_mean_auprc=null")
+RUN_OVERRIDES = (
+    "evaluate.keep_versions=null",
+    "evaluate.min_mean_auroc=null",
+    "evaluate.min_mean_auprc=null",
+    "evaluate.min_auprc_margin=null",
+)
 
 
 @dataclass(frozen=True)

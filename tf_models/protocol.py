@@ -58,6 +58,8 @@ def site_intervals(
     heldout_cells: Sequence[str],
     n_resamples: int,
     seed: int,
+    pairs: Sequence[tuple[str, str]] | None = None,
+    gaps: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Intervals over test sites for every TF/cell, group, model-minus-baseline and training-minus-held-out gap.
 
@@ -70,6 +72,12 @@ def site_intervals(
         ``data.heldout_cells``.
     n_resamples, seed
         The bootstrap's (``evaluate.bootstrap_resamples``, ``evaluate.bootstrap_seed``).
+    pairs
+        Scorer pairs ``(a, b)`` whose paired difference ``a - b`` each group
+        gets (default: the model minus each other scorer).
+    gaps
+        Scorers whose training-cells mean minus held-out-cells mean is given
+        (default: every scorer, when both groups exist).
 
     Returns
     -------
@@ -99,15 +107,12 @@ def site_intervals(
         bins[key] = KeyBins(np.asarray(per_key[key]["label"]), region_of_bin[row_bin[offset : offset + n]], scores)
         offset += n
     groups = report_groups(keys, heldout_cells)
-    scorers = sorted({name for key in bins.values() for name in key.scores} - {"model"})
-    gaps = (
-        [(name, TRAINING, HELD_OUT) for name in ("model", *scorers)]
-        if HELD_OUT in groups and TRAINING in groups
-        else []
-    )
-    return bootstrap_metrics(
-        bins, groups=groups, pairs=[("model", name) for name in scorers], gaps=gaps, n_resamples=n_resamples, seed=seed
-    )
+    scorers = sorted({name for key in bins.values() for name in key.scores})
+    if pairs is None:
+        pairs = [("model", name) for name in scorers if name != "model"]
+    both = HELD_OUT in groups and TRAINING in groups
+    group_gaps = [(name, TRAINING, HELD_OUT) for name in (scorers if gaps is None else gaps)] if both else []
+    return bootstrap_metrics(bins, groups=groups, pairs=pairs, gaps=group_gaps, n_resamples=n_resamples, seed=seed)
 
 
 def best_baseline(group: Mapping[str, Any]) -> str | None:

@@ -10,6 +10,12 @@ from tfbs.config.base import Section
 from tfbs.storage import to_uri
 
 
+#: A baseline the margin floor can be over.
+MarginBaseline = Literal["dnase", "dnase_motif", "motif_scan", "boosted"]
+#: Each input alone: what a model must beat to have learnt anything.
+SINGLE_INPUTS: tuple[MarginBaseline, ...] = ("dnase", "motif_scan")
+
+
 class EvaluateConfig(Section):
     """Scoring on the test chromosomes (``tfbs evaluate``)."""
 
@@ -26,8 +32,8 @@ class EvaluateConfig(Section):
         "(over every TF/cell scored): a floor a model that learnt nothing fails, whatever its auROC (with filters "
         "seeded as the motifs, one of shuffled labels scores about as the motif scan); models/LATEST then stays",
     )
-    margin_baselines: list[Literal["dnase", "dnase_motif", "motif_scan", "boosted"]] = Field(
-        default_factory=lambda: ["dnase", "motif_scan"],
+    margin_baselines: list[MarginBaseline] = Field(
+        default_factory=lambda: list(SINGLE_INPUTS),
         min_length=1,
         description="the baselines of min_auprc_margin: each input alone (DNase, the motif scan) by default",
     )
