@@ -59,6 +59,9 @@ RUN_OVERRIDES = (
     "evaluate.min_mean_auroc=null",
     "evaluate.min_mean_auprc=null",
     "evaluate.min_auprc_margin=null",
+    # A benchmark shares the machine: TF nodes importing TensorFlow on a loaded host take minutes to register.
+    "train.placement.reservation_timeout_s=900",
+    "train.placement.executors_timeout_s=900",
 )
 
 

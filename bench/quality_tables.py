@@ -95,6 +95,96 @@ def _by_data_set(summary: dict, variant: str) -> list[tuple[str, str]]:
     ]
 
 
+#: The challenge tables' scorers, in column order, with their headings.
+CHALLENGE_SCORERS = (
+    ("model", "model"),
+    ("boosted", "gradient-boosted"),
+    ("dnase_motif", "motif x DNase"),
+    ("dnase", "DNase alone"),
+    ("motif_scan", "motif scan"),
+    ("coarse_pwm_reference", "coarse-PWM ref."),
+    ("oracle", "oracle"),
+)
+
+
+def interval_text(interval: dict | None, signed: bool = False) -> str:
+    """``0.512 (0.470-0.551)``, or ``-`` (:func:`tf_models.protocol.format_interval`)."""
+    from tf_models.protocol import format_interval
+
+    return format_interval(interval, signed) if interval else "-"
+
+
+def challenge_table(ensembles: dict) -> str:
+    """Per data set, group of cells and TF: every scorer's mean test auPRC with its interval over test sites."""
+    rows = []
+    for data, ensemble in sorted(ensembles.items(), key=lambda item: (item[0] != "demo", item[0])):
+        label = "demo (seed 7)" if data == "demo" else f"seed {data.removeprefix('seed')}"
+        groups = ensemble["groups"]
+        for group in ("held-out cells", "training cells"):
+            tfs = sorted(
+                name.removesuffix(f" {group}") for name in groups if name.endswith(f" {group}") and name != group
+            )
+            for index, tf in enumerate([*tfs, "mean"]):
+                entry = groups[group if tf == "mean" else f"{tf} {group}"]
+                rows.append(
+                    [
+                        label if index == 0 and group == "held-out cells" else "",
+                        group if index == 0 else "",
+                        f"**{tf}**" if tf == "mean" else tf,
+                        *(interval_text(entry["auprc"].get(name)) for name, _ in CHALLENGE_SCORERS),
+                        f"{entry['best_baseline']} {interval_text(entry['model_minus_best'], signed=True)}",
+                    ]
+                )
+    header = ["data", "cells", "TF", *(heading for _, heading in CHALLENGE_SCORERS), "model - best baseline"]
+    return markdown(header, rows)
+
+
+def runs_table(ensembles: dict) -> str:
+    """Per data set: the model's mean test auPRC over the held-out and the training cells, mean (range) over trainings."""
+    rows = []
+    for data, ensemble in sorted(ensembles.items(), key=lambda item: (item[0] != "demo", item[0])):
+        spread = ensemble["runs_spread"]
+        rows.append(
+            [
+                "demo (seed 7)" if data == "demo" else f"seed {data.removeprefix('seed')}",
+                ", ".join(str(s) for s in ensemble["train_seeds"]),
+                *(
+                    f"{spread[g]['model']['mean']:.3f} ({spread[g]['model']['min']:.3f}-{spread[g]['model']['max']:.3f})"
+                    for g in ("held-out cells", "training cells")
+                ),
+            ]
+        )
+    return markdown(["data", "training seeds", "held-out cells", "training cells"], rows)
+
+
+def gap_table(data_sets: dict) -> str:
+    """Per data set and cell held out: the boosted baseline seen and held out, and both gaps with intervals."""
+    rows = []
+    for data, cells in data_sets.items():
+        for index, (cell, figures) in enumerate(cells.items()):
+            rows.append(
+                [
+                    data if index == 0 else "",
+                    cell,
+                    interval_text(figures["seen_auprc"]),
+                    interval_text(figures["heldout_auprc"]),
+                    interval_text(figures["same_cell_gap"], signed=True),
+                    interval_text(figures["training_cells_auprc"]),
+                    interval_text(figures["across_cells_gap"], signed=True),
+                ]
+            )
+    header = [
+        "data",
+        "cell held out",
+        "its auPRC, labels seen",
+        "held out",
+        "gap (same cell)",
+        "training cells",
+        "gap (training - held out)",
+    ]
+    return markdown(header, rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -104,6 +194,30 @@ def main() -> None:
         path = args.results / f"{name}.json"
         return json.loads(path.read_text())["summary"] if path.exists() else None
 
+    def load_whole(name: str) -> dict | None:
+        path = args.results / f"{name}.json"
+        return json.loads(path.read_text()) if path.exists() else None
+
+    if (challenge := load_whole("challenge")) is not None and challenge.get("ensembles"):
+        print("## The challenge's protocol: held-out and training cells\n")
+        print(challenge_table(challenge["ensembles"]) + "\n")
+        print(runs_table(challenge["ensembles"]) + "\n")
+    if (gap := load_whole("heldout_gap")) is not None:
+        print("## A held-out cell is harder: the boosted baseline, each cell held out in turn\n")
+        print(gap_table(gap["data_sets"]) + "\n")
+    if (tuning := load_whole("boosted_tuning")) is not None:
+        print("## The boosted baseline's tuning (mean validation auPRC over the tuning seeds)\n")
+        rows = [[*(str(r[k]) for k in tuning["best"]), f"{r['mean']:.4f}"] for r in tuning["mean_valid_auprc"]]
+        print(markdown([*tuning["best"], "mean validation auPRC"], rows) + "\n")
+        print(f"frozen: {tuning['frozen_settings']}; reproduced: {tuning['reproduced']}\n")
+    if (repeats := load_whole("repeat_runs")) is not None and repeats.get("group_spread"):
+        print("## The same command and seed, again\n")
+        rows = [
+            [strategy, group, ", ".join(f"{v:.3f}" for v in figures["runs"]), f"{figures['max'] - figures['min']:.3f}"]
+            for strategy, groups in repeats["group_spread"].items()
+            for group, figures in groups.items()
+        ]
+        print(markdown(["strategy", "cells", "model mean test auPRC per run", "range"], rows) + "\n")
     seeding = load("seeding")
     if (fresh := load("fresh_data")) is not None:
         print("## The default on the demo's data and on fresh data\n")

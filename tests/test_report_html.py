@@ -93,7 +93,15 @@ def test_evaluate_writes_the_page_and_its_run_copy(evaluated):
     assert set(page["curves"]) == keys
     for key, curves in page["curves"].items():
         # The model and every baseline, each with points and the report's own areas.
-        assert set(curves) == {"model", "motif_scan", "coarse_pwm_reference", "oracle"}
+        assert set(curves) == {
+            "model",
+            "boosted",
+            "dnase_motif",
+            "dnase",
+            "motif_scan",
+            "coarse_pwm_reference",
+            "oracle",
+        }
         assert curves["model"]["auprc"] == report["results"][key]["auprc"]
         for baseline in ("oracle", "coarse_pwm_reference"):
             assert curves[baseline]["auprc"] == report["baselines"][key][baseline]["auprc"]

@@ -110,10 +110,13 @@ def predict_rows(
             scan[picked] = bin_motif_scores(windows[picked], motifs[name])
             relative[picked] = np.clip(scan[picked] / best_possible[name], 0.0, 1.0)
         # The best match weighted by DNase; closed bins keep a hundredth of their match, so they still rank.
-        dnase_motif = (dnase + 0.01) * relative
-        columns = zip(batch, outputs["probability"].numpy(), dnase_motif, dnase, scan)
+        # The boosted baseline scores whole chunks afterwards (with_boosted): a classifier call costs per call.
+        scored = {"boosted": np.full(len(batch), np.nan), "dnase_motif": (dnase + 0.01) * relative, "dnase": dnase}
+        columns = zip(
+            batch, outputs["probability"].numpy(), *({**scored, "motif_scan": scan}[n] for n in ROW_BASELINES)
+        )
         for r, p, *baselines in columns:
-            yield (r.tf, r.cell, r.chrom, r.start, r.label_code, float(p), np.nan, *(float(b) for b in baselines))
+            yield (r.tf, r.cell, r.chrom, r.start, r.label_code, float(p), *(float(b) for b in baselines))
 
     def batches() -> Iterator[tuple]:
         batch: list = []
@@ -136,13 +139,16 @@ def with_boosted(scored: Iterator[tuple], boosted: BoostedBaseline) -> Iterator[
     """:func:`predict_rows`' rows with the gradient-boosted baseline's column filled, a chunk of one chromosome at a time."""
     chunk: list[tuple] = []
 
+    # A row: tf, cell, chrom, start, label, probability, then ROW_BASELINES.
+    boosted_at, dnase_at = 6 + ROW_BASELINES.index("boosted"), 6 + ROW_BASELINES.index("dnase")
+
     def flush() -> Iterator[tuple]:
         tfs, cells, chrom = (np.array([r[i] for r in chunk]) for i in (0, 1, 2))
         starts = np.array([r[3] for r in chunk], dtype=np.int64)
-        dnase = np.array([r[8] for r in chunk], dtype=np.float64)
+        dnase = np.array([r[dnase_at] for r in chunk], dtype=np.float64)
         probabilities = predict_boosted(boosted.models, boosted.features(str(chrom[0]), starts, dnase, cells), tfs)
         for row, value in zip(chunk, probabilities):
-            yield (*row[:6], float(value), *row[7:])
+            yield (*row[:boosted_at], float(value), *row[boosted_at + 1 :])
 
     for row in scored:
         if chunk and (len(chunk) == _BOOSTED_CHUNK or row[2] != chunk[0][2]):

@@ -241,12 +241,16 @@ def summary_section(page: dict[str, Any]) -> str:
     report = page["report"]
     means = [["model", report.get("mean_auprc"), report.get("mean_auroc")]]
     means += [[name, value, None] for name, value in report.get("baseline_mean_auprc", {}).items()]
+    from tf_models.protocol import format_interval
+
     rows, classes = [], []
+    intervals = (report.get("intervals") or {}).get("keys", {})
     for key in sorted(report.get("results", {})):
         result = report["results"][key]
         figures = {"model": result, **report.get("baselines", {}).get(key, {})}
         for name in _scorers(figures):
-            rows.append([key, name, *(figures[name].get(metric) for metric, _ in METRICS)])
+            interval = intervals.get(key, {}).get("methods", {}).get(name, {}).get("auprc")
+            rows.append([key, name, format_interval(interval), *(figures[name].get(metric) for metric, _ in METRICS)])
             classes.append("model" if name == "model" else "")
     counts = [
         [key, r.get("n_pos"), r.get("n_neg"), r.get("n_ambiguous")] for key, r in sorted(report["results"].items())
@@ -275,7 +279,11 @@ def summary_section(page: dict[str, Any]) -> str:
             else "The model beats the motif scan everywhere it was scored."
         )
         + "</p>",
-        table(["TF/cell", "scorer", *(heading for _, heading in METRICS)], rows, classes),
+        table(
+            ["TF/cell", "scorer", "auPRC (95% interval over sites)", *(heading for _, heading in METRICS)],
+            rows,
+            classes,
+        ),
         "<h3>Test bins per TF/cell</h3>",
         table(["TF/cell", "bound (B)", "unbound (U)", "ambiguous (A, removed)"], counts),
     ]
