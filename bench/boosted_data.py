@@ -31,7 +31,9 @@ def features_of(rows: dict[str, np.ndarray], blocks: dict[str, np.ndarray], inpu
     from tf_models.boosted import feature_matrix
     from tf_models.motif_features import bin_features
 
-    motif = np.zeros((rows["start"].shape[0], 2 * len(inputs.motifs)), np.float32)
+    from tf_models.motif_features import WIDTHS
+
+    motif = np.zeros((rows["start"].shape[0], len(WIDTHS) * len(inputs.motifs)), np.float32)
     for chrom in np.unique(rows["chrom"]):
         picked = rows["chrom"] == chrom
         motif[picked] = bin_features(blocks[str(chrom)], rows["start"][picked])

@@ -10,8 +10,8 @@ Features of a (bin, cell) row, frozen with the baseline (issue 41: changing
 any of them needs new fresh seeds, ``bench/plan/fresh_seeds.json``):
 
 * per motif of ``evaluate.motifs`` (the run's TFs) and ``evaluate.partner_motifs``
-  (their partners), the best log-odds match starting in the bin and in the
-  bin with 400 bp either side (:mod:`tf_models.motif_features`);
+  (their partners), the best log-odds match in 100, 200, 300, 400 and 1000 bp
+  centred on the bin (:mod:`tf_models.motif_features`);
 * the row's DNase input, its proximity to the cell's DNase summit (``dnase``);
 * where the run has RNA-seq, ``log2(1 + TPM)`` of each TF and partner gene in
   the row's cell (:mod:`tfbs.expression`): the only thing that tells a
@@ -28,12 +28,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tf_models.motif_features import WIDTHS
+
 #: The classifier's settings (scikit-learn ``HistGradientBoostingClassifier``), frozen.
 BOOSTED_SETTINGS: dict = {
-    "learning_rate": 0.1,
+    "learning_rate": 0.05,
     "max_iter": 300,
-    "max_leaf_nodes": 31,
-    "min_samples_leaf": 40,
+    "max_leaf_nodes": 15,
+    "min_samples_leaf": 20,
     "l2_regularization": 1.0,
     "early_stopping": True,
     "validation_fraction": 0.1,
@@ -54,8 +56,7 @@ class BoostedInputs:
     def feature_names(self) -> list[str]:
         """Column names of :func:`feature_matrix`, in order."""
         return (
-            [f"{m}:bin" for m in self.motifs]
-            + [f"{m}:window" for m in self.motifs]
+            [f"{m}:{width}bp" for width in WIDTHS for m in self.motifs]
             + ["dnase"]
             + [f"{g}:log2tpm" for g in self.genes]
         )
@@ -69,7 +70,7 @@ def feature_matrix(
     Parameters
     ----------
     motif_features
-        :func:`tf_models.motif_features.bin_features` of the rows, ``(n, 2 * motifs)``.
+        :func:`tf_models.motif_features.bin_features` of the rows.
     dnase
         The rows' DNase input.
     cells

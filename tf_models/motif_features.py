@@ -5,10 +5,10 @@ DNase: the best match of each motif in the bin and around it. Scanning each
 row's window would scan every base once per row that holds it (a bin sits in
 20 overlapping 1 kb windows, and in one row per cell); here each chromosome
 is scanned once per motif, the best match starting in each 50 bp block is
-kept (:func:`block_maxima`), and a bin's features are maxima over its blocks
-(:func:`bin_features`). DREAM bins start on the 50 bp grid, so the blocks
-of a bin are exact: a match *starting* in the bin's 200 bp counts for the
-bin (it may end a motif's width past it).
+kept (:func:`block_maxima`), and a bin's features are maxima over the
+blocks of a few widths centred on it (:func:`bin_features`). DREAM bins
+start on the 50 bp grid, so the blocks are exact: a match *starting* in a
+width counts for it (it may end a motif's width past it).
 """
 
 from __future__ import annotations
@@ -22,8 +22,10 @@ from tfbs.motifs import encode_dna, scan_positions
 _CHUNK_BP = 4_000_000
 #: A block without any scannable position (a run of N, the chromosome's end).
 NO_MATCH = np.float32(-1e3)
-#: The flank on each side of the bin that the window features read (the 1 kb window of the shards).
-FLANK_BP = 400
+#: The widths centred on a bin whose best matches are its features: the bin's middle, the bin, the bin
+#: with 50 and 100 bp either side (where a bin's own site lies, as the labelling rule and motif offsets
+#: place it) and the shards' 1 kb window.
+WIDTHS = (100, 200, 300, 400, 1000)
 
 
 def block_maxima(bases: np.ndarray, motifs: list[np.ndarray], block: int = BIN_STEP) -> np.ndarray:
@@ -84,7 +86,7 @@ def _window_max(blocks: np.ndarray, first: np.ndarray, count: int) -> np.ndarray
 
 
 def bin_features(blocks: np.ndarray, starts: np.ndarray, block: int = BIN_STEP) -> np.ndarray:
-    """Per bin and motif: the best match starting in the bin, and in the bin with 400 bp either side.
+    """Per bin and motif: the best match starting in each of :data:`WIDTHS` bp centred on the bin.
 
     Parameters
     ----------
@@ -96,11 +98,17 @@ def bin_features(blocks: np.ndarray, starts: np.ndarray, block: int = BIN_STEP) 
     Returns
     -------
     numpy.ndarray
-        ``float32`` ``(n, 2 * motifs)``: the bin maxima of every motif, then the window maxima.
+        ``float32`` ``(n, len(WIDTHS) * motifs)``: every motif's maxima over
+        the narrowest width, then the next width's, and so on.
+
+    Examples
+    --------
+    >>> blocks = np.arange(40, dtype=np.float32)[:, None]  # block k's best match is k
+    >>> bin_features(blocks, np.array([1000])).tolist()  # the bin is blocks 20-23
+    [[22.0, 23.0, 24.0, 25.0, 31.0]]
     """
     if np.any(starts % block):
         raise ValueError(f"bin starts must lie on the {block} bp grid")
-    first = starts // block
-    in_bin = _window_max(blocks, first, BIN_SIZE // block)
-    in_window = _window_max(blocks, first - FLANK_BP // block, (BIN_SIZE + 2 * FLANK_BP) // block)
-    return np.concatenate([in_bin, in_window], axis=1).astype(np.float32)
+    centre = starts // block + BIN_SIZE // (2 * block)
+    columns = [_window_max(blocks, centre - width // (2 * block), width // block) for width in WIDTHS]
+    return np.concatenate(columns, axis=1).astype(np.float32)

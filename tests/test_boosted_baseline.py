@@ -1,0 +1,71 @@
+"""The gradient-boosted baseline: motif features from one scan per chromosome, the classifier per TF."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tf_models.boosted import BoostedInputs, feature_matrix, fit_boosted, predict_boosted
+from tf_models.motif_features import NO_MATCH, WIDTHS, bin_features, block_maxima
+from tfbs.metrics import auprc_davis_goadrich
+from tfbs.motifs import encode_dna, log_odds, scan_positions
+
+
+def _chromosome(length: int, seed: int = 0) -> np.ndarray:
+    return np.frombuffer(bytes(np.random.default_rng(seed).choice(list(b"ACGT"), length)), np.uint8)
+
+
+def test_bin_features_are_the_best_match_starting_in_each_width_centred_on_the_bin() -> None:
+    bases = _chromosome(20_000)
+    motifs = [log_odds(np.random.default_rng(k).dirichlet(np.ones(4) * 0.3, size=w)) for k, w in ((1, 11), (2, 19))]
+    blocks = block_maxima(bases, motifs)
+    starts = np.arange(0, 19_800, 50)[::37]
+    features = bin_features(blocks, starts)
+    assert features.shape == (starts.shape[0], len(WIDTHS) * len(motifs))
+    codes = encode_dna(bases.tobytes())
+    matches = [scan_positions(codes, motif) for motif in motifs]  # the match starting at each position
+    for column, (width, m) in enumerate((w, m) for w in WIDTHS for m in range(len(motifs))):
+        every = matches[m]
+        for row, start in enumerate(starts):
+            first, last = max(start + 100 - width // 2, 0), min(start + 100 + width // 2, every.shape[0])
+            expected = every[first:last].max() if last > first else NO_MATCH
+            assert features[row, column] == pytest.approx(expected, abs=1e-4), (width, m, start)
+
+
+def test_a_chromosome_is_scanned_in_chunks_as_in_one_piece(monkeypatch) -> None:
+    from tf_models import motif_features
+
+    bases = _chromosome(9_000, seed=3)
+    motif = [log_odds(np.random.default_rng(5).dirichlet(np.ones(4) * 0.3, size=15))]
+    whole = block_maxima(bases, motif)
+    monkeypatch.setattr(motif_features, "_CHUNK_BP", 1_000)
+    assert np.array_equal(block_maxima(bases, motif), whole)
+
+
+def test_features_carry_dnase_and_each_cells_expression() -> None:
+    inputs = BoostedInputs(["CTCF", "HNF4A"], ["HNF4A"], {"A": np.array([4.0]), "B": np.array([0.1])})
+    motif = np.zeros((3, len(WIDTHS) * 2), np.float32)
+    matrix = feature_matrix(inputs, motif, np.array([0.2, 0.0, 1.0]), np.array(["B", "A", "B"]))
+    assert matrix.shape[1] == len(inputs.feature_names()) == len(WIDTHS) * 2 + 2
+    assert matrix[:, -2].tolist() == pytest.approx([0.2, 0.0, 1.0])
+    assert matrix[:, -1].tolist() == pytest.approx([0.1, 4.0, 0.1])
+    with pytest.raises(KeyError):
+        feature_matrix(inputs, motif, np.zeros(3), np.array(["A", "C", "A"]))
+
+
+def test_one_classifier_per_tf_learns_its_own_rule() -> None:
+    rng = np.random.default_rng(0)
+    n = 4000
+    features = rng.normal(size=(n, 3)).astype(np.float32)
+    tfs = np.where(rng.random(n) < 0.5, "CTCF", "EGR1")
+    # CTCF binds on feature 0, EGR1 on feature 1: one classifier for both would blur them.
+    labels = np.where(tfs == "CTCF", features[:, 0] > 1.0, features[:, 1] > 1.0).astype(np.int64)
+    models = fit_boosted(features, labels, tfs)
+    assert sorted(models) == ["CTCF", "EGR1"]
+    scores = predict_boosted(models, features, tfs)
+    for tf in ("CTCF", "EGR1"):
+        rows = tfs == tf
+        assert auprc_davis_goadrich(labels[rows], scores[rows]) > 0.95
+    # A TF whose rows hold one class gets no classifier, and NaN scores.
+    single = fit_boosted(features[:10], np.zeros(10, np.int64), np.full(10, "REST"))
+    assert single == {} and np.isnan(predict_boosted(single, features[:10], np.full(10, "REST"))).all()
