@@ -29,9 +29,7 @@ def load_rows(config, split: str) -> dict[str, np.ndarray]:
 def features_of(rows: dict[str, np.ndarray], blocks: dict[str, np.ndarray], inputs) -> np.ndarray:
     """The baseline's feature rows of ``rows`` (:func:`tf_models.boosted.feature_matrix`)."""
     from tf_models.boosted import feature_matrix
-    from tf_models.motif_features import bin_features
-
-    from tf_models.motif_features import WIDTHS
+    from tf_models.motif_features import WIDTHS, bin_features
 
     motif = np.zeros((rows["start"].shape[0], len(WIDTHS) * len(inputs.motifs)), np.float32)
     for chrom in np.unique(rows["chrom"]):

@@ -205,7 +205,9 @@ def test_class_counts_per_cell_ignore_blacklist_and_ambiguous():
     assert counts.tolist() == [[1, 2, 1], [1, 2, 1]]
     # A held-out cell's labels count on the test chromosomes only.
     assert class_counts(bins, np.array([False, True])).tolist() == [[1, 2, 1], [0, 0, 0]]
-    assert class_counts(_bins(TEST, codes, blacklisted=blacklisted, is_open=is_open), np.array([False, True])).tolist() == [[1, 2, 1], [1, 2, 1]]
+    assert class_counts(
+        _bins(TEST, codes, blacklisted=blacklisted, is_open=is_open), np.array([False, True])
+    ).tolist() == [[1, 2, 1], [1, 2, 1]]
 
 
 def test_class_counts_of_an_empty_chromosome_are_zero():

@@ -9,7 +9,6 @@ from pydantic import Field, field_validator, model_validator
 from tfbs.config.base import Section
 from tfbs.storage import to_uri
 
-
 #: A baseline the margin floor can be over.
 MarginBaseline = Literal["dnase", "dnase_motif", "motif_scan", "boosted"]
 #: Each input alone: what a model must beat to have learnt anything.
