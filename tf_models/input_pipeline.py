@@ -283,15 +283,10 @@ def make_dataset(
         )
     # A resumed run skips the groups it trained on before decoding them, then the batches left of the last one.
     skipped_groups = skip_batches // k
-    batches = (
-        groups.skip(skipped_groups)
-        .enumerate(start=skipped_groups)
-        .map(
-            lambda i, parts: _decode_together(i * k, parts, layout, seed, shuffle_labels),
-            num_parallel_calls=tf.data.AUTOTUNE,
-            deterministic=True,
-        )
-        .unbatch()
-        .skip(skip_batches % k)
-    )
-    return batches.prefetch(tf.data.AUTOTUNE)
+
+    def decode(i: tf.Tensor, parts: tuple[tf.Tensor, ...]) -> dict[str, tf.Tensor]:
+        return _decode_together(i * k, parts, layout, seed, shuffle_labels)
+
+    batches = groups.skip(skipped_groups).enumerate(start=skipped_groups)
+    batches = batches.map(decode, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    return batches.unbatch().skip(skip_batches % k).prefetch(tf.data.AUTOTUNE)
