@@ -6,6 +6,7 @@ label and peak files."""
 from __future__ import annotations
 
 import gzip
+import json
 import shutil
 import subprocess
 import sys
@@ -621,6 +622,68 @@ def test_cli_predict_refuses_damaged_export_metadata_in_one_line(tmp_path):
         f"error: {uri}:4: not valid JSON: Expecting ',' delimiter at column 3 ({redo})"
     )
     assert "Traceback" not in run.stderr and "SparkContext" not in run.stderr
+
+
+# An export damaged after the fact (a truncated variables file): evaluate and predict end in one line
+
+
+def _export_files(export: Path, version: str, manifest_digest: str) -> Path:
+    """A stand-in export of ``version`` with its digests record, as export_model writes one; returns its data file."""
+    from tfbs import content_keys
+
+    data = export / "variables" / "variables.data-00000-of-00001"
+    data.parent.mkdir(parents=True)
+    for path, content in ((export / "saved_model.pb", b"graph"), (export / "variables" / "variables.index", b"index")):
+        path.write_bytes(content)
+    data.write_bytes(bytes(range(256)) * 64)
+    content_keys.record_digests(export)
+    metadata = {"version": version, "manifest_digest": manifest_digest, "tfs": ["CTCF"], "cells": ["K562"]}
+    (export / "tfbs_metadata.json").write_text(json.dumps({**metadata, "window": 1000}))
+    return data
+
+
+def _no_spark(*args, **kwargs):
+    raise AssertionError("a damaged export reached Spark")
+
+
+def test_cli_predict_refuses_a_truncated_export_in_one_line(tmp_path, monkeypatch, capsys):
+    import jobs.predict
+
+    monkeypatch.setattr("tfbs.session.spark_session", _no_spark)
+    export = tmp_path / "run" / "models" / "v1" / "export"
+    data = _export_files(export, "v1", "0" * 64)
+    data.write_bytes(data.read_bytes()[:1000])
+    argv = ["--config", str(DEMO_CONFIG), f"--set=run_dir={tmp_path / 'run'}", "--model-version", "v1"]
+    code = jobs.predict.main([*argv, "--tf", "CTCF", "--cell", "K562"])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: file://{data}: not the bytes tfbs_digests.json records: damaged, truncated or rewritten since "
+        "export (run `tfbs train`: it trains and exports this version again)"
+    )
+
+
+def test_cli_evaluate_refuses_a_truncated_export_in_one_line(tmp_path, monkeypatch, capsys):
+    import jobs.evaluate
+    from tf_models import MODEL_FORMAT
+    from tfbs import lineage
+
+    overrides = [f"run_dir={tmp_path / 'run'}", f"shards_dir={tmp_path / 'shards'}"]
+    config = load_config(DEMO_CONFIG, overrides)
+    manifest = {"fingerprint": {"inputs": {}}, "created_at": "2026-01-05T00:00:00Z"}
+    monkeypatch.setattr("tfbs.manifest.read_manifest", lambda uri: manifest)
+    monkeypatch.setattr("tfbs.session.spark_session", _no_spark)
+    version = lineage.Lineage.of(config, manifest, MODEL_FORMAT)
+    lineage.write_lineage(config.run_dir, version)
+    data = _export_files(
+        Path(local_path(lineage.export_uri(config.run_dir, version.version))), version.version, version.manifest_digest
+    )
+    data.write_bytes(data.read_bytes()[:1000])
+    code = jobs.evaluate.main(["--config", str(DEMO_CONFIG), *(f"--set={o}" for o in overrides)])
+    assert code == 2
+    assert capsys.readouterr().err.strip().splitlines()[-1] == (
+        f"error: file://{data}: not the bytes tfbs_digests.json records: damaged, truncated or rewritten since "
+        "export (run `tfbs train`: it trains and exports this version again)"
+    )
 
 
 # A TF cluster the application cannot host: the one-line user error, exit 2

@@ -25,7 +25,7 @@ import jobs.changes
 from preprocess.changes import Changes, changes_since_latest
 from preprocess.fingerprint import changed_inputs, input_fingerprint, same_content
 from tf_models import MODEL_FORMAT
-from tfbs import lineage, storage
+from tfbs import content_keys, lineage, storage
 from tfbs.config import PipelineConfig
 from tfbs.lineage import Lineage
 from tfbs.storage import local_path
@@ -42,6 +42,7 @@ def _version(config: PipelineConfig, fingerprint: dict, created_at: str, model_f
     export = lineage.export_uri(config.run_dir, version_lineage.version)
     for name in EXPORT:
         storage.write_text(f"{export}/{name}", name)
+    content_keys.record_digests(local_path(export))  # as export_model records them, before the metadata
     metadata = {"version": version_lineage.version, "manifest_digest": version_lineage.manifest_digest}
     metadata |= {"tfs": ["CTCF"], "cells": ["K562"], "window": 1000}  # read_export_metadata checks them
     storage.write_text(f"{export}/{lineage.EXPORT_METADATA}", json.dumps(metadata))
@@ -118,6 +119,59 @@ def test_latest_whose_export_folder_is_gone_is_work_to_do(run):
     assert changes.anything_new and changes.changed == [
         f"export of model version {version_lineage.version} unusable ({export}: no export there)"
     ]
+
+
+def _truncate(path: Path) -> None:
+    """Cut ``path`` to half its bytes, as a full disk or a killed copy would."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def test_latest_whose_export_is_damaged_is_work_to_do_and_trained_again(run, capsys):
+    """A truncated variables file (all files still there) is found by its digest, not its presence."""
+    from tf_models.train import finished_export
+
+    config, version_lineage = run
+    export = lineage.export_uri(config.run_dir, version_lineage.version)
+    assert finished_export(export, version_lineage)
+    _truncate(Path(local_path(export), EXPORT[2]))
+    changes = _changes(config)
+    assert changes.anything_new
+    assert changes.changed == [
+        f"export of model version {version_lineage.version} unusable ({export}/{EXPORT[2]}: not the bytes "
+        f"{content_keys.DIGESTS_NAME} records: damaged, truncated or rewritten since export)"
+    ]
+    assert jobs.changes.run(config) == 0
+    assert f"{EXPORT[2]}: not the bytes" in capsys.readouterr().out
+    # train's up-to-date check answers the same: the version is trained and exported again.
+    assert not finished_export(export, version_lineage)
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        ("delete-record", f"{content_keys.DIGESTS_NAME}: missing: the export's files cannot be checked"),
+        ("garble-record", f"{content_keys.DIGESTS_NAME}: not a JSON record of digests"),
+        ("delete-recorded", f"{EXPORT[2]}: missing (named in {content_keys.DIGESTS_NAME})"),
+        ("rewrite-same-size", f"{EXPORT[0]}: not the bytes {content_keys.DIGESTS_NAME} records"),
+    ],
+)
+def test_an_export_unlike_its_digests_record_is_unusable(run, damage, reason):
+    config, version_lineage = run
+    export = Path(local_path(lineage.export_uri(config.run_dir, version_lineage.version)))
+    record = export / content_keys.DIGESTS_NAME
+    if damage == "delete-record":
+        record.unlink()
+    elif damage == "garble-record":
+        record.write_text("{not json")
+    elif damage == "delete-recorded":
+        # Only the data file goes: the presence checks (saved_model.pb, index) still pass, the record does not.
+        (export / EXPORT[2]).rename(export / "variables" / "variables.data-00000-of-00002")
+    else:
+        (export / EXPORT[0]).write_text(EXPORT[0].upper())  # same size, other bytes
+    problem = lineage.export_problem(lineage.export_uri(config.run_dir, version_lineage.version), version_lineage)
+    assert problem is not None and problem.startswith(f"{storage.to_uri(export)}/{reason}")
+    assert _changes(config).anything_new
 
 
 def test_an_export_of_another_version_is_not_latest_s(run):
