@@ -34,6 +34,8 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     export = export_uri(config.run_dir, lineage.version)
     require(f"{export}/{EXPORT_METADATA}", f"exported model of version {lineage.version} (run `tfbs train` first)")
     require_whole_export(export, lineage)
+    if config.evaluate.motif_db:  # the baselines read it on the driver once Spark runs
+        require(config.evaluate.motif_db, "MEME motif file (evaluate.motif_db)")
     with spark_session(config.spark, app_suffix="-evaluate") as spark:
         report = evaluate(spark, config, manifest)
     print(f"report: {report_uri(config.run_dir, lineage.version)}/report.json (version {lineage.version}, now LATEST)")

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tfbs import storage
+from tfbs.errors import MissingInputError
 from tfbs.lineage.paths import FIRST_MODEL_FORMAT
 
 if TYPE_CHECKING:
@@ -74,13 +75,28 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
     if model.architecture != "motif_cnn" or not model.motif_cnn.seed_motifs:
         return tree
     if model.motif_cnn.seed_motif_db is not None:
-        tree["seed_motifs_from"] = {"seed_motif_db_blake3": storage.blake3_of(model.motif_cnn.seed_motif_db)[0]}
+        seed_db = _motif_file_digest(model.motif_cnn.seed_motif_db, "train.model.motif_cnn.seed_motif_db")
+        tree["seed_motifs_from"] = {"seed_motif_db_blake3": seed_db}
     elif evaluate.motifs and evaluate.motif_db:
         tree["seed_motifs_from"] = {
             "motifs": dict(sorted(evaluate.motifs.items())),
-            "motif_db_blake3": storage.blake3_of(evaluate.motif_db)[0],
+            "motif_db_blake3": _motif_file_digest(evaluate.motif_db, "evaluate.motif_db"),
         }
     return tree
+
+
+def _motif_file_digest(uri: str, key: str) -> str:
+    """BLAKE3 of the motif file ``uri`` that ``key`` names.
+
+    Raises
+    ------
+    MissingInputError
+        If there is no such file, in one line naming the file and the key
+        (every stage that names a version reads it: ``changes``, train, evaluate).
+    """
+    if not storage.exists(uri):
+        raise MissingInputError(f"{uri}: not found (the MEME motif file {key} names)")
+    return storage.blake3_of(uri)[0]
 
 
 def training_config_digest(config: PipelineConfig) -> str:
