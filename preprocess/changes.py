@@ -15,7 +15,9 @@ Two more answers keep the schedule from sticking or churning:
   missing one is work to do, whatever else is the same.
 - A version made from exactly these inputs and settings that fell below
   evaluation's floors (under the same floors) is not trained again: its
-  failure is the answer until something changes.
+  failure is the answer until something changes, and an alarm
+  (``tfbs changes`` exits with its own code, the DAG's check fails), not a
+  quiet skip: a schedule that would otherwise skip every week hides it.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ class Changes:
             latest = f"LATEST is {self.latest_version}" if self.latest_version else "no version has passed yet"
             return (
                 f"nothing to retry: model version {self.failed.version} failed its floors on these inputs and "
-                f"settings ({'; '.join(self.failed.failures)}); not retried until something changes ({latest})"
+                f"settings ({'; '.join(self.failed.failures)}); not retried, and every scheduled run fails, until "
+                f"an input, setting, floor or the model's code changes ({latest})"
             )
         if self.latest_version is None:
             return "no model version has passed evaluation yet: run the pipeline"

@@ -6,7 +6,8 @@ compared is the lineage of ``LATEST`` and its export, never the model.
 
 - the schedule does not stick: ``LATEST`` without its whole export is work to do;
 - it does not churn: a version that failed its floors on these inputs is not
-  retried, moved identical data and layout settings are nothing new;
+  retried (and says so loudly: an exit code of its own, a failed DAG task),
+  moved identical data and layout settings are nothing new;
 - it follows the model: another model format or ``train`` setting retrains.
 """
 
@@ -198,12 +199,20 @@ def test_a_version_that_failed_its_floors_is_not_retried_until_an_input_changes(
 
     changes = _changes(strict)
     assert not changes.anything_new and changes.failed is not None and changes.failed.version == failed.version
-    assert jobs.changes.run(strict) == jobs.changes.NOTHING_NEW
-    said = capsys.readouterr().out.strip()
-    assert said == (
+    # An alarm, not a skip: its own exit code (neither 0, 2 nor 99), the reason on stdout and stderr.
+    assert jobs.changes.FLOORS_FAILED not in (0, 2, jobs.changes.NOTHING_NEW)
+    assert jobs.changes.run(strict) == jobs.changes.FLOORS_FAILED
+    said = capsys.readouterr()
+    expected = (
         f"nothing to retry: model version {failed.version} failed its floors on these inputs and settings "
-        f"({failures[0]}); not retried until something changes (LATEST is {latest.version})"
+        f"({failures[0]}); not retried, and every scheduled run fails, until an input, setting, floor or the "
+        f"model's code changes (LATEST is {latest.version})"
     )
+    assert said.out.strip() == expected and said.err.strip() == f"error: {expected}"
+    # Every week the same, until fixed: the answer does not wear off.
+    assert jobs.changes.run(strict) == jobs.changes.FLOORS_FAILED
+    # A new model format (the model's code fixed) is another version: the run goes.
+    assert _changes(strict, MODEL_FORMAT + 1).anything_new
 
     # Other floors may pass it: work to do (evaluating again).
     assert _changes(config).anything_new
