@@ -33,8 +33,9 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> int:
     """Print what changed since the ``LATEST`` model version; return the exit code."""
     from preprocess.changes import changes_since_latest
     from tf_models import MODEL_FORMAT
+    from tf_models.model_format import recorded_model_code
 
-    changes = changes_since_latest(config, MODEL_FORMAT)
+    changes = changes_since_latest(config, MODEL_FORMAT, recorded_model_code())
     print(changes.describe())
     if changes.failed is not None:
         # Also on stderr, where a scheduler's alarm (or a reader of the task log) looks for why it failed.

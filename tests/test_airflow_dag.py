@@ -375,13 +375,14 @@ def test_a_version_that_failed_its_floors_fails_every_scheduled_run(airflow_env,
     built directly (a lineage and its floor failure), as in test_changes.py: no model is trained."""
     from preprocess.fingerprint import input_fingerprint
     from tf_models import MODEL_FORMAT
+    from tf_models.model_format import recorded_model_code
     from tfbs import lineage
     from tfbs.config import load_config
 
     run_conf = _small_run_conf(small_data, str(tmp_path / "run"), tmp_path, "evaluate.min_mean_auprc=0.99")
     config = load_config(DEMO_CONFIG, run_conf["overrides"])
     manifest = {"fingerprint": input_fingerprint(config), "created_at": "2026-02-02T00:00:00Z"}
-    failed = lineage.Lineage.of(config, manifest, MODEL_FORMAT)
+    failed = lineage.Lineage.of(config, manifest, MODEL_FORMAT, recorded_model_code())
     lineage.write_lineage(config.run_dir, failed)
     reason = "mean auPRC 0.410 is below evaluate.min_mean_auprc 0.99"
     floors = (config.evaluate.min_mean_auroc, config.evaluate.min_mean_auprc)

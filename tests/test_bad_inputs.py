@@ -665,6 +665,7 @@ def test_cli_predict_refuses_a_truncated_export_in_one_line(tmp_path, monkeypatc
 def test_cli_evaluate_refuses_a_truncated_export_in_one_line(tmp_path, monkeypatch, capsys):
     import jobs.evaluate
     from tf_models import MODEL_FORMAT
+    from tf_models.model_format import recorded_model_code
     from tfbs import lineage
 
     overrides = [f"run_dir={tmp_path / 'run'}", f"shards_dir={tmp_path / 'shards'}"]
@@ -672,7 +673,7 @@ def test_cli_evaluate_refuses_a_truncated_export_in_one_line(tmp_path, monkeypat
     manifest = {"fingerprint": {"inputs": {}}, "created_at": "2026-01-05T00:00:00Z"}
     monkeypatch.setattr("tfbs.manifest.read_manifest", lambda uri: manifest)
     monkeypatch.setattr("tfbs.session.spark_session", _no_spark)
-    version = lineage.Lineage.of(config, manifest, MODEL_FORMAT)
+    version = lineage.Lineage.of(config, manifest, MODEL_FORMAT, recorded_model_code())
     lineage.write_lineage(config.run_dir, version)
     data = _export_files(
         Path(local_path(lineage.export_uri(config.run_dir, version.version))), version.version, version.manifest_digest
@@ -755,6 +756,7 @@ def test_a_configuration_file_not_in_utf8_is_named_with_its_line(tmp_path, capsy
 def test_cli_evaluate_refuses_a_missing_motif_file_before_spark(tmp_path, monkeypatch, capsys):
     import jobs.evaluate
     from tf_models import MODEL_FORMAT
+    from tf_models.model_format import recorded_model_code
     from tfbs import lineage
 
     overrides = [
@@ -767,7 +769,7 @@ def test_cli_evaluate_refuses_a_missing_motif_file_before_spark(tmp_path, monkey
     manifest = {"fingerprint": {"inputs": {}}, "created_at": "2026-01-05T00:00:00Z"}
     monkeypatch.setattr("tfbs.manifest.read_manifest", lambda uri: manifest)
     monkeypatch.setattr("tfbs.session.spark_session", _no_spark)
-    version = lineage.Lineage.of(config, manifest, MODEL_FORMAT)
+    version = lineage.Lineage.of(config, manifest, MODEL_FORMAT, recorded_model_code())
     lineage.write_lineage(config.run_dir, version)
     export = Path(local_path(lineage.export_uri(config.run_dir, version.version)))
     _export_files(export, version.version, version.manifest_digest)

@@ -26,6 +26,7 @@ import jobs.changes
 from preprocess.changes import Changes, changes_since_latest
 from preprocess.fingerprint import changed_inputs, input_fingerprint, same_content
 from tf_models import MODEL_FORMAT
+from tf_models.model_format import recorded_model_code
 from tfbs import content_keys, lineage, storage
 from tfbs.config import PipelineConfig
 from tfbs.lineage import Lineage
@@ -35,10 +36,16 @@ from tfbs.storage import local_path
 EXPORT = ("saved_model.pb", "variables/variables.index", "variables/variables.data-00000-of-00001")
 
 
-def _version(config: PipelineConfig, fingerprint: dict, created_at: str, model_format: int = MODEL_FORMAT) -> Lineage:
+#: The recorded fingerprint of the model's code: what train and ``tfbs changes`` name versions by.
+CODE = recorded_model_code()
+
+
+def _version(
+    config: PipelineConfig, fingerprint: dict, created_at: str, model_format: int = MODEL_FORMAT, code: str = CODE
+) -> Lineage:
     """A trained version of ``config`` from shards of ``fingerprint``: its lineage and a whole export."""
     manifest = {"fingerprint": fingerprint, "created_at": created_at}
-    version_lineage = Lineage.of(config, manifest, model_format).model_copy(update={"created_at": created_at})
+    version_lineage = Lineage.of(config, manifest, model_format, code).model_copy(update={"created_at": created_at})
     lineage.write_lineage(config.run_dir, version_lineage)
     export = lineage.export_uri(config.run_dir, version_lineage.version)
     for name in EXPORT:
@@ -74,8 +81,8 @@ def run(data, tmp_path) -> tuple[PipelineConfig, Lineage]:
     return config, version_lineage
 
 
-def _changes(config: PipelineConfig, model_format: int = MODEL_FORMAT) -> Changes:
-    return changes_since_latest(config, model_format)
+def _changes(config: PipelineConfig, model_format: int = MODEL_FORMAT, code: str = CODE) -> Changes:
+    return changes_since_latest(config, model_format, code)
 
 
 def test_nothing_new_on_the_same_inputs_and_settings(run, capsys):
@@ -288,11 +295,45 @@ def test_another_model_format_retrains_as_a_new_version(run):
     assert changes.anything_new and changes.changed == [f"model format {MODEL_FORMAT} -> {MODEL_FORMAT + 1}"]
     # Training then makes a version of its own, beside the old code's.
     manifest = {"fingerprint": version_lineage.input_fingerprint, "created_at": version_lineage.created_at}
-    bumped = Lineage.of(config, manifest, MODEL_FORMAT + 1)
-    assert bumped.version == f"{version_lineage.version}-m{MODEL_FORMAT + 1}"
+    bumped = Lineage.of(config, manifest, MODEL_FORMAT + 1, CODE)
+    assert bumped.version == version_lineage.version.replace(f"-c{CODE[:8]}", f"-m{MODEL_FORMAT + 1}-c{CODE[:8]}")
     assert version_lineage.difference(bumped.model_copy(update={"version": version_lineage.version})) == (
         f"trained by model format {MODEL_FORMAT}, this code's is {MODEL_FORMAT + 1}"
     )
+
+
+def test_changed_model_code_retrains_as_a_new_version(run, capsys):
+    """Another recorded fingerprint of the model's code (tf_models.model_format) is another model, no bump by hand."""
+    config, version_lineage = run
+    assert version_lineage.model_code == CODE and version_lineage.version.endswith(f"-c{CODE[:8]}")
+    other = "f" * 64
+    changes = _changes(config, code=other)
+    assert changes.anything_new and changes.changed == [f"model code {CODE[:12]} -> {'f' * 12}"]
+    manifest = {"fingerprint": version_lineage.input_fingerprint, "created_at": version_lineage.created_at}
+    recoded = Lineage.of(config, manifest, MODEL_FORMAT, other)
+    assert recoded.version == version_lineage.version.replace(CODE[:8], "f" * 8)
+    assert version_lineage.difference(recoded.model_copy(update={"version": version_lineage.version})) == (
+        f"trained by model code {CODE[:12]}, this code's is {'f' * 12}"
+    )
+    # A version trained before code fingerprints (deployed today) is retrained once by this code.
+    older = version_lineage.model_copy(update={"model_code": None})
+    lineage.write_lineage(config.run_dir, older)
+    assert _changes(config).changed == [f"model code (before code fingerprints) -> {CODE[:12]}"]
+    assert jobs.changes.run(config) == 0
+    assert "model code (before code fingerprints)" in capsys.readouterr().out
+
+
+def test_a_failed_version_is_tried_again_once_the_model_code_changes(run):
+    config, latest = run
+    lineage.write_lineage(
+        config.run_dir,
+        latest.model_copy(update={"input_fingerprint": _other_content(latest.input_fingerprint, "labels/CTCF")}),
+    )
+    failed = _version(config, input_fingerprint(config), "2026-01-12T00:00:00Z")
+    lineage.write_floor_failure(config.run_dir, failed, (None, None), (0.5, 0.1), ["below"])
+    assert _changes(config).failed is not None
+    fixed = _changes(config, code="e" * 64)
+    assert fixed.anything_new and fixed.failed is None
 
 
 def test_a_lineage_from_before_model_formats_is_of_the_first():

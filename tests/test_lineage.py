@@ -178,7 +178,8 @@ def test_evaluate_names_a_version_never_trained(small_shards, tmp_path):
     with pytest.raises(MissingInputError) as missing:
         jobs.evaluate.run(config)
     assert re.fullmatch(
-        rf"{config.run_dir}/models/[0-9a-f]{{10}}-[0-9a-f]{{8}}/lineage.json: not found \(run `tfbs train` first\)",
+        rf"{config.run_dir}/models/[0-9a-f]{{10}}-[0-9a-f]{{8}}-c[0-9a-f]{{8}}/lineage.json: not found "
+        r"\(run `tfbs train` first\)",
         str(missing.value),
     )
 

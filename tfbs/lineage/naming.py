@@ -109,17 +109,20 @@ def config_digest(config: PipelineConfig) -> str:
     return _sha256(canonical_json(config.model_dump(mode="json", exclude={"source"})))
 
 
-def version_name(config: PipelineConfig, manifest_sha: str, model_format: int) -> str:
+def version_name(config: PipelineConfig, manifest_sha: str, model_format: int, model_code: str | None = None) -> str:
     """``train.version`` if set, else ``<manifest digest[:10]>-<training config digest[:8]>``.
 
-    A model format after :data:`FIRST_MODEL_FORMAT` adds ``-m<format>``, so
-    new model code trains a version of its own instead of resuming one of
-    the old code's.
+    A model format after :data:`FIRST_MODEL_FORMAT` adds ``-m<format>``, and
+    the fingerprint of the model's code (``tf_models.model_format``), when
+    given, ``-c<fingerprint[:8]>``: new model code trains a version of its
+    own instead of resuming one of the old code's.
     """
     if config.train.version:
         return config.train.version
     name = f"{manifest_sha[:10]}-{training_config_digest(config)[:8]}"
-    return name if model_format == FIRST_MODEL_FORMAT else f"{name}-m{model_format}"
+    if model_format != FIRST_MODEL_FORMAT:
+        name = f"{name}-m{model_format}"
+    return name if model_code is None else f"{name}-c{model_code[:8]}"
 
 
 def utc_now() -> str:

@@ -48,8 +48,8 @@ class Lineage(BaseModel):
     """How one model version was made: ``<run_dir>/models/<version>/lineage.json``.
 
     Two lineages are of the same model when their ``manifest_digest``,
-    ``training_config_digest`` and ``model_format`` agree; the other fields
-    are for people.
+    ``training_config_digest``, ``model_format`` and ``model_code`` agree;
+    the other fields are for people.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -65,16 +65,24 @@ class Lineage(BaseModel):
     tfbs_version: str
     #: The model code's format (``tf_models.MODEL_FORMAT``) that trained it.
     model_format: int = FIRST_MODEL_FORMAT
+    #: The recorded fingerprint of the code that defines the model and its
+    #: training (``tf_models.model_format``); None in lineages from before it.
+    model_code: str | None = None
 
     @classmethod
     def of(
-        cls, config: PipelineConfig, manifest: str | bytes | Mapping[str, Any] | Dumpable, model_format: int
+        cls,
+        config: PipelineConfig,
+        manifest: str | bytes | Mapping[str, Any] | Dumpable,
+        model_format: int,
+        model_code: str | None = None,
     ) -> Lineage:
-        """The lineage a model trained now, from ``manifest``'s shards, by model code of ``model_format``, would have."""
+        """The lineage a model trained now, from ``manifest``'s shards, by model code of ``model_format`` and
+        fingerprint ``model_code`` (``tf_models.model_format.recorded_model_code()``), would have."""
         tree = manifest_tree(manifest)
         digest = manifest_digest(tree)
         return cls(
-            version=version_name(config, digest, model_format),
+            version=version_name(config, digest, model_format, model_code),
             manifest_digest=digest,
             input_fingerprint=tree.get("fingerprint"),
             training_config_digest=training_config_digest(config),
@@ -84,6 +92,7 @@ class Lineage(BaseModel):
             created_at=utc_now(),
             tfbs_version=__version__,
             model_format=model_format,
+            model_code=model_code,
         )
 
     def difference(self, other: Lineage) -> str | None:
@@ -113,7 +122,14 @@ class Lineage(BaseModel):
                 )
         if other.model_format != self.model_format:
             found.append(f"trained by model format {self.model_format}, this code's is {other.model_format}")
+        if other.model_code != self.model_code:
+            found.append(f"trained by model code {_code(self.model_code)}, this code's is {_code(other.model_code)}")
         return "; ".join(found) or None
+
+
+def _code(fingerprint: str | None) -> str:
+    """A model code fingerprint in words: its first 12 digits, or when there was none."""
+    return fingerprint[:12] if fingerprint else "(before code fingerprints)"
 
 
 def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "train") -> list[tuple]:
