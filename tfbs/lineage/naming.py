@@ -43,18 +43,52 @@ def manifest_tree(manifest: str | bytes | Mapping[str, Any] | Dumpable) -> dict[
     return tree
 
 
+#: Manifest keys that say when or from where shards were built, not what they hold.
+_PLACE_KEYS = ("created_unix", "config_digest")
+
+
+def manifest_content(tree: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest's tree without what names places and times: what a model version is named by.
+
+    Left out: when the shards were built (``created_unix``), the digest of
+    the whole configuration (it holds ``run_dir`` and other places; the
+    settings that change rows are in the fingerprint's own digest), every
+    input's and file's location (``uri``, ``path``). What stays, the
+    counts, the settings and every input's and file's content digest, says
+    what the shards hold: identical shards rebuilt (deleted, a schema bump,
+    a crash mid-swap) or a moved run folder keep their version.
+
+    Examples
+    --------
+    >>> a = {"created_unix": 1, "parquet": {"test": [{"path": "/a/x.parquet", "rows": 2, "blake3": "b"}]}}
+    >>> b = {"created_unix": 9, "parquet": {"test": [{"path": "/b/x.parquet", "rows": 2, "blake3": "b"}]}}
+    >>> manifest_content(a) == manifest_content(b)
+    True
+    """
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {key: strip(item) for key, item in value.items() if key not in ("uri", "path")}
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+
+    return strip({key: value for key, value in tree.items() if key not in _PLACE_KEYS})
+
+
 def manifest_digest(manifest: str | bytes | Mapping[str, Any] | Dumpable) -> str:
-    """The sha256 (hex) of a shard manifest's canonical JSON.
+    """The sha256 (hex) of a shard manifest's content (:func:`manifest_content`), as canonical JSON.
 
     The same manifest gives the same digest whether it comes as the text of
-    ``manifest.json`` (any formatting), a dict or the pydantic object.
+    ``manifest.json`` (any formatting), a dict or the pydantic object, and
+    wherever and whenever its shards were built.
 
     Examples
     --------
     >>> manifest_digest('{"b": 1, "a": [1, 2]}') == manifest_digest({"a": (1, 2), "b": 1})
     True
     """
-    return _sha256(canonical_json(manifest_tree(manifest)))
+    return _sha256(canonical_json(manifest_content(manifest_tree(manifest))))
 
 
 def training_config(config: PipelineConfig) -> dict[str, Any]:
