@@ -332,6 +332,32 @@ def test_a_moved_run_trains_nothing(first, tmp_path, monkeypatch):
     assert jobs.train.run(moved)["up_to_date"]
 
 
+def test_a_truncated_export_is_trained_and_exported_again(spark, first, tmp_path):
+    """A variables file cut short after export (all files still there): the next train is not up to date,
+    resumes from the version's checkpoint and writes a whole export again."""
+    import shutil
+
+    from tf_models.train import finished_export, prepare_version, train_on_spark
+    from tfbs.manifest import read_manifest
+
+    config, _, summary = first
+    moved_run = tmp_path / "run"  # a copy: the module's other tests keep the original
+    shutil.copytree(local_path(config.run_dir), moved_run)
+    damaged = config.model_copy(update={"run_dir": moved_run.as_uri()})
+    manifest = read_manifest(damaged.shards_uri)
+    export = lineage.export_uri(damaged.run_dir, summary["version"])
+    (data,) = Path(local_path(export), "variables").glob("variables.data-*")
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    version_lineage, up_to_date = prepare_version(damaged, manifest)
+    assert not up_to_date and version_lineage.version == summary["version"]
+    assert lineage.export_problem(export, version_lineage).startswith(f"{export}/variables/{data.name}: not the bytes")
+
+    again = train_on_spark(spark, damaged, manifest)
+    assert not again["up_to_date"] and again["version"] == summary["version"]
+    assert finished_export(export, version_lineage)
+    assert [h["step"] for h in again["history"]] == [10, 20]  # resumed at the end: no step trained twice
+
+
 # --------------------------------------------------------------------------
 # Evaluation moves LATEST; prediction follows it
 # --------------------------------------------------------------------------
