@@ -11,7 +11,11 @@ project's interpreter: it hashes every input preprocessing reads and
 compares the digests, and the configuration, with the lineage of the model
 version ``<run_dir>/models/LATEST`` names (the one that last passed
 evaluation). With nothing new it says so and every later task is skipped:
-a weekly run on unchanged data trains nothing. Anything new (a label, peak,
+a weekly run on unchanged data trains nothing. When a version of exactly
+these inputs and settings failed its floors, the check fails the run (no
+retry), its reason in the task log, every week until an input, a setting,
+a floor or the model's code changes: an alarm the deployment routes like any
+failed task (``on_failure_callback``, email), not a quiet skip. Anything new (a label, peak,
 genome or protein file, or a setting) and the run goes on: preprocessing
 rebuilds the shards, training writes a new model version beside the old
 ones, and evaluation moves ``LATEST`` to it once it passes its floors.
@@ -61,7 +65,8 @@ Run-time parameters ("Trigger DAG w/ config", or ``airflow dags trigger -c
     num_workers + 1`` executors of one core each (the chief's included; use
     ``num_ps: 0`` for ``train.placement.strategy=multi_worker_mirrored``).
 ``force``
-    run every stage even when nothing is new (default false).
+    run every stage even when nothing is new, or when a version of these
+    inputs failed its floors (default false).
 ``predict``
     ``{"regions": R, "tf": T, "cell": C, "out": O}``: after evaluation, score
     the regions file R (BED of 200 bp regions), or with no R every bin of the
@@ -161,6 +166,9 @@ CHANGES = "detect_changes"
 
 #: ``jobs/changes.py``'s exit code when nothing is new (Airflow's own skip code).
 NOTHING_NEW = 99
+#: ``jobs/changes.py``'s exit code when a version of exactly these inputs failed
+#: its floors: the run fails (no retry) with the reason, every week until fixed.
+FLOORS_FAILED = 3
 
 #: The spark-submitted stages in pipeline order (``jobs/<stage>.py``).
 STAGES = ("preprocess", "train", "evaluate", "predict")
@@ -314,6 +322,13 @@ class InputChangesOperator(BaseOperator):
                 self.log.info("%s; running anyway (force)", said)
                 return said
             raise AirflowSkipException(said)
+        if done.returncode == FLOORS_FAILED:
+            if params["force"]:
+                self.log.info("%s; running anyway (force)", said)
+                return said
+            # A failure, not a skip: a skipped run looks healthy, and this one repeats weekly until
+            # someone acts. Not retried: the answer will be the same in five minutes.
+            raise AirflowFailException(said)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or [""])[-1]
             raise AirflowException(f"{CHANGES} exited {done.returncode}: {last}")

@@ -156,12 +156,13 @@ def prepare(data: DataSet, work: Path, config: str, base: Iterable[str] = ()) ->
 def version_of(config: str, overrides: list[str]) -> str:
     """The model version a training with these overrides makes (:class:`tfbs.lineage.Lineage`)."""
     from tf_models import MODEL_FORMAT
+    from tf_models.model_format import recorded_model_code
     from tfbs.config import load_config
     from tfbs.lineage import Lineage
     from tfbs.manifest import read_manifest
 
     loaded = load_config(config, overrides)
-    return Lineage.of(loaded, read_manifest(loaded.shards_uri), MODEL_FORMAT).version
+    return Lineage.of(loaded, read_manifest(loaded.shards_uri), MODEL_FORMAT, recorded_model_code()).version
 
 
 def run(

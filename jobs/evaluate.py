@@ -22,16 +22,21 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """
     from tf_models import MODEL_FORMAT
     from tf_models.evaluate import evaluate
-    from tfbs.lineage import EXPORT_METADATA, Lineage, export_uri, report_uri, require_lineage
+    from tf_models.model_format import recorded_model_code
+    from tfbs.lineage import EXPORT_METADATA, Lineage, export_uri, report_uri, require_lineage, require_whole_export
     from tfbs.manifest import read_manifest
     from tfbs.session import spark_session
     from tfbs.storage import require
 
-    # Fail before the JVM starts: no shards, no such version, or no whole export.
+    # Fail before the JVM starts: no shards, no such version, or no whole and
+    # undamaged export (else a truncated file fails in a Spark task).
     manifest = read_manifest(config.shards_uri)
-    lineage = require_lineage(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
-    exported = f"{export_uri(config.run_dir, lineage.version)}/{EXPORT_METADATA}"
-    require(exported, f"exported model of version {lineage.version} (run `tfbs train` first)")
+    lineage = require_lineage(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT, recorded_model_code()))
+    export = export_uri(config.run_dir, lineage.version)
+    require(f"{export}/{EXPORT_METADATA}", f"exported model of version {lineage.version} (run `tfbs train` first)")
+    require_whole_export(export, lineage)
+    if config.evaluate.motif_db:  # the baselines read it on the driver once Spark runs
+        require(config.evaluate.motif_db, "MEME motif file (evaluate.motif_db)")
     with spark_session(config.spark, app_suffix="-evaluate") as spark:
         report = evaluate(spark, config, manifest)
     print(f"report: {report_uri(config.run_dir, lineage.version)}/report.json (version {lineage.version}, now LATEST)")

@@ -44,7 +44,7 @@ def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     from tf_models.predict import Target, predict_targets
     from tf_models.submission_outputs import check_and_draw
     from tfbs.errors import ConfigError
-    from tfbs.lineage import EXPORT_METADATA, chosen_version, export_uri, read_export_metadata, report_uri
+    from tfbs.lineage import EXPORT_METADATA, chosen_version, export_uri, report_uri, require_whole_export
     from tfbs.session import spark_session
     from tfbs.storage import require, to_uri
 
@@ -52,7 +52,8 @@ def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     version = chosen_version(config.run_dir, args.model_version)
     export = export_uri(config.run_dir, version)
     require(f"{export}/{EXPORT_METADATA}", f"exported model of version {version} (run `tfbs train` first)")
-    read_export_metadata(export)  # a damaged one is refused here, before the JVM starts
+    # Damaged metadata or files are refused here, before the JVM starts (else a Spark task fails on them).
+    require_whole_export(export)
     pairs = [(tf, cell) for tf in args.tf.split(",") for cell in args.cell.split(",")]
     if args.out and len(pairs) > 1:
         raise ConfigError(f"--out names one submission; {len(pairs)} TF/cells were asked for (leave --out out)")

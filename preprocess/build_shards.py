@@ -320,7 +320,7 @@ def _write_shards_and_manifest(
     record_files = _write_record_files(sc, plan, results)
     fingerprint = inputs.fingerprint.result()
     built = shard_manifest(config, plan, fingerprint, reports, results, record_files, probabilities, proteins)
-    manifest.write_manifest(plan.staging_uri, built)
+    manifest.write_manifest(plan.staging_uri, built, root=plan.shards_uri)
     return built
 
 

@@ -15,7 +15,9 @@ Two more answers keep the schedule from sticking or churning:
   missing one is work to do, whatever else is the same.
 - A version made from exactly these inputs and settings that fell below
   evaluation's floors (under the same floors) is not trained again: its
-  failure is the answer until something changes.
+  failure is the answer until something changes, and an alarm
+  (``tfbs changes`` exits with its own code, the DAG's check fails), not a
+  quiet skip: a schedule that would otherwise skip every week hides it.
 """
 
 from __future__ import annotations
@@ -57,7 +59,8 @@ class Changes:
             latest = f"LATEST is {self.latest_version}" if self.latest_version else "no version has passed yet"
             return (
                 f"nothing to retry: model version {self.failed.version} failed its floors on these inputs and "
-                f"settings ({'; '.join(self.failed.failures)}); not retried until something changes ({latest})"
+                f"settings ({'; '.join(self.failed.failures)}); not retried, and every scheduled run fails, until "
+                f"an input, setting, floor or the model's code changes ({latest})"
             )
         if self.latest_version is None:
             return "no model version has passed evaluation yet: run the pipeline"
@@ -66,7 +69,9 @@ class Changes:
         return f"new since model version {self.latest_version}: {', '.join(self.changed)}"
 
 
-def differences(lineage: Lineage, fingerprint: dict[str, Any], train_digest: str, model_format: int) -> list[str]:
+def differences(
+    lineage: Lineage, fingerprint: dict[str, Any], train_digest: str, model_format: int, model_code: str | None = None
+) -> list[str]:
     """What makes a model trained now another than ``lineage``'s, in words; empty if nothing.
 
     Parameters
@@ -79,12 +84,18 @@ def differences(lineage: Lineage, fingerprint: dict[str, Any], train_digest: str
         :func:`tfbs.lineage.training_config_digest` of the configuration now.
     model_format
         The model code's format now (``tf_models.MODEL_FORMAT``).
+    model_code
+        The recorded fingerprint of the model's code now
+        (``tf_models.model_format.recorded_model_code()``).
     """
     changed = changed_inputs(lineage.input_fingerprint or {}, fingerprint)
     if lineage.training_config_digest != train_digest:
         changed.append("configuration (train)")
     if lineage.model_format != model_format:
         changed.append(f"model format {lineage.model_format} -> {model_format}")
+    if lineage.model_code != model_code:
+        was = lineage.model_code[:12] if lineage.model_code else "(before code fingerprints)"
+        changed.append(f"model code {was} -> {model_code[:12] if model_code else None}")
     return changed
 
 
@@ -100,16 +111,20 @@ def floor_failures(config: PipelineConfig) -> list[tuple[Lineage, FloorFailure]]
 
 
 def failed_alike(
-    failures: list[tuple[Lineage, FloorFailure]], fingerprint: dict[str, Any], train_digest: str, model_format: int
+    failures: list[tuple[Lineage, FloorFailure]],
+    fingerprint: dict[str, Any],
+    train_digest: str,
+    model_format: int,
+    model_code: str | None = None,
 ) -> FloorFailure | None:
-    """The first of ``failures`` made from exactly these inputs and settings, if any."""
+    """The first of ``failures`` made from exactly these inputs, settings and model code, if any."""
     for lineage, failure in failures:
-        if not differences(lineage, fingerprint, train_digest, model_format):
+        if not differences(lineage, fingerprint, train_digest, model_format, model_code):
             return failure
     return None
 
 
-def changes_since_latest(config: PipelineConfig, model_format: int) -> Changes:
+def changes_since_latest(config: PipelineConfig, model_format: int, model_code: str | None = None) -> Changes:
     """Compare this configuration and its inputs with the ``LATEST`` version's lineage and export.
 
     Parameters
@@ -119,13 +134,15 @@ def changes_since_latest(config: PipelineConfig, model_format: int) -> Changes:
         :func:`preprocess.fingerprint.input_fingerprint`).
     model_format
         The format of the model code that would train now (``tf_models.MODEL_FORMAT``).
+    model_code
+        The recorded fingerprint of that code (``tf_models.model_format.recorded_model_code()``).
 
     Returns
     -------
     Changes
         Nothing new only when the ``LATEST`` version, with its whole export,
         was trained from shards of exactly this content and these settings,
-        the same training settings and model format; or when a version of
+        the same training settings, model format and model code; or when a version of
         exactly these failed the same floors.
     """
     latest = read_latest(config.run_dir)
@@ -134,16 +151,22 @@ def changes_since_latest(config: PipelineConfig, model_format: int) -> Changes:
     if latest is None or lineage is None:
         # Nothing to compare with but failed versions: the inputs are hashed only if there are some.
         failures = floor_failures(config)
-        failed = failed_alike(failures, input_fingerprint(config), train_digest, model_format) if failures else None
+        failed = (
+            failed_alike(failures, input_fingerprint(config), train_digest, model_format, model_code)
+            if failures
+            else None
+        )
         return Changes(["no evaluated model"], None, failed)
     fingerprint = input_fingerprint(config)
     # Predict loads LATEST's export: without it the run must train, however alike the inputs are.
     problem = export_problem(export_uri(config.run_dir, latest.version), lineage)
-    changed = differences(lineage, fingerprint, train_digest, model_format)
+    changed = differences(lineage, fingerprint, train_digest, model_format, model_code)
     if problem is not None:
         return Changes([f"export of model version {latest.version} unusable ({problem})", *changed], latest.version)
     if not changed:
         return Changes([], latest.version)
     return Changes(
-        changed, latest.version, failed_alike(floor_failures(config), fingerprint, train_digest, model_format)
+        changed,
+        latest.version,
+        failed_alike(floor_failures(config), fingerprint, train_digest, model_format, model_code),
     )

@@ -13,6 +13,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -241,6 +242,36 @@ def model_inputs(dna: list[bytes], proteins: list[str], aa_max_length: int, tf_i
         "cell_index": tf.constant(cells),
         "dnase": tf.constant(dnase),
     }
+
+
+#: Where a folder any user may enter is made: the system's temporary folder
+#: itself, not $TMPDIR or pytest's base (both may be private, mode 700).
+SHARED_TMP = "/tmp"
+#: What a process of another user runs of the project: its packages, configuration,
+#: scripts, and the motif file the small runs name (``SMALL_OVERRIDES``).
+CODE_FOR_EVERYONE = ("tfbs", "tf_models", "preprocess", "synthetic", "jobs", "hadoop", "conf", "scripts")
+MOTIFS_FOR_EVERYONE = Path("data") / "dream" / "annotations" / "HOCOMOCOv9.meme"
+
+
+@pytest.fixture(scope="session")
+def code_for_everyone() -> Iterator[Path]:
+    """A copy of the project any user can read, for the tests that run code as ``nobody``.
+
+    The clone may sit under a folder only its owner can enter (a home folder
+    of mode 700): another user's process can then neither import ``tfbs``
+    from it nor read its configuration. The copy lives outside the clone
+    and outside pytest's base folder (private too), and goes at the end.
+    """
+    folder = Path(tempfile.mkdtemp(prefix="tfbs-code-", dir=SHARED_TMP))
+    try:
+        for name in CODE_FOR_EVERYONE:
+            shutil.copytree(REPO / name, folder / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        (folder / MOTIFS_FOR_EVERYONE).parent.mkdir(parents=True)
+        shutil.copyfile(REPO / MOTIFS_FOR_EVERYONE, folder / MOTIFS_FOR_EVERYONE)
+        subprocess.run(["chmod", "-R", "a+rX", str(folder)], check=True)
+        yield folder
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,8 @@ The variable is set when this plugin is imported (conftest's
 ``pytest_plugins``), before any fixture starts a Spark JVM: the JVM copies
 the driver's environment once, at launch, and Spark's Python workers (and
 ``local-cluster`` executors) inherit it from there. The emulator itself
-starts only when a test asks for it, on the port reserved here.
+starts only when a test asks for it, on the socket bound here (listening
+from import on, handed to the emulator's process: the port is bound once).
 
 Fixtures
 --------
@@ -49,18 +50,50 @@ PROJECT = "tfbs-tests"
 START_TIMEOUT_S = 30.0
 
 
-def _free_port() -> int:
-    """A TCP port on the loopback interface that nothing listens on now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
+def _listening_socket() -> socket.socket:
+    """A TCP socket bound to a free loopback port, listening: the emulator's, from now on.
+
+    Bound once, here, and handed to the emulator's process when it starts
+    (:data:`_SERVE_ON_INHERITED_SOCKET`): a port picked now and bound by the
+    emulator later could be taken by anything else in between (two suites
+    run side by side, Spark's and Hadoop's daemons pick ports all the time).
+    Connections that come before the emulator wait in the socket's backlog.
+    """
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind((HOST, 0))
+    sock.listen(64)
+    return sock
 
 
-#: Reserved at import so the variable is in the environment before a Spark
+#: Bound at import so the variable is in the environment before a Spark
 #: JVM is launched (see the module docstring).
-PORT = _free_port()
+_LISTENING = _listening_socket()
+PORT = _LISTENING.getsockname()[1]
 ENDPOINT = f"http://{HOST}:{PORT}"
 os.environ[storage.EMULATOR_ENV] = ENDPOINT
+
+#: Runs the emulator (in memory) on the listening socket whose descriptor is argv[1], instead of binding one.
+_SERVE_ON_INHERITED_SOCKET = """
+import socket, sys, types
+from http import server as http_server
+from gcp_storage_emulator import server as emulator
+
+listening = socket.socket(fileno=int(sys.argv[1]))
+
+
+class InheritedServer(http_server.HTTPServer):
+    def __init__(self, address, handler):
+        super().__init__(address, handler, bind_and_activate=False)
+        self.socket.close()
+        self.socket = listening
+        self.server_address = listening.getsockname()
+        self.server_name, self.server_port = self.server_address[0], self.server_address[1]
+
+
+# The emulator makes its HTTPServer through its module's name for http.server.
+emulator.server = types.SimpleNamespace(HTTPServer=InheritedServer)
+emulator.create_server(*listening.getsockname(), in_memory=True).run()
+"""
 
 
 @dataclass(frozen=True)
@@ -111,17 +144,21 @@ def _healthy(endpoint: str) -> bool:
         return False
 
 
-def _start(port: int, log: Path) -> subprocess.Popen:
-    """Start the emulator on ``port``, in memory, logging to ``log``."""
+def _start(listening: socket.socket, log: Path) -> subprocess.Popen:
+    """Start the emulator on the ``listening`` socket (handed over, then closed here), in memory, logging to ``log``."""
+    fd = listening.fileno()
     with open(log, "wb") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "gcp_storage_emulator", "start", "--host", HOST, "--port", str(port), "--in-memory"],
+            [sys.executable, "-c", _SERVE_ON_INHERITED_SOCKET, str(fd)],
             stdout=out,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
+            pass_fds=(fd,),
         )
+    host, port = listening.getsockname()
+    listening.close()  # the emulator holds it now
     deadline = time.monotonic() + START_TIMEOUT_S
-    endpoint = f"http://{HOST}:{port}"
+    endpoint = f"http://{host}:{port}"
     while not _healthy(endpoint):
         if process.poll() is not None or time.monotonic() > deadline:
             _stop(process)
@@ -161,7 +198,7 @@ def gcs_emulator(tmp_path_factory) -> Iterator[GcsEmulator]:
     """The emulator, with bucket :data:`BUCKET`, for the whole session."""
     import pyarrow.fs as pafs
 
-    process = _start(PORT, tmp_path_factory.mktemp("gcs-emulator") / "emulator.log")
+    process = _start(_LISTENING, tmp_path_factory.mktemp("gcs-emulator") / "emulator.log")
     try:
         _publish(ENDPOINT)
         # Through pyarrow's own client: creating a bucket needs a project id.

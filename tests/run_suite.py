@@ -4,7 +4,9 @@ The tests marked ``hosts`` (tests/conftest.py: they use the cluster of hosts
 or ``make dist``'s archive) mostly wait on daemons, container launches and
 heartbeats; the one-machine tests keep the cores busy. Run together, the
 suite takes about as long as its longer half. Each session writes its own
-log and temp folder (``<basetemp>/hosts``, ``<basetemp>/machine``); a line
+log and temp folder (``<basetemp>/hosts``, ``<basetemp>/machine``; by
+default ``<basetemp>`` is ``$TMPDIR/tfbs-suite-<uid>-<hash of the clone's
+path>``, so suites of two clones never share one); a line
 every minute says where each stands, and at the end both logs are printed
 whole. The run fails when either session does (pytest's exit 5, no test
 collected, included).
@@ -16,6 +18,7 @@ For a part of the suite, call pytest itself.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import sys
@@ -34,10 +37,28 @@ def _last_line(log: Path) -> str:
     return lines[-1][-100:] if lines else "starting"
 
 
+def default_basetemp(clone: Path, uid: int, temp_root: str) -> Path:
+    """``<temp_root>/tfbs-suite-<uid>-<hash of the clone's path>``: one per user and clone.
+
+    pytest empties its ``--basetemp`` when a session starts, so two suites
+    of one user (two clones, e.g. two branches' worktrees) sharing one
+    would wipe each other's files mid-run.
+
+    Examples
+    --------
+    >>> a = default_basetemp(Path("/home/u/a"), 1000, "/tmp")
+    >>> a.parent, a.name.startswith("tfbs-suite-1000-"), a == default_basetemp(Path("/home/u/b"), 1000, "/tmp")
+    (PosixPath('/tmp'), True, False)
+    """
+    digest = hashlib.sha256(str(clone.resolve()).encode()).hexdigest()[:12]
+    return Path(temp_root) / f"tfbs-suite-{uid}-{digest}"
+
+
 def main(args: list[str]) -> int:
     """Run both sessions with ``args``; 0 when both pass."""
     given = next((arg.split("=", 1)[1] for arg in args if arg.startswith("--basetemp=")), None)
-    basetemp = Path(given or Path(tempfile.gettempdir()) / f"tfbs-suite-{os.getuid()}")
+    clone = Path(__file__).resolve().parents[1]
+    basetemp = Path(given) if given else default_basetemp(clone, os.getuid(), tempfile.gettempdir())
     shared = [arg for arg in args if not arg.startswith("--basetemp=")]
     # This user's alone, as pytest makes its own temp root: tests check that
     # private folders made under it have no parent open to others.

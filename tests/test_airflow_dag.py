@@ -369,6 +369,38 @@ def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data
     assert old_lineage["input_fingerprint"]["inputs"]["labels/CTCF"]["digest"] != new_digest
 
 
+def test_a_version_that_failed_its_floors_fails_every_scheduled_run(airflow_env, small_data, tmp_path):
+    """A version of exactly these inputs below the floors: the change check fails the run with the reason,
+    at once (no retry), and no stage starts; a skip would look like a healthy week. The run folder is
+    built directly (a lineage and its floor failure), as in test_changes.py: no model is trained."""
+    from preprocess.fingerprint import input_fingerprint
+    from tf_models import MODEL_FORMAT
+    from tf_models.model_format import recorded_model_code
+    from tfbs import lineage
+    from tfbs.config import load_config
+
+    run_conf = _small_run_conf(small_data, str(tmp_path / "run"), tmp_path, "evaluate.min_mean_auprc=0.99")
+    config = load_config(DEMO_CONFIG, run_conf["overrides"])
+    manifest = {"fingerprint": input_fingerprint(config), "created_at": "2026-02-02T00:00:00Z"}
+    failed = lineage.Lineage.of(config, manifest, MODEL_FORMAT, recorded_model_code())
+    lineage.write_lineage(config.run_dir, failed)
+    reason = "mean auPRC 0.410 is below evaluate.min_mean_auprc 0.99"
+    floors = (config.evaluate.min_mean_auroc, config.evaluate.min_mean_auprc)
+    lineage.write_floor_failure(config.run_dir, failed, floors, (0.9, 0.41), [reason])
+
+    done = dags_test(airflow_env, "2026-02-02", run_conf, "--mark-success-pattern", SENSOR, timeout=600)
+    output = done.stdout + done.stderr
+    assert done.returncode != 0, output[-6000:]
+    assert f"model version {failed.version} failed its floors on these inputs and settings ({reason})" in output
+    assert not any(f"jobs/{stage}.py --config" in output for stage in STAGES)
+    assert task_states(airflow_env, "2026-02-02") == {
+        "dag_run": "failed",
+        SENSOR: "success",
+        CHANGES: "failed",
+        **{task: "upstream_failed" for task in STAGES},
+    }
+
+
 def test_the_sensor_waits_for_the_labels_then_lets_the_run_go_on(airflow_env, tmp_path):
     """One label file appears only once the sensor has reported it missing;
     the stages are marked successful, not run. The sensor looks every second

@@ -6,7 +6,8 @@ compared is the lineage of ``LATEST`` and its export, never the model.
 
 - the schedule does not stick: ``LATEST`` without its whole export is work to do;
 - it does not churn: a version that failed its floors on these inputs is not
-  retried, moved identical data and layout settings are nothing new;
+  retried (and says so loudly: an exit code of its own, a failed DAG task),
+  moved identical data and layout settings are nothing new;
 - it follows the model: another model format or ``train`` setting retrains.
 """
 
@@ -25,7 +26,8 @@ import jobs.changes
 from preprocess.changes import Changes, changes_since_latest
 from preprocess.fingerprint import changed_inputs, input_fingerprint, same_content
 from tf_models import MODEL_FORMAT
-from tfbs import lineage, storage
+from tf_models.model_format import recorded_model_code
+from tfbs import content_keys, lineage, storage
 from tfbs.config import PipelineConfig
 from tfbs.lineage import Lineage
 from tfbs.storage import local_path
@@ -34,14 +36,21 @@ from tfbs.storage import local_path
 EXPORT = ("saved_model.pb", "variables/variables.index", "variables/variables.data-00000-of-00001")
 
 
-def _version(config: PipelineConfig, fingerprint: dict, created_at: str, model_format: int = MODEL_FORMAT) -> Lineage:
+#: The recorded fingerprint of the model's code: what train and ``tfbs changes`` name versions by.
+CODE = recorded_model_code()
+
+
+def _version(
+    config: PipelineConfig, fingerprint: dict, created_at: str, model_format: int = MODEL_FORMAT, code: str = CODE
+) -> Lineage:
     """A trained version of ``config`` from shards of ``fingerprint``: its lineage and a whole export."""
     manifest = {"fingerprint": fingerprint, "created_at": created_at}
-    version_lineage = Lineage.of(config, manifest, model_format).model_copy(update={"created_at": created_at})
+    version_lineage = Lineage.of(config, manifest, model_format, code).model_copy(update={"created_at": created_at})
     lineage.write_lineage(config.run_dir, version_lineage)
     export = lineage.export_uri(config.run_dir, version_lineage.version)
     for name in EXPORT:
         storage.write_text(f"{export}/{name}", name)
+    content_keys.record_digests(local_path(export))  # as export_model records them, before the metadata
     metadata = {"version": version_lineage.version, "manifest_digest": version_lineage.manifest_digest}
     metadata |= {"tfs": ["CTCF"], "cells": ["K562"], "window": 1000}  # read_export_metadata checks them
     storage.write_text(f"{export}/{lineage.EXPORT_METADATA}", json.dumps(metadata))
@@ -72,8 +81,8 @@ def run(data, tmp_path) -> tuple[PipelineConfig, Lineage]:
     return config, version_lineage
 
 
-def _changes(config: PipelineConfig, model_format: int = MODEL_FORMAT) -> Changes:
-    return changes_since_latest(config, model_format)
+def _changes(config: PipelineConfig, model_format: int = MODEL_FORMAT, code: str = CODE) -> Changes:
+    return changes_since_latest(config, model_format, code)
 
 
 def test_nothing_new_on_the_same_inputs_and_settings(run, capsys):
@@ -120,6 +129,59 @@ def test_latest_whose_export_folder_is_gone_is_work_to_do(run):
     ]
 
 
+def _truncate(path: Path) -> None:
+    """Cut ``path`` to half its bytes, as a full disk or a killed copy would."""
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def test_latest_whose_export_is_damaged_is_work_to_do_and_trained_again(run, capsys):
+    """A truncated variables file (all files still there) is found by its digest, not its presence."""
+    from tf_models.train import finished_export
+
+    config, version_lineage = run
+    export = lineage.export_uri(config.run_dir, version_lineage.version)
+    assert finished_export(export, version_lineage)
+    _truncate(Path(local_path(export), EXPORT[2]))
+    changes = _changes(config)
+    assert changes.anything_new
+    assert changes.changed == [
+        f"export of model version {version_lineage.version} unusable ({export}/{EXPORT[2]}: not the bytes "
+        f"{content_keys.DIGESTS_NAME} records: damaged, truncated or rewritten since export)"
+    ]
+    assert jobs.changes.run(config) == 0
+    assert f"{EXPORT[2]}: not the bytes" in capsys.readouterr().out
+    # train's up-to-date check answers the same: the version is trained and exported again.
+    assert not finished_export(export, version_lineage)
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        ("delete-record", f"{content_keys.DIGESTS_NAME}: missing: the export's files cannot be checked"),
+        ("garble-record", f"{content_keys.DIGESTS_NAME}: not a JSON record of digests"),
+        ("delete-recorded", f"{EXPORT[2]}: missing (named in {content_keys.DIGESTS_NAME})"),
+        ("rewrite-same-size", f"{EXPORT[0]}: not the bytes {content_keys.DIGESTS_NAME} records"),
+    ],
+)
+def test_an_export_unlike_its_digests_record_is_unusable(run, damage, reason):
+    config, version_lineage = run
+    export = Path(local_path(lineage.export_uri(config.run_dir, version_lineage.version)))
+    record = export / content_keys.DIGESTS_NAME
+    if damage == "delete-record":
+        record.unlink()
+    elif damage == "garble-record":
+        record.write_text("{not json")
+    elif damage == "delete-recorded":
+        # Only the data file goes: the presence checks (saved_model.pb, index) still pass, the record does not.
+        (export / EXPORT[2]).rename(export / "variables" / "variables.data-00000-of-00002")
+    else:
+        (export / EXPORT[0]).write_text(EXPORT[0].upper())  # same size, other bytes
+    problem = lineage.export_problem(lineage.export_uri(config.run_dir, version_lineage.version), version_lineage)
+    assert problem is not None and problem.startswith(f"{storage.to_uri(export)}/{reason}")
+    assert _changes(config).anything_new
+
+
 def test_an_export_of_another_version_is_not_latest_s(run):
     config, version_lineage = run
     export = lineage.export_uri(config.run_dir, version_lineage.version)
@@ -144,12 +206,20 @@ def test_a_version_that_failed_its_floors_is_not_retried_until_an_input_changes(
 
     changes = _changes(strict)
     assert not changes.anything_new and changes.failed is not None and changes.failed.version == failed.version
-    assert jobs.changes.run(strict) == jobs.changes.NOTHING_NEW
-    said = capsys.readouterr().out.strip()
-    assert said == (
+    # An alarm, not a skip: its own exit code (neither 0, 2 nor 99), the reason on stdout and stderr.
+    assert jobs.changes.FLOORS_FAILED not in (0, 2, jobs.changes.NOTHING_NEW)
+    assert jobs.changes.run(strict) == jobs.changes.FLOORS_FAILED
+    said = capsys.readouterr()
+    expected = (
         f"nothing to retry: model version {failed.version} failed its floors on these inputs and settings "
-        f"({failures[0]}); not retried until something changes (LATEST is {latest.version})"
+        f"({failures[0]}); not retried, and every scheduled run fails, until an input, setting, floor or the "
+        f"model's code changes (LATEST is {latest.version})"
     )
+    assert said.out.strip() == expected and said.err.strip() == f"error: {expected}"
+    # Every week the same, until fixed: the answer does not wear off.
+    assert jobs.changes.run(strict) == jobs.changes.FLOORS_FAILED
+    # A new model format (the model's code fixed) is another version: the run goes.
+    assert _changes(strict, MODEL_FORMAT + 1).anything_new
 
     # Other floors may pass it: work to do (evaluating again).
     assert _changes(config).anything_new
@@ -225,11 +295,45 @@ def test_another_model_format_retrains_as_a_new_version(run):
     assert changes.anything_new and changes.changed == [f"model format {MODEL_FORMAT} -> {MODEL_FORMAT + 1}"]
     # Training then makes a version of its own, beside the old code's.
     manifest = {"fingerprint": version_lineage.input_fingerprint, "created_at": version_lineage.created_at}
-    bumped = Lineage.of(config, manifest, MODEL_FORMAT + 1)
-    assert bumped.version == f"{version_lineage.version}-m{MODEL_FORMAT + 1}"
+    bumped = Lineage.of(config, manifest, MODEL_FORMAT + 1, CODE)
+    assert bumped.version == version_lineage.version.replace(f"-c{CODE[:8]}", f"-m{MODEL_FORMAT + 1}-c{CODE[:8]}")
     assert version_lineage.difference(bumped.model_copy(update={"version": version_lineage.version})) == (
         f"trained by model format {MODEL_FORMAT}, this code's is {MODEL_FORMAT + 1}"
     )
+
+
+def test_changed_model_code_retrains_as_a_new_version(run, capsys):
+    """Another recorded fingerprint of the model's code (tf_models.model_format) is another model, no bump by hand."""
+    config, version_lineage = run
+    assert version_lineage.model_code == CODE and version_lineage.version.endswith(f"-c{CODE[:8]}")
+    other = "f" * 64
+    changes = _changes(config, code=other)
+    assert changes.anything_new and changes.changed == [f"model code {CODE[:12]} -> {'f' * 12}"]
+    manifest = {"fingerprint": version_lineage.input_fingerprint, "created_at": version_lineage.created_at}
+    recoded = Lineage.of(config, manifest, MODEL_FORMAT, other)
+    assert recoded.version == version_lineage.version.replace(CODE[:8], "f" * 8)
+    assert version_lineage.difference(recoded.model_copy(update={"version": version_lineage.version})) == (
+        f"trained by model code {CODE[:12]}, this code's is {'f' * 12}"
+    )
+    # A version trained before code fingerprints (deployed today) is retrained once by this code.
+    older = version_lineage.model_copy(update={"model_code": None})
+    lineage.write_lineage(config.run_dir, older)
+    assert _changes(config).changed == [f"model code (before code fingerprints) -> {CODE[:12]}"]
+    assert jobs.changes.run(config) == 0
+    assert "model code (before code fingerprints)" in capsys.readouterr().out
+
+
+def test_a_failed_version_is_tried_again_once_the_model_code_changes(run):
+    config, latest = run
+    lineage.write_lineage(
+        config.run_dir,
+        latest.model_copy(update={"input_fingerprint": _other_content(latest.input_fingerprint, "labels/CTCF")}),
+    )
+    failed = _version(config, input_fingerprint(config), "2026-01-12T00:00:00Z")
+    lineage.write_floor_failure(config.run_dir, failed, (None, None), (0.5, 0.1), ["below"])
+    assert _changes(config).failed is not None
+    fixed = _changes(config, code="e" * 64)
+    assert fixed.anything_new and fixed.failed is None
 
 
 def test_a_lineage_from_before_model_formats_is_of_the_first():

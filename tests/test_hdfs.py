@@ -24,6 +24,7 @@ from airflow_runs import REGIONS
 
 from tfbs import storage
 from tfbs.lineage import manifest_digest
+from tfbs.manifest import read_manifest
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
@@ -70,9 +71,11 @@ def test_everything_the_run_wrote_is_on_hdfs(dag_on_yarn, hadoop, webhdfs):
     run = _path(dag_on_yarn.run_uri)
     manifest = json.loads(webhdfs.read(f"{run}/shards/manifest.json"))
     assert manifest["tfs"] == ["CTCF", "FOXA1"]
-    assert all(entry["path"].startswith("hdfs://master:8020/") for entry in manifest["parquet"]["train"])
+    # Named relative to the shard folder (manifest schema 8), which is on HDFS.
+    assert all(entry["path"].startswith("parquet/") for entry in manifest["parquet"]["train"])
+    assert read_manifest(f"{dag_on_yarn.run_uri}/shards").parquet["train"][0].path.startswith("hdfs://master:8020/")
     # Every block of what the run wrote on two of the three DataNode hosts.
-    shard = _path(manifest["parquet"]["train"][0]["path"])
+    shard = f"{run}/shards/{manifest['parquet']['train'][0]['path']}"
     assert webhdfs.status(shard)["replication"] == 2
     assert all(len(hosts) == 2 and hosts <= set(hadoop.nodes) for hosts in webhdfs.block_hosts(shard))
     assert webhdfs.list(f"{run}/shards/records/train") == ["negatives-0", "positives"]

@@ -81,11 +81,11 @@ def test_the_command_line_reports_the_hosts_and_runs_on_them(hadoop):
     assert ran.stdout.split() == [GATEWAY, str(hadoop.conf_dir)], ran.stderr
 
 
-def test_without_root_the_hosts_cannot_be_made_and_the_error_says_so():
+def test_without_root_the_hosts_cannot_be_made_and_the_error_says_so(code_for_everyone):
     script = "import sys; sys.path.insert(0, 'hadoop'); from netns import require_namespaces; require_namespaces()"
     done = subprocess.run(
         ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", script],
-        cwd=REPO,
+        cwd=code_for_everyone,
         capture_output=True,
         text=True,
         timeout=60,

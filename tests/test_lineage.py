@@ -58,11 +58,11 @@ def first(spark, small_shards, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def other_shards(small_shards, tmp_path_factory):
-    """A shard directory whose manifest differs from the session's (built a second later)."""
+    """A shard directory whose manifest differs from the session's in content (other row-changing settings)."""
     from tfbs.manifest import MANIFEST_NAME, Manifest
 
     shared, manifest = small_shards
-    changed = manifest.model_copy(update={"created_unix": manifest.created_unix + 1})
+    changed = manifest.model_copy(update={"fingerprint": {**manifest.fingerprint, "config": "0" * 64}})
     shards = tmp_path_factory.mktemp("other-shards")
     (shards / MANIFEST_NAME).write_text(changed.model_dump_json(indent=2))
     return f"file://{shards}", Manifest.model_validate_json((shards / MANIFEST_NAME).read_text())
@@ -93,6 +93,59 @@ def test_the_manifest_digest_is_its_contents(small_shards, other_shards):
     assert lineage.manifest_digest(text) == lineage.manifest_digest(json.loads(text)) == digest
     assert lineage.manifest_digest(text.encode()) == digest
     assert lineage.manifest_digest(other_shards[1]) != digest
+
+
+def test_identical_shards_rebuilt_or_moved_keep_their_version(small_shards, tmp_path):
+    """The version is named by what the shards hold, not when or where they were built (schema 8)."""
+    shared, manifest = small_shards
+    config = _config(tmp_path, shared.shards_uri, shared.data.root)
+    version = Lineage.of(config, manifest, MODEL_FORMAT).version
+    root = shared.shards_uri.rstrip("/")
+
+    def moved(path: str) -> str:
+        return path.replace(root, "hdfs://nn/elsewhere/shards", 1)
+
+    rebuilt = manifest.model_copy(
+        update={
+            "created_unix": manifest.created_unix + 86_400,  # rebuilt a day later
+            "config_digest": "0" * 64,  # from a configuration with another run_dir
+            "parquet": {
+                split: [f.model_copy(update={"path": moved(f.path)}) for f in files]
+                for split, files in manifest.parquet.items()
+            },
+        }
+    )
+    assert lineage.manifest_digest(rebuilt) == lineage.manifest_digest(manifest)
+    assert Lineage.of(config, rebuilt, MODEL_FORMAT).version == version
+    # Other bytes in one file are other shards.
+    first_test = manifest.parquet["test"][0].model_copy(update={"blake3": "0" * 64})
+    other = manifest.model_copy(
+        update={"parquet": {**manifest.parquet, "test": [first_test, *manifest.parquet["test"][1:]]}}
+    )
+    assert Lineage.of(config, other, MODEL_FORMAT).version != version
+
+
+def test_the_manifest_names_its_files_relative_to_its_folder(small_shards, tmp_path):
+    """manifest.json holds paths relative to the shard folder; a copy of the folder reads its own files."""
+    import shutil
+
+    from tfbs.manifest import MANIFEST_NAME, SCHEMA_VERSION, read_manifest
+
+    shared, manifest = small_shards
+    stored = json.loads(Path(local_path(shared.shards_uri), MANIFEST_NAME).read_text())
+    assert stored["schema_version"] == SCHEMA_VERSION == 8
+    paths = [f["path"] for files in stored["parquet"].values() for f in files]
+    paths += [f["path"] for split in stored["records"].values() for f in split["positives"]]
+    assert paths and all(not p.startswith("/") and "://" not in p for p in paths), paths[:3]
+    copy = tmp_path / "moved-shards"
+    shutil.copytree(local_path(shared.shards_uri), copy)
+    moved = read_manifest(copy.as_uri())
+    read_paths = [f.path for files in moved.parquet.values() for f in files]
+    assert len(read_paths) == len(stored["parquet"]["test"]) + sum(
+        len(f) for k, f in stored["parquet"].items() if k != "test"
+    )
+    assert all(p.startswith(f"{copy.as_uri()}/") and Path(local_path(p)).is_file() for p in read_paths)
+    assert lineage.manifest_digest(moved) == lineage.manifest_digest(manifest)
 
 
 def test_version_names_are_deterministic(small_shards, tmp_path):
@@ -178,7 +231,8 @@ def test_evaluate_names_a_version_never_trained(small_shards, tmp_path):
     with pytest.raises(MissingInputError) as missing:
         jobs.evaluate.run(config)
     assert re.fullmatch(
-        rf"{config.run_dir}/models/[0-9a-f]{{10}}-[0-9a-f]{{8}}/lineage.json: not found \(run `tfbs train` first\)",
+        rf"{config.run_dir}/models/[0-9a-f]{{10}}-[0-9a-f]{{8}}-c[0-9a-f]{{8}}/lineage.json: not found "
+        r"\(run `tfbs train` first\)",
         str(missing.value),
     )
 
@@ -251,6 +305,57 @@ def test_a_named_version_of_other_inputs_is_refused(spark, first, other_shards):
     with pytest.raises(LineageError, match=r"lineage.json: trained with train.steps=20 \(now 30\); set train.version"):
         train_on_spark(spark, longer, manifest)
     assert lineage_file.read_bytes() == before
+
+
+def test_a_moved_run_trains_nothing(first, tmp_path, monkeypatch):
+    """The run folder (its shards and models) moved elsewhere: the same version, up to date, no Spark."""
+    import shutil
+
+    import jobs.train
+    from tf_models.train import prepare_version
+    from tfbs.manifest import read_manifest
+
+    config, _, summary = first
+    moved_shards, moved_run = tmp_path / "moved" / "shards", tmp_path / "moved" / "run"
+    shutil.copytree(local_path(config.shards_uri), moved_shards)
+    shutil.copytree(local_path(config.run_dir), moved_run)
+    moved = config.model_copy(update={"shards_dir": moved_shards.as_uri(), "run_dir": moved_run.as_uri()})
+    manifest = read_manifest(moved.shards_uri)
+    assert all(f.path.startswith(moved_shards.as_uri()) for f in manifest.records["train"].positives)
+    version_lineage, up_to_date = prepare_version(moved, manifest)
+    assert up_to_date and version_lineage.version == summary["version"]
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("a moved run started Spark")
+
+    monkeypatch.setattr("tfbs.session.build_session", no_spark)
+    assert jobs.train.run(moved)["up_to_date"]
+
+
+def test_a_truncated_export_is_trained_and_exported_again(spark, first, tmp_path):
+    """A variables file cut short after export (all files still there): the next train is not up to date,
+    resumes from the version's checkpoint and writes a whole export again."""
+    import shutil
+
+    from tf_models.train import finished_export, prepare_version, train_on_spark
+    from tfbs.manifest import read_manifest
+
+    config, _, summary = first
+    moved_run = tmp_path / "run"  # a copy: the module's other tests keep the original
+    shutil.copytree(local_path(config.run_dir), moved_run)
+    damaged = config.model_copy(update={"run_dir": moved_run.as_uri()})
+    manifest = read_manifest(damaged.shards_uri)
+    export = lineage.export_uri(damaged.run_dir, summary["version"])
+    (data,) = Path(local_path(export), "variables").glob("variables.data-*")
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])
+    version_lineage, up_to_date = prepare_version(damaged, manifest)
+    assert not up_to_date and version_lineage.version == summary["version"]
+    assert lineage.export_problem(export, version_lineage).startswith(f"{export}/variables/{data.name}: not the bytes")
+
+    again = train_on_spark(spark, damaged, manifest)
+    assert not again["up_to_date"] and again["version"] == summary["version"]
+    assert finished_export(export, version_lineage)
+    assert [h["step"] for h in again["history"]] == [10, 20]  # resumed at the end: no step trained twice
 
 
 # --------------------------------------------------------------------------

@@ -15,8 +15,6 @@ import pytest
 
 from tfbs.private_dirs import private_dir, records_cache
 
-REPO = Path(__file__).resolve().parents[1]
-
 
 def test_a_private_dir_is_made_mode_700_at_every_new_level(tmp_path):
     folder = private_dir(tmp_path / "tfbs-someone" / "records" / "abc")
@@ -62,7 +60,7 @@ def shared_tmp():
     shutil.rmtree(folder)
 
 
-def test_another_user_can_neither_read_nor_take_the_cache(shared_tmp):
+def test_another_user_can_neither_read_nor_take_the_cache(shared_tmp, code_for_everyone):
     """``nobody`` lists nothing in root's records, and its own cache lands in a folder of its own."""
     tmp_path = shared_tmp
     ours = private_dir(tmp_path / "tfbs-root" / "records")
@@ -75,7 +73,7 @@ def test_another_user_can_neither_read_nor_take_the_cache(shared_tmp):
     )
     done = subprocess.run(
         ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", script,
-         str(REPO), str(ours), str(tmp_path)],
+         str(code_for_everyone), str(ours), str(tmp_path)],
         capture_output=True, text=True, timeout=60, cwd="/",
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

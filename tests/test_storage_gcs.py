@@ -302,3 +302,27 @@ def test_same_functions_on_file_uris(tmp_path):
     storage.replace_dir(storage.to_uri(tmp_path / "staging"), base, commit_marker="manifest.json")  # a rename locally
     assert storage.list_files(base) == [f"{base}/manifest.json", f"{base}/part-0.rec"]
     assert not (tmp_path / "staging").exists()
+
+
+def test_the_emulator_serves_the_socket_bound_before_it_started(tmp_path):
+    """The emulator's port is bound once, at import: nothing can take it before the emulator starts, and a
+    client that connects in between is answered once it runs (no pick-then-bind race)."""
+    import socket
+
+    from gcs_emulator import _listening_socket, _start, _stop
+
+    listening = _listening_socket()
+    host, port = listening.getsockname()
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as other, pytest.raises(OSError):
+        other.bind((host, port))
+    early = socket.create_connection((host, port), timeout=30)  # waits in the backlog, its request sent
+    early.sendall(b"GET / HTTP/1.0\r\n\r\n")
+    process = _start(listening, tmp_path / "emulator.log")
+    try:
+        answer = b""
+        while chunk := early.recv(4096):
+            answer += chunk
+        assert answer.startswith(b"HTTP/1.0 200") and answer.rstrip().endswith(b"OK")
+    finally:
+        early.close()
+        _stop(process)

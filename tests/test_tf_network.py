@@ -194,11 +194,11 @@ print(json.dumps(report))
 
 
 @pytest.mark.parametrize("user", ["root", "nobody"])
-def test_a_node_process_goes_private_and_hands_its_sockets_to_the_watcher(user):
+def test_a_node_process_goes_private_and_hands_its_sockets_to_the_watcher(user, code_for_everyone):
     """Root gets a network namespace; anyone else a user namespace around it (a YARN container's user)."""
     import json
 
-    command = [sys.executable, "-c", _PROBE_CHILD, str(REPO)]
+    command = [sys.executable, "-c", _PROBE_CHILD, str(code_for_everyone)]
     if user == "nobody":
         command = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", *command]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+from conftest import DEMO_CONFIG, MOTIFS_FOR_EVERYONE, REPO, SHARED_TMP, SMALL_OVERRIDES
 
 from tfbs.config import load_config
 from tfbs.private_dirs import RECORDS_ROOT
@@ -53,11 +53,11 @@ def interpreter_for_everyone() -> Iterator[None]:
 
 
 @pytest.fixture
-def shared_inputs(spark, small_dataset, interpreter_for_everyone) -> Iterator[Path]:
+def shared_inputs(spark, small_dataset, interpreter_for_everyone, code_for_everyone) -> Iterator[Path]:
     """The small data set and its shards where any user may read them, and a folder per user."""
     from preprocess.build_shards import build_shards
 
-    folder = Path(tempfile.mkdtemp(prefix="tfbs-two-users-", dir="/tmp"))
+    folder = Path(tempfile.mkdtemp(prefix="tfbs-two-users-", dir=SHARED_TMP))
     try:
         shutil.copytree(local_path(small_dataset.data.root), folder / "data")
         # Built here: a manifest names its record files where they were written.
@@ -75,20 +75,23 @@ def shared_inputs(spark, small_dataset, interpreter_for_everyone) -> Iterator[Pa
         shutil.rmtree(RECORDS_ROOT.format(user=OTHER_USER).removesuffix("/records"), ignore_errors=True)
 
 
-def _train(folder: Path, user: str) -> subprocess.Popen[str]:
+def _train(folder: Path, code: Path, user: str) -> subprocess.Popen[str]:
+    """``tfbs train`` as ``user``, from ``code`` (a copy any user reads: the clone may be private to root)."""
     home = folder / user
-    command = [sys.executable, "-m", "jobs.train", "--config", str(DEMO_CONFIG)]
+    command = [sys.executable, "-m", "jobs.train", "--config", str(code / DEMO_CONFIG.relative_to(REPO))]
+    motifs = code / MOTIFS_FOR_EVERYONE
     for override in [*SMALL_OVERRIDES, f"run_dir={home / 'run'}", f"data.root={folder / 'data'}",
-                     f"shards_dir={folder / 'shards'}"]:  # fmt: skip
+                     f"shards_dir={folder / 'shards'}", f"generate.motif_db={motifs}"]:  # fmt: skip
         command += ["--set", override]
-    env = {**os.environ, "HOME": str(home), "TMPDIR": str(home)}
+    # PYTHONPATH: Spark's executors and Python workers, started as the user, import the copy too.
+    env = {**os.environ, "HOME": str(home), "TMPDIR": str(home), "PYTHONPATH": str(code)}
     if user != "root":
         command = [*AS_OTHER_USER, *command]
-    return subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return subprocess.Popen(command, cwd=code, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def test_two_users_train_at_once_each_with_a_cache_of_its_own(shared_inputs):
-    runs = {user: _train(shared_inputs, user) for user in ("root", OTHER_USER)}
+def test_two_users_train_at_once_each_with_a_cache_of_its_own(shared_inputs, code_for_everyone):
+    runs = {user: _train(shared_inputs, code_for_everyone, user) for user in ("root", OTHER_USER)}
     outputs = {user: run.communicate(timeout=900)[0] for user, run in runs.items()}
     for user, run in runs.items():
         assert run.returncode == 0, (user, outputs[user][-4000:])

@@ -27,6 +27,7 @@ import pytest
 from blake3 import blake3
 
 from tfbs import content_keys, dir_swap, owned_dirs, storage
+from tfbs.lineage import DamagedExportError
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -236,9 +237,26 @@ def test_local_export_refuses_a_copy_unlike_its_record(gcs_base, tmp_path, monke
     _write_export(export, b"\1" * 1024, record=True)
     storage.write_bytes(f"{export}/saved_model.pb", b"rewritten meanwhile")
 
-    with pytest.raises(RuntimeError, match="export changed while it was copied"):
+    with pytest.raises(DamagedExportError) as refused:
         local_export(export)
+    assert str(refused.value).startswith(
+        f"{export}/saved_model.pb: not the bytes {content_keys.DIGESTS_NAME} records"
+        ": damaged, truncated or rewritten since export (the export changed while it was copied: run again;"
+    )
     assert list(export_cache().iterdir()) == []
+
+
+def test_local_export_copies_again_a_copy_damaged_in_the_cache(gcs_base, tmp_path, monkeypatch):
+    """The export cache is checked against the record on every use, not only when filled."""
+    from tf_models.model_dir import local_export
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    export = f"{gcs_base}/model/export"
+    _write_export(export, b"\1" * 4096, record=True)
+    copy = Path(local_export(export), "variables", "variables.data-00000-of-00001")
+    copy.write_bytes(copy.read_bytes()[:100])  # truncated after it was installed
+    assert Path(local_export(export)) == copy.parents[1]
+    assert copy.read_bytes() == b"\1" * 4096
 
 
 def test_record_digests_names_every_file(tmp_path):

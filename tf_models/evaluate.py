@@ -30,6 +30,7 @@ from tf_models.baselines import OracleTable, bin_motif_scores, motif_log_odds
 from tf_models.boosted import predict_boosted
 from tf_models.boosted_fit import BoostedBaseline, fit_boosted_baseline
 from tf_models.model_dir import local_export
+from tf_models.model_format import recorded_model_code
 from tf_models.protocol import (
     BASELINES,
     HELD_OUT,
@@ -419,7 +420,9 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     from tf_models.report import write_html_report
 
     started = time.monotonic()
-    version_lineage = lineage.require_lineage(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
+    version_lineage = lineage.require_lineage(
+        config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT, recorded_model_code())
+    )
     export_uri = lineage.export_uri(config.run_dir, version_lineage.version)
     report_dir = lineage.report_uri(config.run_dir, version_lineage.version)
     boosted = fit_boosted_baseline(spark, config, manifest, report_dir)

@@ -28,8 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+import pyarrow.fs as pafs
+
 from tfbs import owned_dirs, storage
-from tfbs.content_keys import DIGESTS_NAME, content_key, local_key
+from tfbs.content_keys import DIGESTS_NAME, content_key, unlike_record
+from tfbs.lineage import DamagedExportError
 from tfbs.private_dirs import user_temp_dir
 
 log = logging.getLogger("tfbs.train")
@@ -191,6 +194,10 @@ def local_export(export_uri: str) -> str:
         log.info("removed %s, an export copy a process that is gone left unfinished", stale)
     name = _digest(export_uri.rstrip("/").encode())
     copy = cache / f"{name}-{_export_version(export_uri)}"
+    if copy.is_dir() and (copy / DIGESTS_NAME).is_file() and unlike_record(pafs.LocalFileSystem(), str(copy)):
+        # A copy damaged since it was installed (a full disk, a stray write) is fetched again, not loaded.
+        log.warning("%s: damaged since it was copied from %s; copying it again", copy, export_uri)
+        shutil.rmtree(copy, ignore_errors=True)
     if not copy.is_dir():
         _install(export_uri, copy)
         _remove_other_versions(cache, name, keep=copy)
@@ -234,10 +241,10 @@ def _install(export_uri: str, copy: Path) -> None:
 
     Raises
     ------
-    RuntimeError
+    DamagedExportError
         If a file copied is missing or not the one the export's record
         names: the export was rewritten while it was being copied (try
-        again), or is incomplete.
+        again), or is damaged (train again). One line naming the file.
     """
     copy.parent.mkdir(parents=True, exist_ok=True)
     partial = copy.with_name(storage.temporary_name(copy.name))
@@ -249,7 +256,7 @@ def _install(export_uri: str, copy: Path) -> None:
             raise FileNotFoundError(f"{export_uri}: no exported model there")
         _check_recorded(export_uri, partial)
         os.rename(partial, copy)
-    except (OSError, RuntimeError):
+    except (OSError, DamagedExportError):
         shutil.rmtree(partial, ignore_errors=True)
         if not copy.is_dir():  # else another process installed the same version first
             raise
@@ -258,16 +265,16 @@ def _install(export_uri: str, copy: Path) -> None:
 
 
 def _check_recorded(export_uri: str, copy: Path) -> None:
-    """Raise RuntimeError if a file of ``copy`` is not what the export's record (if any) says it holds."""
-    record = copy / DIGESTS_NAME
-    if not record.is_file():
+    """Raise DamagedExportError if a file of ``copy`` is not what the export's record (if any) says it holds."""
+    if not (copy / DIGESTS_NAME).is_file():
         return
-    for name, key in json.loads(record.read_text()).items():
-        if not (copy / name).is_file() or local_key(copy / name, key) != key:
-            raise RuntimeError(
-                f"{export_uri}/{name}: missing or not what the export's record names"
-                " (the export changed while it was copied, or is incomplete); run again"
-            )
+    found = unlike_record(pafs.LocalFileSystem(), str(copy))
+    if found is not None:
+        name, reason = found
+        raise DamagedExportError(
+            f"{export_uri.rstrip('/')}/{name}: {reason} (the export changed while it was copied: run again;"
+            " or it is damaged: run `tfbs train`, which trains and exports it again)"
+        )
 
 
 def _remove_other_versions(cache: Path, name: str, keep: Path) -> None:

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from tf_models import MODEL_FORMAT
+from tf_models.model_format import recorded_model_code
 from tfbs import lineage, storage
 from tfbs.config import PipelineConfig, TrainConfig
 from tfbs.lineage import Lineage
@@ -59,7 +60,9 @@ def prepare_version(config: PipelineConfig, manifest: Manifest) -> tuple[Lineage
         If the version folder holds a model of other shards or another
         training configuration (possible when ``train.version`` names it).
     """
-    version_lineage = lineage.claim_version(config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT))
+    version_lineage = lineage.claim_version(
+        config.run_dir, Lineage.of(config, manifest, MODEL_FORMAT, recorded_model_code())
+    )
     return version_lineage, finished_export(
         lineage.export_uri(config.run_dir, version_lineage.version), version_lineage
     )

@@ -111,3 +111,49 @@ def record_digests(directory: str | os.PathLike[str]) -> dict[str, str]:
     }
     (root / DIGESTS_NAME).write_text(json.dumps(keys, indent=1, sort_keys=True))
     return keys
+
+
+def unlike_record(fs: pafs.FileSystem, root: str) -> tuple[str, str] | None:
+    """The first file under ``root`` that is not what ``root``'s :data:`DIGESTS_NAME` records, and why.
+
+    Every file the record names is read and hashed the recorded way (never
+    compared by size: a truncated file and a whole one can only be told
+    apart by their bytes, and a rewritten one not even by its size). Files
+    the record does not name (the metadata written after it) are not
+    checked here.
+
+    Parameters
+    ----------
+    fs
+        The file system holding the directory (local, HDFS, GCS).
+    root
+        The directory's path on ``fs``.
+
+    Returns
+    -------
+    tuple or None
+        ``(name relative to root, reason)``; None when every recorded file
+        holds the recorded bytes.
+    """
+    base = root.rstrip("/")
+    try:
+        with fs.open_input_stream(f"{base}/{DIGESTS_NAME}", compression=None) as stream:
+            record = json.loads(stream.read().decode("utf-8"))
+    except FileNotFoundError:
+        return DIGESTS_NAME, "missing: the export's files cannot be checked"
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return DIGESTS_NAME, "not a JSON record of digests"
+    if not isinstance(record, dict) or not record or not all(isinstance(k, str) for k in record.values()):
+        return DIGESTS_NAME, "not a JSON record of digests"
+    for name, key in sorted(record.items()):
+        algorithm = key.partition(":")[0]
+        try:
+            with fs.open_input_stream(f"{base}/{name}", compression=None) as stream:
+                found = key_of_stream(stream, algorithm)
+        except FileNotFoundError:
+            return name, f"missing (named in {DIGESTS_NAME})"
+        except ValueError:  # an algorithm this code does not know
+            return DIGESTS_NAME, f"{name}: unknown digest {key!r}"
+        if found != key:
+            return name, f"not the bytes {DIGESTS_NAME} records: damaged, truncated or rewritten since export"
+    return None

@@ -30,7 +30,7 @@ An unbound row kept by several negative draws counts once; the manifest's
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -42,7 +42,8 @@ from tfbs.errors import BadInputError
 #: 5: a row's ``dnase`` is its proximity to the cell's DNase summit (tfbs.annotate.peak_proximity), not a flag.
 #: 6: BLAKE3 instead of SHA-256, in file entries (``blake3``) and the fingerprint (kind ``blake3``).
 #: 7: held-out cells (``heldout_cells``, the outcome ``excluded_heldout_cell``).
-SCHEMA_VERSION = 7
+#: 8: file entries' paths relative to the shard folder in ``manifest.json`` (a moved folder reads its own files).
+SCHEMA_VERSION = 8
 MANIFEST_NAME = "manifest.json"
 
 #: Outcomes decided per (bin, cell) inside the tasks, by code.
@@ -227,10 +228,34 @@ class Manifest(_Record):
         return self
 
 
-def write_manifest(out_uri: str, manifest: Manifest) -> str:
-    """Write the manifest JSON under ``out_uri``; returns its URI."""
+def _with_paths(manifest: Manifest, change: Callable[[str], str]) -> Manifest:
+    """``manifest`` with ``change`` applied to the path of every file entry (Parquet and record files)."""
+
+    def entries(files: list[FileEntry]) -> list[FileEntry]:
+        return [entry.model_copy(update={"path": change(entry.path)}) for entry in files]
+
+    parquet = {split: entries(files) for split, files in manifest.parquet.items()}
+    records = {
+        split: SplitRecords(
+            positives=entries(split_records.positives), negatives=[entries(d) for d in split_records.negatives]
+        )
+        for split, split_records in manifest.records.items()
+    }
+    return manifest.model_copy(update={"parquet": parquet, "records": records})
+
+
+def write_manifest(out_uri: str, manifest: Manifest, root: str | None = None) -> str:
+    """Write the manifest JSON under ``out_uri``; returns its URI.
+
+    File paths under ``root`` (the shard folder the files will be read from,
+    ``out_uri`` by default; a staging folder's manifest names the final
+    one) are written relative to it, so the folder may be moved or copied
+    whole (:func:`read_manifest` roots them where it finds the manifest).
+    """
+    base = (root or out_uri).rstrip("/") + "/"
+    relative = _with_paths(manifest, lambda path: path.removeprefix(base))
     target = f"{out_uri}/{MANIFEST_NAME}"
-    storage.write_text(target, manifest.model_dump_json(indent=2))
+    storage.write_text(target, relative.model_dump_json(indent=2))
     return target
 
 
@@ -248,7 +273,10 @@ def read_manifest(shards_uri: str) -> Manifest:
 
     target = require(f"{shards_uri}/{MANIFEST_NAME}", "shard manifest (run `tfbs preprocess` first)")
     try:
-        return Manifest.model_validate_json(storage.read_text(target))
+        stored = Manifest.model_validate_json(storage.read_text(target))
     except ValidationError as err:
         problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'manifest'}: {e['msg']}" for e in err.errors())
         raise BadInputError(target, 0, problems) from None
+    # Relative paths are the shard folder's own: rooted where the manifest is now, wherever it was built.
+    base = shards_uri.rstrip("/")
+    return _with_paths(stored, lambda path: path if "://" in path or path.startswith("/") else f"{base}/{path}")

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from tfbs import storage
-from tfbs.errors import BadInputError
+from tfbs.errors import BadInputError, MissingInputError
 
 #: Base order of every matrix and one-hot encoding here (MEME's ACGT order).
 ALPHABET = "ACGT"
@@ -53,8 +53,8 @@ def read_meme(uri: str) -> dict[str, np.ndarray]:
         of the wrong length, a value that is not a probability, a row of
         zeros or one whose sum is not 1; or line 1 for a file without any
         motif.
-    FileNotFoundError
-        If the file is missing; the message names ``uri``.
+    MissingInputError
+        If the file is missing (a FileNotFoundError); the message names ``uri``.
     """
     lines = _text_lines(uri)
     motifs: dict[str, np.ndarray] = {}
@@ -86,7 +86,8 @@ def _text_lines(uri: str) -> list[str]:
         with storage.open_input(uri) as stream:
             raw = stream.read()
     except FileNotFoundError:
-        raise
+        # A user's mistake (a wrong path in the configuration), not a bug: one line naming the file.
+        raise MissingInputError(f"{uri}: not found (a MEME motif file the configuration names)") from None
     except OSError as err:  # a corrupt .gz, an unreadable object
         raise BadInputError(uri, 1, f"cannot be read ({err})") from None
     lines = []

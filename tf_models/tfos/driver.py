@@ -24,6 +24,7 @@ from tf_models.tfos.failures import (
     failure_message,
     lost_node_message,
     nodes_on_lost_hosts,
+    reservation_failure,
 )
 from tf_models.tfos.node import CHIEF, NODE_DIR_ARG, TF_NETWORK_SECRET_ARG, NodeMain
 from tf_models.tfos.node_files import read_node_files
@@ -291,7 +292,9 @@ def run_cluster(
         If the application has fewer (or more) executors than TF nodes, or
         executors that run several tasks at once.
     ClusterSetupError
-        If ``spark.driver.host`` is not set (no address for the reservations).
+        If ``spark.driver.host`` is not set (no address for the reservations),
+        or the nodes did not all register within ``reservation_timeout``
+        (:class:`~tf_models.tfos.failures.ReservationTimeoutError`).
     ClusterFailed
         If a node failed or died, or the run timed out. A dead node is reported within seconds, by name
         (``TF node worker:1 (Spark executor 3, ...) died: its process was
@@ -391,7 +394,7 @@ def _reserve_nodes(
         raise ClusterFailed(f"a TF node failed during reservation: {_tfos_error()}") from exc
     except Exception as exc:  # reservation timed out; node tasks still running
         sc.cancelAllJobs()
-        raise ClusterFailed(f"TF cluster did not start: {exc}") from exc
+        raise reservation_failure(exc, reservation_timeout) from exc
     return cluster
 
 

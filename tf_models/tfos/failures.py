@@ -37,6 +37,38 @@ class ClusterSizeError(ClusterSetupError):
     """The application's executors do not match the TF nodes: the cluster's or the configuration's to fix."""
 
 
+class ReservationTimeoutError(ClusterSetupError):
+    """The TF nodes did not all register within the reservation timeout: nothing trained, the timeout is to raise."""
+
+
+#: How TensorFlowOnSpark's reservation server says its wait ran out (a bare ``Exception``).
+_RESERVATION_TIMED_OUT = "timed out waiting for reservations"
+
+
+def reservation_failure(error: BaseException, timeout_s: float) -> ClusterFailed:
+    """The error to raise when TensorFlowOnSpark's reservation of the TF nodes ended in ``error``.
+
+    A reservation that ran out of time is a setup error (one ``error:``
+    line, exit 2, naming the setting): no node has trained, and on a busy
+    host importing TensorFlow alone can take longer than a small timeout.
+    Anything else is a failure of the cluster.
+
+    Examples
+    --------
+    >>> type(reservation_failure(Exception("timed out waiting for reservations to complete"), 5)).__name__
+    'ReservationTimeoutError'
+    >>> str(reservation_failure(OSError("boom"), 5))
+    'TF cluster did not start: boom'
+    """
+    if _RESERVATION_TIMED_OUT in str(error):
+        return ReservationTimeoutError(
+            f"train.placement.reservation_timeout_s: the TF nodes did not all register within {timeout_s:g} s "
+            "(each node imports TensorFlow first, which on a busy host can take minutes); nothing was trained: "
+            "raise it and run again"
+        )
+    return ClusterFailed(f"TF cluster did not start: {error}")
+
+
 #: How :func:`tf_models.tfos.task.run_isolated` names a failed node:
 #: ``TF node worker:1 (Spark executor 3, host h, pid 42) died: its process was
 #: killed by SIGKILL``, or ``... failed:`` followed by the node's traceback.

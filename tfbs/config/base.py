@@ -6,6 +6,16 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
+#: Spark settings that are counts: Spark reads them as integers (and so does
+#: training's sizing), so a value such as "2.5" is refused on load, naming
+#: the key, instead of failing as a Java or Python traceback once Spark runs.
+SPARK_COUNT_KEYS = (
+    "spark.executor.cores",
+    "spark.task.cpus",
+    "spark.cores.max",
+    "spark.driver.cores",
+)
+
 #: The GPU discovery script shipped in the repository (``scripts/``). Spark
 #: runs it on each executor, so this absolute path suits clusters where the
 #: repository sits at the same place on every node; on YARN ship the script
@@ -28,6 +38,25 @@ def cpu_set(cpus: str) -> set[int]:
             raise ValueError(f"{cpus!r} is not a CPU list such as '0' or '0-2,5'")
         found.update(range(int(low), int(high or low) + 1))
     return found
+
+
+def spark_counts(conf: dict[str, str]) -> dict[str, str]:
+    """``conf`` itself, after checking that each of :data:`SPARK_COUNT_KEYS` in it is a positive whole number.
+
+    Examples
+    --------
+    >>> spark_counts({"spark.executor.cores": "2"})
+    {'spark.executor.cores': '2'}
+    >>> spark_counts({"spark.executor.cores": "2.5"})
+    Traceback (most recent call last):
+    ...
+    ValueError: spark.executor.cores: '2.5' is not a positive whole number
+    """
+    for key in SPARK_COUNT_KEYS:
+        value = conf.get(key)
+        if value is not None and not (str(value).strip().isdigit() and int(value) > 0):
+            raise ValueError(f"{key}: {value!r} is not a positive whole number")
+    return conf
 
 
 class Section(BaseModel):

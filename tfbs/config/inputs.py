@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tfbs.config.base import Section
+from tfbs.config.base import Section, spark_counts
 from tfbs.config.profile import RealisticConfig
 from tfbs.dream import DREAM_TEST_CHROMS, DREAM_VALID_CHROMS
 from tfbs.storage import to_uri
@@ -33,6 +33,11 @@ class SparkConfig(Section):
         description="run on YARN even with Spark's authentication or encryption off (spark.authenticate, "
         "spark.network.crypto.enabled, spark.io.encryption.enabled); false: such a session is refused",
     )
+
+    @field_validator("conf")
+    @classmethod
+    def _spark_counts(cls, conf: dict[str, str]) -> dict[str, str]:
+        return spark_counts(conf)
 
     @field_validator("class_archive_dir")
     @classmethod

@@ -26,7 +26,17 @@ def _apply_override(tree: dict[str, Any], assignment: str) -> None:
         if not isinstance(child, dict):
             raise ConfigError(f"override {assignment!r}: {key} is not a section")
         node = child
-    node[keys[-1]] = yaml.safe_load(raw)
+    try:
+        node[keys[-1]] = yaml.safe_load(raw)
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{dotted.strip()}: --set value {raw!r} is not valid YAML: {_yaml_problem(err)}") from None
+
+
+def _yaml_problem(err: yaml.YAMLError) -> str:
+    """What YAML found wrong, in one line (PyYAML's own text spans several, with a caret)."""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    mark = getattr(err, "problem_mark", None)
+    return f"{problem} at column {mark.column + 1}" if mark is not None else problem
 
 
 def _moved(loc: tuple[int | str, ...]) -> str | None:
@@ -79,10 +89,21 @@ def load_config(path: str | os.PathLike[str], overrides: list[str] | None = None
     source = str(path)
     if not Path(source).is_file():
         raise ConfigError(f"{source}: configuration file not found")
+    raw = Path(source).read_bytes()
     try:
-        tree = yaml.safe_load(Path(source).read_text()) or {}
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = raw[: err.start].count(b"\n") + 1
+        column = err.start - (raw.rfind(b"\n", 0, err.start) + 1) + 1
+        raise ConfigError(
+            f"{source}:{line}: not UTF-8 text (byte {raw[err.start]:#04x} at column {column}); save it as UTF-8"
+        ) from None
+    try:
+        tree = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
-        raise ConfigError(f"{source}: not valid YAML: {err}") from err
+        mark = getattr(err, "problem_mark", None)
+        where = f"{source}:{mark.line + 1}" if mark is not None else source
+        raise ConfigError(f"{where}: not valid YAML: {_yaml_problem(err)}") from None
     if not isinstance(tree, dict):
         raise ConfigError(f"{source}: top level must be a mapping")
     for assignment in overrides or []:

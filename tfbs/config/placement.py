@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tfbs.config.base import DEFAULT_GPU_DISCOVERY_SCRIPT, Section, cpu_set
+from tfbs.config.base import DEFAULT_GPU_DISCOVERY_SCRIPT, Section, cpu_set, spark_counts
 
 
 def is_local_master(master: str) -> bool:
@@ -95,6 +95,11 @@ class PlacementConfig(Section):
             # One source of truth: tf_models.gpus derives these from gpus_per_worker.
             raise ValueError(f"spark_conf: set gpus_per_worker / gpu_discovery_script instead of {gpu_keys}")
         return self
+
+    @field_validator("spark_conf")
+    @classmethod
+    def _spark_counts(cls, spark_conf: dict[str, str]) -> dict[str, str]:
+        return spark_counts(spark_conf)
 
     @field_validator("node_cpus")
     @classmethod

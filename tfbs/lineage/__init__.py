@@ -63,13 +63,16 @@ from tfbs.lineage.pointers import (
     write_latest,
 )
 from tfbs.lineage.records import (
+    DamagedExportError,
     Lineage,
     LineageError,
     claim_version,
+    export_damage,
     export_problem,
     list_versions,
     read_lineage,
     require_lineage,
+    require_whole_export,
     write_lineage,
 )
 from tfbs.lineage.retention import (
@@ -82,6 +85,7 @@ __all__ = [
     "EXPORT_VARIABLES_DATA",
     "FIRST_MODEL_FORMAT",
     "FLOOR_FAILURE_NAME",
+    "DamagedExportError",
     "FloorFailure",
     "LATEST_NAME",
     "LINEAGE_NAME",
@@ -95,6 +99,7 @@ __all__ = [
     "claim_version",
     "clear_floor_failure",
     "config_digest",
+    "export_damage",
     "export_problem",
     "export_uri",
     "floor_failure_uri",
@@ -112,6 +117,7 @@ __all__ = [
     "read_lineage",
     "report_uri",
     "require_lineage",
+    "require_whole_export",
     "run_report_uri",
     "training_config",
     "training_config_digest",

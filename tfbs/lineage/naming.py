@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tfbs import storage
+from tfbs.errors import MissingInputError
 from tfbs.lineage.paths import FIRST_MODEL_FORMAT
 
 if TYPE_CHECKING:
@@ -42,18 +43,52 @@ def manifest_tree(manifest: str | bytes | Mapping[str, Any] | Dumpable) -> dict[
     return tree
 
 
+#: Manifest keys that say when or from where shards were built, not what they hold.
+_PLACE_KEYS = ("created_unix", "config_digest")
+
+
+def manifest_content(tree: Mapping[str, Any]) -> dict[str, Any]:
+    """A manifest's tree without what names places and times: what a model version is named by.
+
+    Left out: when the shards were built (``created_unix``), the digest of
+    the whole configuration (it holds ``run_dir`` and other places; the
+    settings that change rows are in the fingerprint's own digest), every
+    input's and file's location (``uri``, ``path``). What stays, the
+    counts, the settings and every input's and file's content digest, says
+    what the shards hold: identical shards rebuilt (deleted, a schema bump,
+    a crash mid-swap) or a moved run folder keep their version.
+
+    Examples
+    --------
+    >>> a = {"created_unix": 1, "parquet": {"test": [{"path": "/a/x.parquet", "rows": 2, "blake3": "b"}]}}
+    >>> b = {"created_unix": 9, "parquet": {"test": [{"path": "/b/x.parquet", "rows": 2, "blake3": "b"}]}}
+    >>> manifest_content(a) == manifest_content(b)
+    True
+    """
+
+    def strip(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {key: strip(item) for key, item in value.items() if key not in ("uri", "path")}
+        if isinstance(value, list):
+            return [strip(item) for item in value]
+        return value
+
+    return strip({key: value for key, value in tree.items() if key not in _PLACE_KEYS})
+
+
 def manifest_digest(manifest: str | bytes | Mapping[str, Any] | Dumpable) -> str:
-    """The sha256 (hex) of a shard manifest's canonical JSON.
+    """The sha256 (hex) of a shard manifest's content (:func:`manifest_content`), as canonical JSON.
 
     The same manifest gives the same digest whether it comes as the text of
-    ``manifest.json`` (any formatting), a dict or the pydantic object.
+    ``manifest.json`` (any formatting), a dict or the pydantic object, and
+    wherever and whenever its shards were built.
 
     Examples
     --------
     >>> manifest_digest('{"b": 1, "a": [1, 2]}') == manifest_digest({"a": (1, 2), "b": 1})
     True
     """
-    return _sha256(canonical_json(manifest_tree(manifest)))
+    return _sha256(canonical_json(manifest_content(manifest_tree(manifest))))
 
 
 def training_config(config: PipelineConfig) -> dict[str, Any]:
@@ -74,13 +109,28 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
     if model.architecture != "motif_cnn" or not model.motif_cnn.seed_motifs:
         return tree
     if model.motif_cnn.seed_motif_db is not None:
-        tree["seed_motifs_from"] = {"seed_motif_db_blake3": storage.blake3_of(model.motif_cnn.seed_motif_db)[0]}
+        seed_db = _motif_file_digest(model.motif_cnn.seed_motif_db, "train.model.motif_cnn.seed_motif_db")
+        tree["seed_motifs_from"] = {"seed_motif_db_blake3": seed_db}
     elif evaluate.motifs and evaluate.motif_db:
         tree["seed_motifs_from"] = {
             "motifs": dict(sorted(evaluate.motifs.items())),
-            "motif_db_blake3": storage.blake3_of(evaluate.motif_db)[0],
+            "motif_db_blake3": _motif_file_digest(evaluate.motif_db, "evaluate.motif_db"),
         }
     return tree
+
+
+def _motif_file_digest(uri: str, key: str) -> str:
+    """BLAKE3 of the motif file ``uri`` that ``key`` names.
+
+    Raises
+    ------
+    MissingInputError
+        If there is no such file, in one line naming the file and the key
+        (every stage that names a version reads it: ``changes``, train, evaluate).
+    """
+    if not storage.exists(uri):
+        raise MissingInputError(f"{uri}: not found (the MEME motif file {key} names)")
+    return storage.blake3_of(uri)[0]
 
 
 def training_config_digest(config: PipelineConfig) -> str:
@@ -93,17 +143,20 @@ def config_digest(config: PipelineConfig) -> str:
     return _sha256(canonical_json(config.model_dump(mode="json", exclude={"source"})))
 
 
-def version_name(config: PipelineConfig, manifest_sha: str, model_format: int) -> str:
+def version_name(config: PipelineConfig, manifest_sha: str, model_format: int, model_code: str | None = None) -> str:
     """``train.version`` if set, else ``<manifest digest[:10]>-<training config digest[:8]>``.
 
-    A model format after :data:`FIRST_MODEL_FORMAT` adds ``-m<format>``, so
-    new model code trains a version of its own instead of resuming one of
-    the old code's.
+    A model format after :data:`FIRST_MODEL_FORMAT` adds ``-m<format>``, and
+    the fingerprint of the model's code (``tf_models.model_format``), when
+    given, ``-c<fingerprint[:8]>``: new model code trains a version of its
+    own instead of resuming one of the old code's.
     """
     if config.train.version:
         return config.train.version
     name = f"{manifest_sha[:10]}-{training_config_digest(config)[:8]}"
-    return name if model_format == FIRST_MODEL_FORMAT else f"{name}-m{model_format}"
+    if model_format != FIRST_MODEL_FORMAT:
+        name = f"{name}-m{model_format}"
+    return name if model_code is None else f"{name}-c{model_code[:8]}"
 
 
 def utc_now() -> str:

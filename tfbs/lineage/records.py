@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tfbs import __version__, storage
+from tfbs.content_keys import unlike_record
 from tfbs.errors import BadInputError, MissingInputError, TfbsError
 from tfbs.lineage.naming import (
     Dumpable,
@@ -39,12 +40,16 @@ class LineageError(TfbsError):
     """A model version made from other shards or another configuration than this run's."""
 
 
+class DamagedExportError(TfbsError):
+    """An export that is not whole, or whose files are not what its digests record; the message names the file."""
+
+
 class Lineage(BaseModel):
     """How one model version was made: ``<run_dir>/models/<version>/lineage.json``.
 
     Two lineages are of the same model when their ``manifest_digest``,
-    ``training_config_digest`` and ``model_format`` agree; the other fields
-    are for people.
+    ``training_config_digest``, ``model_format`` and ``model_code`` agree;
+    the other fields are for people.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -60,16 +65,24 @@ class Lineage(BaseModel):
     tfbs_version: str
     #: The model code's format (``tf_models.MODEL_FORMAT``) that trained it.
     model_format: int = FIRST_MODEL_FORMAT
+    #: The recorded fingerprint of the code that defines the model and its
+    #: training (``tf_models.model_format``); None in lineages from before it.
+    model_code: str | None = None
 
     @classmethod
     def of(
-        cls, config: PipelineConfig, manifest: str | bytes | Mapping[str, Any] | Dumpable, model_format: int
+        cls,
+        config: PipelineConfig,
+        manifest: str | bytes | Mapping[str, Any] | Dumpable,
+        model_format: int,
+        model_code: str | None = None,
     ) -> Lineage:
-        """The lineage a model trained now, from ``manifest``'s shards, by model code of ``model_format``, would have."""
+        """The lineage a model trained now, from ``manifest``'s shards, by model code of ``model_format`` and
+        fingerprint ``model_code`` (``tf_models.model_format.recorded_model_code()``), would have."""
         tree = manifest_tree(manifest)
         digest = manifest_digest(tree)
         return cls(
-            version=version_name(config, digest, model_format),
+            version=version_name(config, digest, model_format, model_code),
             manifest_digest=digest,
             input_fingerprint=tree.get("fingerprint"),
             training_config_digest=training_config_digest(config),
@@ -79,6 +92,7 @@ class Lineage(BaseModel):
             created_at=utc_now(),
             tfbs_version=__version__,
             model_format=model_format,
+            model_code=model_code,
         )
 
     def difference(self, other: Lineage) -> str | None:
@@ -108,7 +122,14 @@ class Lineage(BaseModel):
                 )
         if other.model_format != self.model_format:
             found.append(f"trained by model format {self.model_format}, this code's is {other.model_format}")
+        if other.model_code != self.model_code:
+            found.append(f"trained by model code {_code(self.model_code)}, this code's is {_code(other.model_code)}")
         return "; ".join(found) or None
+
+
+def _code(fingerprint: str | None) -> str:
+    """A model code fingerprint in words: its first 12 digits, or when there was none."""
+    return fingerprint[:12] if fingerprint else "(before code fingerprints)"
 
 
 def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "train") -> list[tuple]:
@@ -225,7 +246,8 @@ def export_problem(export_uri: str, lineage: Lineage) -> str | None:
 
     Whole means what prediction loads: the SavedModel's graph, the
     variables' index and data, and the metadata (written last, naming the
-    version and its shards).
+    version and its shards), each file holding the bytes the export's
+    digests record (:func:`export_damage`).
     """
     base = export_uri.rstrip("/")
     files = set(storage.list_files(base)) if storage.exists(base) else set()
@@ -243,4 +265,49 @@ def export_problem(export_uri: str, lineage: Lineage) -> str | None:
     named = (metadata.get("version"), metadata.get("manifest_digest"))
     if named != (lineage.version, lineage.manifest_digest):
         return f"{export_uri}: {EXPORT_METADATA} names version {named[0]}, not {lineage.version}"
-    return None
+    # Last, as it reads every byte: a file truncated or overwritten since export.
+    return export_damage(base)
+
+
+def export_damage(export_uri: str) -> str | None:
+    """``<file>: <reason>`` for the first file of the export unlike its digests record; None if all are alike.
+
+    The export records the BLAKE3 of each of its files (``tfbs_digests.json``,
+    :func:`tfbs.content_keys.record_digests`) before its metadata; every
+    reader that trusts an export (``tfbs changes``, train's up-to-date
+    check, evaluate, predict) checks its bytes against that record, so a
+    truncated ``variables.data-*`` retrains instead of failing in a Spark
+    task. An export without the record counts as damaged: its files cannot
+    be told from damaged ones.
+    """
+    base = export_uri.rstrip("/")
+    fs, path = storage.filesystem(base)
+    found = unlike_record(fs, path)
+    return None if found is None else f"{base}/{found[0]}: {found[1]}"
+
+
+def require_whole_export(export_uri: str, lineage: Lineage | None = None) -> None:
+    """Refuse, in one line naming the file, an export a stage cannot trust.
+
+    Parameters
+    ----------
+    export_uri
+        The version's export.
+    lineage
+        The version's lineage, when the caller knows which model it expects
+        (then the export must also name that version); None checks only
+        what is there against the export's own records.
+
+    Raises
+    ------
+    MissingInputError
+        If the export has no metadata (never finished).
+    BadInputError
+        If the metadata is damaged (file, line, reason).
+    DamagedExportError
+        If a file is missing or not what the export's digests record.
+    """
+    read_export_metadata(export_uri.rstrip("/"))
+    problem = export_problem(export_uri, lineage) if lineage is not None else export_damage(export_uri)
+    if problem is not None:
+        raise DamagedExportError(f"{problem} (run `tfbs train`: it trains and exports this version again)")
