@@ -170,10 +170,22 @@ class HostClusterState:
         """``spark://master:7077``: the Spark standalone master, once :meth:`start_spark` ran."""
         return f"spark://{daemons.MASTER}:{daemons.SPARK_MASTER_PORT}"
 
+    @property
+    def spark_secret_file(self) -> Path:
+        """The Spark standalone cluster's shared secret (mode 600), once :meth:`start_spark` drew it."""
+        return self.workdir / "spark-secret"
+
     def env(self) -> dict[str, str]:
-        """Environment of a client on the gateway: the cluster's configuration and JDK (and realm, if secure)."""
+        """Environment of a client on the gateway: the cluster's configuration and JDK (and realm, if secure).
+
+        With a Spark standalone master, also ``TFBS_SPARK_SECRET_FILE``: the
+        file of the secret its master and workers share, which a session on
+        ``spark://`` needs (``tfbs.session.cluster_secret``).
+        """
         info = self._started()
         env = {"HADOOP_CONF_DIR": info.conf_dir, "YARN_CONF_DIR": info.conf_dir, "JAVA_HOME": info.java_home}
+        if self.spark_secret_file.is_file():
+            env["TFBS_SPARK_SECRET_FILE"] = str(self.spark_secret_file)
         security = self.security
         if security is not None:
             env |= {"KRB5_CONFIG": str(security.krb5_conf), "JDK_JAVA_OPTIONS": " ".join(java_options(security))}

@@ -32,6 +32,7 @@ import argparse
 import json
 import logging
 import os
+import secrets
 import shlex
 import shutil
 import subprocess
@@ -243,9 +244,19 @@ class HostCluster(HostLaunch, HostReadiness):
         """Start a Spark standalone master on ``master`` and a worker on each of ``nodes`` (default all).
 
         Each worker offers :attr:`NodeSize.spark_cores` cores. Returns the
-        master URL, ``spark://master:7077``.
+        master URL, ``spark://master:7077``. Master, workers and every
+        application authenticate with a secret drawn here
+        (:attr:`spark_secret_file`, mode 600; :meth:`env` names it) and
+        encrypt their connections: without it, whoever reaches the master
+        could run code on the workers. One secret for all: a standalone
+        cluster serves one tenant.
         """
         home = Path(spark_home).resolve()
+        self.spark_secret_file.unlink(missing_ok=True)
+        # Created private: no moment where another user could read it.
+        secret = os.open(self.spark_secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(secret, "w") as out:
+            out.write(secrets.token_hex(32) + "\n")
         chosen = list(self.nodes if nodes is None else nodes)
         self.info = HostsInfo(**{**asdict(self._started()), "spark_home": str(home), "spark_nodes": chosen})
         self._write_info()
@@ -269,6 +280,7 @@ class HostCluster(HostLaunch, HostReadiness):
                 del self._processes[(host, role)]
         self.info = HostsInfo(**{**asdict(info), "spark_nodes": []})
         self._write_info()
+        self.spark_secret_file.unlink(missing_ok=True)
 
     # -- inspection
 
