@@ -37,6 +37,7 @@ from typing import Literal
 
 from tfbs.config import SparkConfig, load_config
 from tfbs.current_tokens import plugin_conf
+from tfbs.private_dirs import is_own_file
 from tfbs.web_ui import UI_KEY
 
 log = logging.getLogger("tfbs.launch")
@@ -316,6 +317,11 @@ def with_archive(java_options: str, directory: str | os.PathLike[str] | None) ->
         return java_options
     if not archive.is_file():
         log.info("no class archive at %s (make builds it): the driver JVM starts without one", archive)
+        return java_options
+    if not is_own_file(archive):
+        # The JVM maps the archive's classes into the driver: another user's file would run their code.
+        log.warning("class archive %s is not this user's own, or others may write it: the driver starts without it",
+                    archive)  # fmt: skip
         return java_options
     return f"{java_options} {USE_OPTION}{archive}".strip()
 
