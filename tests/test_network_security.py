@@ -31,6 +31,7 @@ from urllib.error import HTTPError
 
 import pytest
 from netwatch import (
+    answer_as_another_user,
     assert_no_secret_written,
     assert_nothing_beyond_loopback,
     is_refusal,
@@ -402,6 +403,46 @@ def test_a_local_session_listens_on_loopback_only(spark):
     assert spark.sparkContext.uiWebUrl.startswith(f"http://{LOOPBACK}:")
 
 
+#: A Spark driver with authentication off, as a configuration that opted out would start it:
+#: prints its RPC port, then holds until its stdin closes.
+_UNAUTHENTICATED_DRIVER = """
+import sys
+from pyspark.sql import SparkSession
+session = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+           .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+           .config("spark.authenticate", "false").getOrCreate())
+print(session.sparkContext.getConf().get("spark.driver.port"), flush=True)
+sys.stdin.read()
+session.stop()
+"""
+
+
+def test_the_spark_rpc_probe_tells_an_unauthenticated_spark_from_a_refusal(spark):
+    """The probe's negative control: it can fail. Spark with authentication off answers the
+    probe with an RpcFailure too (it could not read the message), and the probe must call that reachable."""
+    # The suite's session authenticates (a secret drawn per session): refused.
+    secured = answer_as_another_user(LOOPBACK, int(spark.sparkContext.getConf().get("spark.driver.port")))
+    assert is_refusal(secured) and b"Expected SaslMessage" in secured, secured[:200]
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SPARK_LOCAL_IP": LOOPBACK}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    with subprocess.Popen(
+        [sys.executable, "-c", _UNAUTHENTICATED_DRIVER],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    ) as driver:  # fmt: skip
+        try:
+            port = int(driver.stdout.readline())
+            open_answer = answer_as_another_user(LOOPBACK, port)
+        finally:
+            driver.stdin.close()
+            driver.wait(timeout=120)
+    # An RpcFailure frame all the same, but from the dispatcher that read the caller's bytes: reachable.
+    assert open_answer[8] == 5 and int.from_bytes(open_answer[:8], "big") == len(open_answer), open_answer[:200]
+    assert not is_refusal(open_answer), open_answer[:300]
+
+
 def _page(url: str, token: str | None) -> int:
     """The HTTP status ``url`` answers, with ``token`` as the bearer or none."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -450,7 +491,9 @@ def test_another_user_of_the_machine_gets_nothing_from_the_training(tfos_trainin
     answers = run.listeners.answers
     assert len(answers) == len(run.listeners.seen)
     answered = {f"{item.process} {item.ip}:{item.port}": answer[:80] for item, answer in answers.items()}
-    assert [name for name, answer in answered.items() if not is_refusal(answer)] == [], answered
+    # Judged on the whole answer (a Spark refusal names its authentication handler past 80 bytes).
+    opened = [f"{item.process} {item.ip}:{item.port}" for item, answer in answers.items() if not is_refusal(answer)]
+    assert opened == [], {name: answered[name] for name in opened}
     # Spark's web UIs refused their page too: the driver's, the local-cluster's master's and its four workers'.
     web_uis = [name for name, answer in answered.items() if answer.startswith(b"HTTP/1.1 403 ")]
     assert len(web_uis) == 6 and all(name.startswith("java") for name in web_uis), answered
