@@ -53,6 +53,7 @@ from jvm import DEFAULT_CACHE_DIR, ClusterError, ensure_classpath, find_java_hom
 from kdc import REALM
 from netns import free_subnet, require_namespaces
 from procs import rss_mb
+from secure_conf import HDFS_SUPERUSER, tenant_folders
 
 __all__ = [
     "DEFAULT_SIZE",
@@ -170,6 +171,8 @@ class HostCluster(HostLaunch, HostReadiness):
             for host, role in self._hadoop_daemons():
                 self._launch(host, role, self._daemon_command(host, role))
             self._wait_ready(self.startup_timeout)
+            if secure:
+                self._set_up_tenants()
         except BaseException:
             self.stop()
             raise
@@ -179,6 +182,24 @@ class HostCluster(HostLaunch, HostReadiness):
             "cluster of hosts ready in %.1f s: %s, YARN %s", self.info.startup_seconds, self.fs_default_fs, self.rm_url
         )
         return self.info
+
+    def _set_up_tenants(self) -> None:
+        """Secure mode: as the HDFS superuser, the root open to all but sticky and each tenant's home its own (700).
+
+        What an administrator does for tenants (:func:`secure_conf.tenant_folders`),
+        through WebHDFS (SPNEGO, ``curl``): a JVM per command would take seconds each.
+        """
+        env = {**os.environ, **self.login(HDFS_SUPERUSER, daemons.MASTER)}
+        for path, owner, mode in tenant_folders(tuple(self._started().users)):
+            for operation in ("MKDIRS", f"SETOWNER&owner={owner}", f"SETPERMISSION&permission={mode}"):
+                url = f"{self.webhdfs_url}/webhdfs/v1{path}?op={operation}"
+                done = subprocess.run(
+                    ["curl", "-sS", "--negotiate", "-u", ":", "-X", "PUT", "-w", "\n%{http_code}", url],
+                    env=env, capture_output=True, text=True, timeout=30,
+                )  # fmt: skip
+                body, _, code = done.stdout.rpartition("\n")
+                if done.returncode != 0 or code != "200":
+                    raise ClusterError(f"PUT {url} as {HDFS_SUPERUSER}: {code} {body or done.stderr.strip()}")
 
     def _stop_leftovers(self) -> None:
         """A cluster of this work dir left running by a killed process goes first."""

@@ -293,7 +293,7 @@ def test_a_yarn_session_with_any_protection_off_is_refused_before_it_starts(capl
     secure = network_conf("yarn") | {"spark.master": "yarn"}
     _check_security(secure, allow_insecure=False)  # nothing to say
     switches = [key for key, value in CLUSTER_SECURITY.items() if value == "true"]
-    assert len(switches) == 3
+    assert len(switches) == 4
     for key in switches:
         with pytest.raises(ConfigError, match=rf"^spark.conf: {re.escape(key)} off on YARN: other tenants"):
             _check_security({**secure, key: "false"}, allow_insecure=False)
@@ -312,6 +312,22 @@ def test_rpc_encryption_is_on_with_an_authenticated_cipher_off_one_machine(maste
     assert policy["spark.network.crypto.enabled"] == "true"
     assert policy["spark.network.crypto.cipher"] == GCM_CIPHER == "AES/GCM/NoPadding"
     assert policy["spark.authenticate"] == policy["spark.io.encryption.enabled"] == "true"
+
+
+@pytest.mark.parametrize("master", ["yarn", "spark://master:7077"])
+def test_only_the_submitting_user_and_admins_may_view_or_kill_an_application_off_one_machine(master):
+    policy = network_conf(master)
+    assert policy["spark.acls.enable"] == "true" and policy["spark.ui.killEnabled"] == "false"
+    # No ACL of the policy's own: Spark's default is the submitting user (and spark.admin.acls).
+    assert not any(".acls" in key and key != "spark.acls.enable" for key in policy)
+    secure = {**policy, "spark.master": master, "spark.authenticate.secret": "s"}
+    _check_security(secure, allow_insecure=False)
+    for key, value in [("spark.ui.view.acls", "alice,*"), ("spark.modify.acls.groups", "*"), ("spark.admin.acls", "*")]:
+        with pytest.raises(ConfigError, match=re.escape(f"{key}={value}")):
+            _check_security({**secure, key: value}, allow_insecure=False)
+    with pytest.raises(ConfigError, match=r"spark\.acls\.enable"):
+        _check_security({**secure, "spark.acls.enable": "false"}, allow_insecure=False)
+    _check_security({**secure, "spark.admin.acls": "ops"}, allow_insecure=False)  # named admins: fine
 
 
 def _standalone_stage(tmp_path: Path, *overrides: str) -> tuple[int, list[str]]:

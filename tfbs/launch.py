@@ -65,11 +65,26 @@ CLUSTER_SECURITY = {
     "spark.network.crypto.enabled": "true",
     "spark.network.crypto.cipher": GCM_CIPHER,
     "spark.io.encryption.enabled": "true",
+    # View and modify (kill) the application: the submitting user, and the
+    # cluster's spark.admin.acls (a deployment's spark.conf may name them);
+    # on YARN these become the application's ACLs (yarn.acl.enable).
+    "spark.acls.enable": "true",
 }
 
+#: Spark's ACL settings that a wildcard opens to every user of the cluster (:func:`insecure_settings`).
+ACL_KEYS = (
+    "spark.admin.acls",
+    "spark.admin.acls.groups",
+    "spark.ui.view.acls",
+    "spark.ui.view.acls.groups",
+    "spark.modify.acls",
+    "spark.modify.acls.groups",
+)
+
 #: On YARN Spark draws the secret per application and hands it to the
-#: containers in YARN's credentials.
-YARN_SECURITY = dict(CLUSTER_SECURITY)
+#: containers in YARN's credentials. The UI's kill action off: a run is
+#: stopped by its own command (or ``yarn application -kill`` by its owner).
+YARN_SECURITY = {**CLUSTER_SECURITY, "spark.ui.killEnabled": "false"}
 
 #: The environment variable naming the file that holds a standalone
 #: cluster's shared secret (the one its master and workers were started
@@ -142,7 +157,8 @@ def network_conf(master: str) -> dict[str, str]:
     TF cluster's secrets). The web UIs, which no secret of Spark's guards,
     go behind a key the session draws too (:mod:`tfbs.web_ui`).
 
-    YARN: :data:`YARN_SECURITY`. ``spark.authenticate`` with no secret
+    YARN: :data:`YARN_SECURITY` (Spark's ACLs on, the UI's kill action
+    off). ``spark.authenticate`` with no secret
     given, so Spark draws one per application and hands it to the
     containers through YARN's credentials (no secret in the configuration,
     a log or a command line); ``spark.network.crypto.enabled`` with
@@ -218,6 +234,7 @@ def insecure_settings(conf: Mapping[str, str]) -> list[str]:
             given = conf.get(key) or "false"
             if given.lower() != value.lower():
                 weak.add(key if value == "true" else f"{key}={given}")
+        weak.update(f"{key}={conf[key]}" for key in ACL_KEYS if "*" in (conf.get(key) or "").split(","))
         if not is_yarn(master) and not conf.get(AUTH_SECRET):
             weak.add(AUTH_SECRET)
     if not is_yarn(master):
