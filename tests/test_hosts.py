@@ -21,6 +21,7 @@ administer YARN, its administrator may.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -28,8 +29,9 @@ from pathlib import Path
 
 import pytest
 from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
-from hostnet import placement_hosts
+from hostnet import outsider_exchanges, placement_hosts
 from hosts import GATEWAY, OUTSIDER
+from netwatch import SPARK_RPC_WITHOUT_AUTH, is_refusal
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
@@ -171,6 +173,21 @@ def test_a_standalone_run_without_the_cluster_secret_is_refused_in_one_line(hado
         "spark.allow_insecure: true to run anyway"
     )
     assert "Traceback" not in done.stderr
+
+
+def test_the_standalone_master_and_workers_refuse_an_outsider_without_the_secret(hadoop, standalone):
+    """Whoever reaches the master could run code on its workers: without the secret, Spark's authentication refuses."""
+    targets = [(hadoop.address("master"), int(standalone.rsplit(":", 1)[1]))]
+    for node in hadoop.nodes:
+        log = (hadoop.host_dirs(node).logs / "SparkWorker.log").read_text()
+        port = re.findall(r"Successfully started service 'sparkWorker' on port (\d+)", log)[-1]
+        targets.append((hadoop.address(node), int(port)))
+    answers = outsider_exchanges(hadoop, targets, SPARK_RPC_WITHOUT_AUTH)
+    assert sorted(answers) == sorted(targets)
+    # Each answered (reachable: no firewall), and what it answered is authentication's refusal.
+    assert {target: is_refusal(answer) and b"Expected SaslMessage" in answer for target, answer in answers.items()} == {
+        target: True for target in targets
+    }, {target: answer[:200] for target, answer in answers.items()}
 
 
 def test_a_standalone_master_short_of_cores_is_a_one_line_error(hadoop, standalone, small_shards, tmp_path):
