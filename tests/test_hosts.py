@@ -270,3 +270,48 @@ def test_only_yarn_s_administrator_administers_it(hadoop):
         assert f"User {tenant} doesn't have permission to call 'refreshQueues'" in done.stderr, done.stderr[-2000:]
     done = refresh_queues("rm", "master")  # yarn.admin.acl: the ResourceManager's user
     assert done.returncode == 0, done.stderr[-2000:]
+
+
+#: A YARN application of alice's that holds until its stdin closes: prints its id once running.
+_HELD_APPLICATION = """
+import sys
+from tfbs.config import SparkConfig
+from tfbs.session import build_session
+conf = {"spark.ui.enabled": "false", "spark.executor.instances": "1", "spark.executor.memory": "512m",
+        "spark.yarn.am.memory": "512m"}
+session = build_session(SparkConfig(master="yarn", conf=conf))
+print("application", session.sparkContext.applicationId, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_tenant_cannot_kill_another_s_yarn_application(hadoop):
+    if hadoop.security is None:
+        pytest.skip("YARN's ACLs need its users authenticated: the secured hosts only")
+    env = {**hadoop.host_env(), **hadoop.login("alice"), "PYTHONPATH": str(REPO)}
+    driver = hadoop.popen(
+        GATEWAY, [sys.executable, "-c", _HELD_APPLICATION], cwd=REPO, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        line = driver.stdout.readline()
+        assert line.startswith("application application_"), line
+        app = line.split()[1]
+
+        def kill_as(user: str) -> subprocess.CompletedProcess:
+            shell = hadoop.hdfs_shell([])
+            command = [*shell[: shell.index("org.apache.hadoop.fs.FsShell")],
+                       "org.apache.hadoop.yarn.client.cli.ApplicationCLI", "application", "-kill", app]  # fmt: skip
+            user_env = {**hadoop.host_env(), **hadoop.login(user)}
+            return hadoop.run(GATEWAY, command, env=user_env, capture_output=True, text=True, timeout=120)
+
+        refused = kill_as("bob")
+        assert refused.returncode != 0, refused.stdout[-2000:]
+        assert f"User bob cannot perform operation MODIFY_APP on {app}" in refused.stderr + refused.stdout
+        state = hadoop.get_json(f"{hadoop.rm_url}/ws/v1/cluster/apps/{app}")["app"]  # as alice, its owner
+        assert state["state"] == "RUNNING" and state["user"] == "alice", state
+        killed = kill_as("alice")
+        assert killed.returncode == 0 and f"Killed application {app}" in killed.stdout + killed.stderr, killed.stderr
+    finally:
+        driver.stdin.close()
+        driver.wait(timeout=120)
