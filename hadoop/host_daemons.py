@@ -193,6 +193,20 @@ def spark_command(spark_home: Path, role: Role, *args: str) -> list[str]:
     return [str(spark_home / "bin" / "spark-class"), role.main_class, *args]
 
 
+#: Spark's protection of a standalone cluster, as its master and workers run
+#: it and as ``tfbs.launch.CLUSTER_SECURITY`` asks of every application on
+#: it: the same cipher on both ends, AES/GCM for its integrity check. The
+#: secret itself goes in the environment (``_SPARK_AUTH_SECRET``), never on
+#: a command line, which every user of the machine can read.
+SPARK_SECURITY_OPTIONS = (
+    "-Dspark.authenticate=true -Dspark.network.crypto.enabled=true "
+    "-Dspark.network.crypto.cipher=AES/GCM/NoPadding -Dspark.io.encryption.enabled=true"
+)
+
+#: The environment variable a Spark daemon (and the executors it starts) reads its secret from.
+SPARK_SECRET_ENV = "_SPARK_AUTH_SECRET"
+
+
 def daemon_env(
     base: Mapping[str, str], java_home: Path, dirs: HostDirs, spark_home: Path | None, role: Role | None = None
 ) -> dict[str, str]:
@@ -211,6 +225,7 @@ def daemon_env(
     if role is not None and role.spark:
         env["SPARK_DAEMON_MEMORY"] = role.heap
         env["SPARK_DAEMON_JAVA_OPTS"] = (
-            f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true -Djava.io.tmpdir={dirs.tmp}"
+            f"-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Djava.net.preferIPv4Stack=true -Djava.io.tmpdir={dirs.tmp} "
+            f"{SPARK_SECURITY_OPTIONS}"
         )
     return env

@@ -120,6 +120,8 @@ class HostLaunch(HostClusterState):
 
     def _daemon_env(self, dirs: daemons.HostDirs, spark_home: Path | None, role: daemons.Role | None) -> dict[str, str]:
         env = daemons.daemon_env(os.environ, Path(self._started().java_home), dirs, spark_home, role)
+        if role is not None and role.spark:
+            env[daemons.SPARK_SECRET_ENV] = self.spark_secret_file.read_text().strip()
         if self.security is not None:
             env["KRB5_CONFIG"] = str(self.kdc.krb5_conf)
         return env

@@ -61,11 +61,13 @@ class HostClusterState:
         """The keytab of a host's daemons or of a user (secure mode)."""
         return self.kdc.folder / "keytabs" / f"{name}.keytab"
 
-    def login(self, user: str) -> dict[str, str]:
+    def login(self, user: str, service_host: str | None = None) -> dict[str, str]:
         """Secure mode: ``user``'s ticket, from its keytab, in a cache of its own; the environment that uses it.
 
         ``KRB5CCNAME`` and ``KRB5_CONFIG`` for MIT's library (hdfs-native,
         ``kinit``), ``JDK_JAVA_OPTIONS`` for every JVM a client starts.
+        With ``service_host``, ``user`` is a daemon's service (``nn``) and
+        the ticket is ``<user>/<service_host>``'s, from that host's keytab.
         """
         security = self.security
         if security is None:
@@ -76,9 +78,9 @@ class HostClusterState:
             "KRB5_CONFIG": str(security.krb5_conf),
             "JDK_JAVA_OPTIONS": " ".join(java_options(security)),
         }
-        principal = self.kdc.principal(user)
+        principal = self.kdc.principal(f"{user}/{service_host}" if service_host else user)
         done = subprocess.run(
-            ["kinit", "-kt", str(self.keytab(user)), principal],
+            ["kinit", "-kt", str(self.keytab(service_host or user)), principal],
             env={**os.environ, **env},
             capture_output=True,
             text=True,
@@ -170,10 +172,22 @@ class HostClusterState:
         """``spark://master:7077``: the Spark standalone master, once :meth:`start_spark` ran."""
         return f"spark://{daemons.MASTER}:{daemons.SPARK_MASTER_PORT}"
 
+    @property
+    def spark_secret_file(self) -> Path:
+        """The Spark standalone cluster's shared secret (mode 600), once :meth:`start_spark` drew it."""
+        return self.workdir / "spark-secret"
+
     def env(self) -> dict[str, str]:
-        """Environment of a client on the gateway: the cluster's configuration and JDK (and realm, if secure)."""
+        """Environment of a client on the gateway: the cluster's configuration and JDK (and realm, if secure).
+
+        With a Spark standalone master, also ``TFBS_SPARK_SECRET_FILE``: the
+        file of the secret its master and workers share, which a session on
+        ``spark://`` needs (``tfbs.session.cluster_secret``).
+        """
         info = self._started()
         env = {"HADOOP_CONF_DIR": info.conf_dir, "YARN_CONF_DIR": info.conf_dir, "JAVA_HOME": info.java_home}
+        if self.spark_secret_file.is_file():
+            env["TFBS_SPARK_SECRET_FILE"] = str(self.spark_secret_file)
         security = self.security
         if security is not None:
             env |= {"KRB5_CONFIG": str(security.krb5_conf), "JDK_JAVA_OPTIONS": " ".join(java_options(security))}

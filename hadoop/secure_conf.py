@@ -12,7 +12,13 @@ when the cluster is secure, and the principals each host's keytab holds:
 * YARN's daemons on their own principals; containers get delegation tokens
   from the application (``HADOOP_TOKEN_FILE_LOCATION``), never a keytab;
 * delegation tokens to be renewed every ``token_renew_s`` seconds, so a
-  test sees a run outlive several renewals.
+  test sees a run outlive several renewals;
+* tenants apart: the HDFS superuser is the NameNode's own user (``nn``)
+  alone, no tenant in its group; each tenant gets ``/user/<tenant>`` (700)
+  and the namespace's root is open to all but sticky, as ``/tmp`` is
+  (:func:`tenant_folders`); YARN's ACLs on (:data:`YARN_ADMINS` alone
+  administer it, the tenants may submit to the one queue and administer
+  nothing), so a tenant can neither kill nor view another's application.
 
 Service principals name their host as the hosts name it (``nn/master``),
 fixed rather than ``_HOST``, so a client that reaches the NameNode by
@@ -24,6 +30,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+#: YARN's administrators (``yarn.admin.acl``): the ResourceManager's own user, no tenant.
+YARN_ADMINS = "rm"
+
+#: The HDFS superuser: the NameNode's login user (the short name of ``nn/<host>``).
+HDFS_SUPERUSER = "nn"
 
 
 @dataclass(frozen=True)
@@ -80,8 +92,9 @@ def server_settings(security: Security, master: str, keytab: Path) -> dict[str, 
     """A secure host's daemon settings (file name -> properties), on top of :func:`client_settings`."""
     client = client_settings(security, master)
     renew_ms = str(security.token_renew_s * 1000)
-    # Each test user may do what the HDFS superuser may: the pipeline writes at the root of the namespace.
-    groups = ";".join(f"{user}=supergroup" for user in security.users)
+    # Tenants are no Unix users of the hosts: each its own group and no other (none is in supergroup).
+    groups = ";".join(f"{user}={user}" for user in security.users)
+    tenants = ",".join(security.users)
     return {
         "core-site.xml": {
             **client["core-site.xml"],
@@ -108,8 +121,30 @@ def server_settings(security: Security, master: str, keytab: Path) -> dict[str, 
             "yarn.resourcemanager.keytab": str(keytab),
             "yarn.nodemanager.keytab": str(keytab),
             "yarn.resourcemanager.delegation.token.renew-interval": renew_ms,
+            # Applications' ACLs (Spark's view and modify ACLs) and the queues' enforced.
+            "yarn.acl.enable": "true",
+            "yarn.admin.acl": YARN_ADMINS,
+        },
+        "capacity-scheduler.xml": {
+            # A queue's ACL adds to its parent's, whose default is everyone: the root's say no one (" ").
+            "yarn.scheduler.capacity.root.acl_submit_applications": " ",
+            "yarn.scheduler.capacity.root.acl_administer_queue": " ",
+            "yarn.scheduler.capacity.root.default.acl_submit_applications": tenants,
+            "yarn.scheduler.capacity.root.default.acl_administer_queue": " ",
         },
     }
+
+
+def tenant_folders(users: tuple[str, ...]) -> list[tuple[str, str, str]]:
+    """What the HDFS superuser sets up for the tenants at start: (path, owner, mode) in order.
+
+    The root stays the superuser's, sticky and open to all (the suite's runs
+    make their folders there, and no tenant can remove another's); each
+    tenant's home (Spark on YARN stages each application there) is the
+    tenant's alone.
+    """
+    homes = [(f"/user/{user}", user, "700") for user in users]
+    return [("/", HDFS_SUPERUSER, "1777"), ("/user", HDFS_SUPERUSER, "755"), *homes]
 
 
 def java_options(security: Security) -> list[str]:

@@ -175,12 +175,14 @@ _UI_START_RETRIES = 20
 #: What a browser sends first: a web UI's page, asked without the run's token.
 HTTP_GET = b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n"
 
+#: What was answered before a close or 2 s of silence, all of it: a peer that answers and keeps
+#: the connection open (Spark does) has answered all the same.
 _PROBE = """
 import socket, sys
+data = b""
 try:
     with socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=2) as conn:
         conn.sendall(bytes.fromhex(sys.argv[3]))
-        data = b""
         while len(data) < 4096:
             chunk = conn.recv(4096)
             if not chunk:
@@ -188,8 +190,7 @@ try:
             data += chunk
 except OSError:
     pass
-else:
-    sys.stdout.write(data.hex())
+sys.stdout.write(data.hex())
 """
 
 
@@ -208,9 +209,27 @@ def answer_as_another_user(ip: str, port: int, payload: bytes = SPARK_RPC_WITHOU
 _PYSPARK_REFUSAL = len(b"err").to_bytes(4, "big") + b"err"
 
 
+#: What only Spark's authentication handlers put in the RpcFailure that refuses a peer:
+#: SASL's complaint, or their own frame in its stack trace (the AES handler falls back to SASL).
+#: A Spark without authentication refuses the probe's message too, but from its RPC
+#: dispatcher ("invalid stream header"): that is no refusal of the caller.
+_AUTH_REFUSALS = (b"Expected SaslMessage", b"AuthRpcHandler")
+
+
 def is_refusal(answer: bytes) -> bool:
-    """Nothing, one Spark RpcFailure frame, a PySpark daemon's "err", or HTTP's 403 (what refused the request)."""
-    spark_failure = len(answer) > 8 and answer[8] == RPC_FAILURE and int.from_bytes(answer[:8], "big") == len(answer)
+    """Nothing, Spark's authentication refusing the caller, a PySpark daemon's "err", or HTTP's 403.
+
+    A Spark RpcFailure frame counts only when Spark's authentication sent it
+    (:data:`_AUTH_REFUSALS`): one with authentication off answers the
+    probe's empty message with an RpcFailure of its own (a deserialisation
+    error), having accepted the connection of a caller with no secret.
+    """
+    spark_failure = (
+        len(answer) > 8
+        and answer[8] == RPC_FAILURE
+        and int.from_bytes(answer[:8], "big") == len(answer)
+        and any(marker in answer for marker in _AUTH_REFUSALS)
+    )
     pyspark_refusal = len(answer) == 11 and answer[4:] == _PYSPARK_REFUSAL
     return answer == b"" or spark_failure or pyspark_refusal or answer.startswith(b"HTTP/1.1 403 ")
 

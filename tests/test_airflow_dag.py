@@ -281,6 +281,7 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
             # The configuration's launch profile on YARN (tfbs.launch): Spark's protection, demo's quick JVMs.
             "spark.authenticate=true",
             "spark.network.crypto.enabled=true",
+            "spark.network.crypto.cipher=AES/GCM/NoPadding",
             "spark.io.encryption.enabled=true",
             f"spark.driver.extraJavaOptions={QUICK_JVM_OPTIONS}",
         ):

@@ -8,12 +8,20 @@ nothing of it can be made, and the error says so.
 
 On a standalone master the training job sizes its application itself (one
 single-core executor per TF node), so ps, chief and workers land on three
-hosts; a count the workers cannot give is a one-line error.
+hosts; a count the workers cannot give is a one-line error. The master,
+its workers and the run share the cluster's secret (authentication, AES/GCM
+encryption); a run without it stops in one line.
+
+Tenants apart on the secured hosts: bob, with his own ticket, can neither
+list, read, overwrite nor delete alice's run in her home, nor delete her
+folder at the namespace's root (sticky), while alice can; no tenant may
+administer YARN, its administrator may.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import time
@@ -21,8 +29,9 @@ from pathlib import Path
 
 import pytest
 from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
-from hostnet import placement_hosts
+from hostnet import outsider_exchanges, placement_hosts
 from hosts import GATEWAY, OUTSIDER
+from netwatch import SPARK_RPC_WITHOUT_AUTH, is_refusal
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
@@ -109,7 +118,9 @@ def standalone(hadoop):
     hadoop.stop_spark()
 
 
-def _train_on_gateway(hadoop, master: str, run_dir: Path, small_shards, *extra: str) -> subprocess.CompletedProcess:
+def _train_on_gateway(
+    hadoop, master: str, run_dir: Path, small_shards, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """``tfbs train`` on the gateway against ``master``, on the session's shards (the hosts share its file system)."""
     config, _ = small_shards
     command = [sys.executable, "-m", "jobs.train", "--config", str(DEMO_CONFIG)]
@@ -123,8 +134,9 @@ def _train_on_gateway(hadoop, master: str, run_dir: Path, small_shards, *extra: 
     ]
     for override in overrides:
         command += ["--set", override]
-    env = hadoop.host_env()
-    return hadoop.run(GATEWAY, command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    return hadoop.run(
+        GATEWAY, command, cwd=REPO, env=env or hadoop.host_env(), capture_output=True, text=True, timeout=900
+    )
 
 
 def test_a_standalone_master_trains_across_three_hosts(hadoop, standalone, small_shards, tmp_path):
@@ -143,6 +155,39 @@ def test_a_standalone_master_trains_across_three_hosts(hadoop, standalone, small
         hadoop.address(name): name for name in set(placed.values())
     }
     assert "model: " in done.stdout
+    # With the cluster's secret, from a file only its owner reads, named on no command line or log.
+    secret_file = Path(hadoop.host_env()["TFBS_SPARK_SECRET_FILE"])
+    assert secret_file.stat().st_mode & 0o777 == 0o600
+    secret = secret_file.read_text().strip()
+    assert len(secret) == 64 and secret not in done.stderr + done.stdout
+    assert "spark.allow_insecure" not in done.stderr  # nothing was opted out
+
+
+def test_a_standalone_run_without_the_cluster_secret_is_refused_in_one_line(hadoop, standalone, small_shards, tmp_path):
+    env = {key: value for key, value in hadoop.host_env().items() if key != "TFBS_SPARK_SECRET_FILE"}
+    done = _train_on_gateway(hadoop, standalone, tmp_path / "run", small_shards, env=env)
+    assert done.returncode == 2, done.stderr[-4000:]
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"error: spark.authenticate.secret: {standalone} needs the secret its master and workers were started "
+        "with: set TFBS_SPARK_SECRET_FILE to the file holding it (make cluster-up prints it), or set "
+        "spark.allow_insecure: true to run anyway"
+    )
+    assert "Traceback" not in done.stderr
+
+
+def test_the_standalone_master_and_workers_refuse_an_outsider_without_the_secret(hadoop, standalone):
+    """Whoever reaches the master could run code on its workers: without the secret, Spark's authentication refuses."""
+    targets = [(hadoop.address("master"), int(standalone.rsplit(":", 1)[1]))]
+    for node in hadoop.nodes:
+        log = (hadoop.host_dirs(node).logs / "SparkWorker.log").read_text()
+        port = re.findall(r"Successfully started service 'sparkWorker' on port (\d+)", log)[-1]
+        targets.append((hadoop.address(node), int(port)))
+    answers = outsider_exchanges(hadoop, targets, SPARK_RPC_WITHOUT_AUTH)
+    assert sorted(answers) == sorted(targets)
+    # Each answered (reachable: no firewall), and what it answered is authentication's refusal.
+    assert {target: is_refusal(answer) and b"Expected SaslMessage" in answer for target, answer in answers.items()} == {
+        target: True for target in targets
+    }, {target: answer[:200] for target, answer in answers.items()}
 
 
 def test_a_standalone_master_short_of_cores_is_a_one_line_error(hadoop, standalone, small_shards, tmp_path):
@@ -163,3 +208,110 @@ def test_a_standalone_master_short_of_cores_is_a_one_line_error(hadoop, standalo
         "or train with fewer workers (train.placement.num_workers)"
     )
     assert "Traceback" not in done.stderr
+
+
+# ---------------------------------------------------------------------------
+# Tenants apart (the secured hosts)
+# ---------------------------------------------------------------------------
+
+
+def _as(hadoop, user: str, arguments: list[str], service_host: str | None = None) -> subprocess.CompletedProcess:
+    """``hdfs dfs ARGUMENTS`` on the gateway with ``user``'s own ticket."""
+    env = {**hadoop.host_env(), **hadoop.login(user, service_host)}
+    return hadoop.run(GATEWAY, hadoop.hdfs_shell(arguments), env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_tenant_cannot_list_read_overwrite_or_delete_another_s_run(hadoop, tmp_path):
+    if hadoop.security is None:
+        pytest.skip("tenants are Kerberos principals: the secured hosts only")
+    run, top = "/user/alice/tenancy-run", "/alice-tenancy"
+    model, forged = tmp_path / "model.txt", tmp_path / "forged.txt"
+    model.write_text("alice's model\n")
+    forged.write_text("bob's model\n")
+    for arguments in (["-mkdir", "-p", run, top], ["-put", str(model), f"{run}/model.txt"]):
+        done = _as(hadoop, "alice", arguments)
+        assert done.returncode == 0, done.stderr[-2000:]
+    # alice's home is hers alone (700): bob gets through no part of it.
+    for arguments in (
+        ["-ls", run],
+        ["-cat", f"{run}/model.txt"],
+        ["-put", "-f", str(forged), f"{run}/model.txt"],
+        ["-rm", "-r", "-skipTrash", run],
+    ):
+        done = _as(hadoop, "bob", arguments)
+        assert done.returncode != 0, (arguments, done.stdout)
+        assert "Permission denied: user=bob" in done.stderr and 'inode="/user/alice' in done.stderr, done.stderr
+    # At the namespace's root (open to all, sticky) bob may not remove what alice made.
+    done = _as(hadoop, "bob", ["-rm", "-r", "-skipTrash", top])
+    assert done.returncode != 0 and "Permission denied by sticky bit: user=bob" in done.stderr, done.stderr
+    # Her model as she wrote it; she deletes what bob could not.
+    done = _as(hadoop, "alice", ["-cat", f"{run}/model.txt"])
+    # (Hadoop's client logs its warnings to stdout too: the file's line comes last.)
+    assert done.returncode == 0 and done.stdout.splitlines()[-1] == "alice's model", done.stdout[-2000:]
+    done = _as(hadoop, "alice", ["-rm", "-r", "-skipTrash", run, top])
+    assert done.returncode == 0, done.stderr
+    assert f"Deleted {run}" in done.stdout and f"Deleted {top}" in done.stdout
+
+
+def test_only_yarn_s_administrator_administers_it(hadoop):
+    if hadoop.security is None:
+        pytest.skip("YARN's ACLs need its users authenticated: the secured hosts only")
+
+    def refresh_queues(user: str, service_host: str | None = None) -> subprocess.CompletedProcess:
+        env = {**hadoop.host_env(), **hadoop.login(user, service_host)}
+        shell = hadoop.hdfs_shell([])
+        command = [*shell[: shell.index("org.apache.hadoop.fs.FsShell")], "org.apache.hadoop.yarn.client.cli.RMAdminCLI",
+                   "-refreshQueues"]  # fmt: skip
+        return hadoop.run(GATEWAY, command, env=env, capture_output=True, text=True, timeout=120)
+
+    for tenant in ("alice", "bob"):
+        done = refresh_queues(tenant)
+        assert done.returncode != 0, done.stdout
+        assert f"User {tenant} doesn't have permission to call 'refreshQueues'" in done.stderr, done.stderr[-2000:]
+    done = refresh_queues("rm", "master")  # yarn.admin.acl: the ResourceManager's user
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+#: A YARN application of alice's that holds until its stdin closes: prints its id once running.
+_HELD_APPLICATION = """
+import sys
+from tfbs.config import SparkConfig
+from tfbs.session import build_session
+conf = {"spark.ui.enabled": "false", "spark.executor.instances": "1", "spark.executor.memory": "512m",
+        "spark.yarn.am.memory": "512m"}
+session = build_session(SparkConfig(master="yarn", conf=conf))
+print("application", session.sparkContext.applicationId, flush=True)
+sys.stdin.read()
+"""
+
+
+def test_a_tenant_cannot_kill_another_s_yarn_application(hadoop):
+    if hadoop.security is None:
+        pytest.skip("YARN's ACLs need its users authenticated: the secured hosts only")
+    env = {**hadoop.host_env(), **hadoop.login("alice"), "PYTHONPATH": str(REPO)}
+    driver = hadoop.popen(
+        GATEWAY, [sys.executable, "-c", _HELD_APPLICATION], cwd=REPO, env=env,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+    )  # fmt: skip
+    try:
+        line = driver.stdout.readline()
+        assert line.startswith("application application_"), line
+        app = line.split()[1]
+
+        def kill_as(user: str) -> subprocess.CompletedProcess:
+            shell = hadoop.hdfs_shell([])
+            command = [*shell[: shell.index("org.apache.hadoop.fs.FsShell")],
+                       "org.apache.hadoop.yarn.client.cli.ApplicationCLI", "application", "-kill", app]  # fmt: skip
+            user_env = {**hadoop.host_env(), **hadoop.login(user)}
+            return hadoop.run(GATEWAY, command, env=user_env, capture_output=True, text=True, timeout=120)
+
+        refused = kill_as("bob")
+        assert refused.returncode != 0, refused.stdout[-2000:]
+        assert f"User bob cannot perform operation MODIFY_APP on {app}" in refused.stderr + refused.stdout
+        state = hadoop.get_json(f"{hadoop.rm_url}/ws/v1/cluster/apps/{app}")["app"]  # as alice, its owner
+        assert state["state"] == "RUNNING" and state["user"] == "alice", state
+        killed = kill_as("alice")
+        assert killed.returncode == 0 and f"Killed application {app}" in killed.stdout + killed.stderr, killed.stderr
+    finally:
+        driver.stdin.close()
+        driver.wait(timeout=120)

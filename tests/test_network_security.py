@@ -15,6 +15,7 @@ recorded by a spy in the driver, in a file of the test's own.
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import pickle
@@ -30,15 +31,17 @@ from urllib.error import HTTPError
 
 import pytest
 from netwatch import (
+    answer_as_another_user,
     assert_no_secret_written,
     assert_nothing_beyond_loopback,
     is_refusal,
     listening_sockets,
 )
 
+from jobs.common import run_stage
 from tfbs.errors import ConfigError
-from tfbs.launch import LOOPBACK, network_conf
-from tfbs.session import _check_security
+from tfbs.launch import CLUSTER_SECURITY, GCM_CIPHER, LOOPBACK, SECRET_FILE_ENV, network_conf
+from tfbs.session import _check_security, cluster_secret, spark_session
 from tfbs.web_ui import UI_KEY, bearer_token, token_path
 
 # ---------------------------------------------------------------------------
@@ -289,12 +292,123 @@ def test_the_network_policy_holds_no_secret(master):
 def test_a_yarn_session_with_any_protection_off_is_refused_before_it_starts(caplog):
     secure = network_conf("yarn") | {"spark.master": "yarn"}
     _check_security(secure, allow_insecure=False)  # nothing to say
-    for key in secure.keys() - {"spark.master"}:
+    switches = [key for key, value in CLUSTER_SECURITY.items() if value == "true"]
+    assert len(switches) == 4
+    for key in switches:
         with pytest.raises(ConfigError, match=rf"^spark.conf: {re.escape(key)} off on YARN: other tenants"):
             _check_security({**secure, key: "false"}, allow_insecure=False)
+    # Spark's default cipher, AES/CTR, has no integrity check: refused like encryption off.
+    ctr = "spark.network.crypto.cipher=AES/CTR/NoPadding"
+    with pytest.raises(ConfigError, match=rf"^spark.conf: {re.escape(ctr)} off on YARN"):
+        _check_security({**secure, "spark.network.crypto.cipher": "AES/CTR/NoPadding"}, allow_insecure=False)
     _check_security({k: v for k, v in secure.items() if k != "spark.authenticate"}, allow_insecure=True)
-    assert "spark.authenticate off (spark.allow_insecure)" in caplog.text
+    assert "with spark.authenticate (spark.allow_insecure)" in caplog.text
     _check_security({"spark.master": "local[2]"}, allow_insecure=False)  # one machine: loopback instead
+
+
+@pytest.mark.parametrize("master", ["yarn", "spark://master:7077"])
+def test_rpc_encryption_is_on_with_an_authenticated_cipher_off_one_machine(master):
+    policy = network_conf(master)
+    assert policy["spark.network.crypto.enabled"] == "true"
+    assert policy["spark.network.crypto.cipher"] == GCM_CIPHER == "AES/GCM/NoPadding"
+    assert policy["spark.authenticate"] == policy["spark.io.encryption.enabled"] == "true"
+
+
+@pytest.mark.parametrize("master", ["yarn", "spark://master:7077"])
+def test_only_the_submitting_user_and_admins_may_view_or_kill_an_application_off_one_machine(master):
+    policy = network_conf(master)
+    assert policy["spark.acls.enable"] == "true" and policy["spark.ui.killEnabled"] == "false"
+    # No ACL of the policy's own: Spark's default is the submitting user (and spark.admin.acls).
+    assert not any(".acls" in key and key != "spark.acls.enable" for key in policy)
+    secure = {**policy, "spark.master": master, "spark.authenticate.secret": "s"}
+    _check_security(secure, allow_insecure=False)
+    for key, value in [("spark.ui.view.acls", "alice,*"), ("spark.modify.acls.groups", "*"), ("spark.admin.acls", "*")]:
+        with pytest.raises(ConfigError, match=re.escape(f"{key}={value}")):
+            _check_security({**secure, key: value}, allow_insecure=False)
+    with pytest.raises(ConfigError, match=r"spark\.acls\.enable"):
+        _check_security({**secure, "spark.acls.enable": "false"}, allow_insecure=False)
+    _check_security({**secure, "spark.admin.acls": "ops"}, allow_insecure=False)  # named admins: fine
+
+
+def _standalone_stage(tmp_path: Path, *overrides: str) -> tuple[int, list[str]]:
+    """A stage that opens a session on a standalone master, run as every job runs (exit code, stderr lines)."""
+
+    def stage(config, args):
+        with spark_session(config.spark, app_suffix="-refused"):
+            raise AssertionError("a session started")
+
+    argv = ["--config", str(Path(__file__).parents[1] / "conf" / "demo.yaml"), "--set", f"run_dir={tmp_path / 'run'}"]
+    for override in ("spark.master=spark://127.0.0.1:9", *overrides):
+        argv += ["--set", override]
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = run_stage("test", stage, argv)
+    # The job's log lines (INFO, to stderr) come first; the error is the one line that ends it.
+    lines = err.getvalue().strip().splitlines()
+    assert not any("Traceback" in line for line in lines), lines
+    return code, [line for line in lines if line.startswith("error:")] + lines[-1:]
+
+
+def test_a_standalone_master_without_the_cluster_secret_is_refused_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.delenv(SECRET_FILE_ENV, raising=False)
+    code, lines = _standalone_stage(tmp_path)
+    assert code == 2
+    assert lines == 2 * [
+        "error: spark.authenticate.secret: spark://127.0.0.1:9 needs the secret its master and workers were started "
+        f"with: set {SECRET_FILE_ENV} to the file holding it (make cluster-up prints it), or set "
+        "spark.allow_insecure: true to run anyway"
+    ]
+
+
+def test_a_standalone_master_with_a_setting_that_opens_it_is_refused_in_one_line(tmp_path, monkeypatch):
+    secret = tmp_path / "secret"
+    secret.write_text("s3cret\n")
+    secret.chmod(0o600)
+    monkeypatch.setenv(SECRET_FILE_ENV, str(secret))
+    code, lines = _standalone_stage(tmp_path, "spark.conf={'spark.network.crypto.enabled': 'false'}")
+    assert code == 2
+    assert lines == 2 * [
+        "error: spark.network.crypto.enabled: opens this run on spark://127.0.0.1:9 to anyone on the network "
+        "(they could join, read or alter it); remove the setting, or set spark.allow_insecure: true to run anyway"
+    ]
+
+
+def test_the_cluster_secret_is_read_only_from_a_private_file_of_this_user(tmp_path):
+    secret = tmp_path / "secret"
+    assert cluster_secret({}) is None
+    with pytest.raises(ConfigError, match=rf"^{SECRET_FILE_ENV}: .*cannot read the cluster's secret"):
+        cluster_secret({SECRET_FILE_ENV: str(secret)})
+    secret.write_text(" s3cret \n")
+    secret.chmod(0o640)
+    with pytest.raises(ConfigError, match=r"must be yours and private \(owner uid \d+, mode 640\): chmod 600 it$"):
+        cluster_secret({SECRET_FILE_ENV: str(secret)})
+    secret.chmod(0o600)
+    assert cluster_secret({SECRET_FILE_ENV: str(secret)}) == "s3cret"
+    if os.getuid() == 0:  # another user's file, however private, is not this user's secret
+        os.chown(secret, 65534, 65534)
+        with pytest.raises(ConfigError, match=r"owner uid 65534, mode 600"):
+            cluster_secret({SECRET_FILE_ENV: str(secret)})
+
+
+@pytest.mark.parametrize(
+    ("setting", "named"),
+    [
+        ({"spark.authenticate": "false"}, "spark.authenticate=false"),
+        ({"spark.driver.bindAddress": "0.0.0.0"}, "spark.driver.bindAddress=0.0.0.0"),
+        ({"spark.ui.filters": ""}, 'spark.ui.filters=""'),
+    ],
+)
+def test_off_yarn_a_setting_that_weakens_the_policy_is_refused_or_warned_on_every_stage(setting, named, caplog):
+    local = {**network_conf("local[2]"), "spark.master": "local[2]"}
+    _check_security(local, allow_insecure=False)  # the one-machine policy as every local run has it
+    with pytest.raises(ConfigError, match=rf"^{re.escape(named)}: opens this run on local\[2\] to anyone"):
+        _check_security({**local, **setting}, allow_insecure=False)
+    with caplog.at_level(logging.WARNING, logger="tfbs"):
+        for _stage in range(2):  # each stage builds a session, and each warns
+            _check_security({**local, **setting}, allow_insecure=True)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [f"Spark on local[2] with {named} (spark.allow_insecure): others on the network may join, "
+                        "read or alter this run"] * 2  # fmt: skip
 
 
 def test_a_local_session_listens_on_loopback_only(spark):
@@ -303,6 +417,46 @@ def test_a_local_session_listens_on_loopback_only(spark):
     assert len(listeners) >= 3  # RPC, block manager, UI at least
     assert {item for item in listeners if not item.loopback} == set()
     assert spark.sparkContext.uiWebUrl.startswith(f"http://{LOOPBACK}:")
+
+
+#: A Spark driver with authentication off, as a configuration that opted out would start it:
+#: prints its RPC port, then holds until its stdin closes.
+_UNAUTHENTICATED_DRIVER = """
+import sys
+from pyspark.sql import SparkSession
+session = (SparkSession.builder.master("local[1]").config("spark.ui.enabled", "false")
+           .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1")
+           .config("spark.authenticate", "false").getOrCreate())
+print(session.sparkContext.getConf().get("spark.driver.port"), flush=True)
+sys.stdin.read()
+session.stop()
+"""
+
+
+def test_the_spark_rpc_probe_tells_an_unauthenticated_spark_from_a_refusal(spark):
+    """The probe's negative control: it can fail. Spark with authentication off answers the
+    probe with an RpcFailure too (it could not read the message), and the probe must call that reachable."""
+    # The suite's session authenticates (a secret drawn per session): refused.
+    secured = answer_as_another_user(LOOPBACK, int(spark.sparkContext.getConf().get("spark.driver.port")))
+    assert is_refusal(secured) and b"Expected SaslMessage" in secured, secured[:200]
+    import subprocess
+    import sys
+
+    env = {**os.environ, "SPARK_LOCAL_IP": LOOPBACK}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    with subprocess.Popen(
+        [sys.executable, "-c", _UNAUTHENTICATED_DRIVER],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
+    ) as driver:  # fmt: skip
+        try:
+            port = int(driver.stdout.readline())
+            open_answer = answer_as_another_user(LOOPBACK, port)
+        finally:
+            driver.stdin.close()
+            driver.wait(timeout=120)
+    # An RpcFailure frame all the same, but from the dispatcher that read the caller's bytes: reachable.
+    assert open_answer[8] == 5 and int.from_bytes(open_answer[:8], "big") == len(open_answer), open_answer[:200]
+    assert not is_refusal(open_answer), open_answer[:300]
 
 
 def _page(url: str, token: str | None) -> int:
@@ -353,7 +507,9 @@ def test_another_user_of_the_machine_gets_nothing_from_the_training(tfos_trainin
     answers = run.listeners.answers
     assert len(answers) == len(run.listeners.seen)
     answered = {f"{item.process} {item.ip}:{item.port}": answer[:80] for item, answer in answers.items()}
-    assert [name for name, answer in answered.items() if not is_refusal(answer)] == [], answered
+    # Judged on the whole answer (a Spark refusal names its authentication handler past 80 bytes).
+    opened = [f"{item.process} {item.ip}:{item.port}" for item, answer in answers.items() if not is_refusal(answer)]
+    assert opened == [], {name: answered[name] for name in opened}
     # Spark's web UIs refused their page too: the driver's, the local-cluster's master's and its four workers'.
     web_uis = [name for name, answer in answered.items() if answer.startswith(b"HTTP/1.1 403 ")]
     assert len(web_uis) == 6 and all(name.startswith("java") for name in web_uis), answered

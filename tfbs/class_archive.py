@@ -32,6 +32,7 @@ import uuid
 from pathlib import Path
 
 from tfbs.launch import DUMP_OPTION, archive_path, java_options, network_conf
+from tfbs.private_dirs import is_own_file
 
 log = logging.getLogger("tfbs.class_archive")
 
@@ -58,6 +59,9 @@ def build_archive(directory: str | os.PathLike[str], java_options: str = "") -> 
     """
     archive = archive_path(directory)
     if archive.is_file():
+        if not is_own_file(archive):
+            # with_archive would not map it (it could hold another user's classes): say so now.
+            raise PermissionError(f"{archive}: not this user's own file, or writable by others: remove it")
         log.info("class archive %s is there already", archive)
         return archive
     archive.parent.mkdir(parents=True, exist_ok=True)

@@ -30,6 +30,8 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from tfbs.private_dirs import is_own_file
+
 #: The plugin's class, for ``spark.plugins``.
 PLUGIN_CLASS = "tfbs.jvm.CurrentTokensPlugin"
 #: Its source, shipped with the package.
@@ -73,9 +75,18 @@ def plugin_jar(directory: Path | None = None) -> Path:
     source = SOURCE.read_bytes()
     key = hashlib.sha256(source + pyspark.__version__.encode()).hexdigest()[:16]
     jar = directory / f"tfbs-current-tokens-{key}.jar"
-    if jar.is_file():
+    # Every executor of the run loads this jar: one another user could have
+    # put there, or could replace, would run their code with this user's tokens.
+    if jar.is_file() or jar.is_symlink():
+        if not is_own_file(jar):
+            raise PermissionError(
+                f"{jar}: not this user's own file, or writable by others (its folder too): "
+                "remove it (it is compiled again)"
+            )
         return jar
-    directory.mkdir(parents=True, exist_ok=True)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not directory.is_dir() or directory.is_symlink() or directory.stat().st_uid != os.geteuid():
+        raise PermissionError(f"{directory}: not a folder of this user's: remove it, or set XDG_CACHE_HOME")
     spark_jars = Path(pyspark.__file__).parent / "jars"
     with tempfile.TemporaryDirectory(dir=directory) as build:
         classes = Path(build) / "classes"

@@ -37,6 +37,7 @@ from typing import Literal
 
 from tfbs.config import SparkConfig, load_config
 from tfbs.current_tokens import plugin_conf
+from tfbs.private_dirs import is_own_file
 from tfbs.web_ui import UI_KEY
 
 log = logging.getLogger("tfbs.launch")
@@ -50,15 +51,51 @@ AUTH_SECRET = "spark.authenticate.secret"
 #: The settings a session draws per session on one machine, kept off every command line.
 SESSION_SECRETS = (AUTH_SECRET, UI_KEY)
 
-#: Spark's protection of a YARN run: authentication (a secret per
-#: application, handed to the containers in YARN's credentials), encryption
-#: of its connections (which carry the task closures, and in them the TF
-#: cluster's secrets) and of what it spills and shuffles to local disks.
-YARN_SECURITY = {
+#: RPC encryption's cipher: AES/GCM authenticates what it decrypts; Spark's
+#: default AES/CTR does not, so a man in the middle could alter a task's
+#: closure unseen.
+GCM_CIPHER = "AES/GCM/NoPadding"
+
+#: Spark's protection of a run across machines: authentication,
+#: encryption of its connections (which carry the task closures, and in them
+#: the TF cluster's secrets) with an authenticated cipher, and of what it
+#: spills and shuffles to local disks.
+CLUSTER_SECURITY = {
     "spark.authenticate": "true",
     "spark.network.crypto.enabled": "true",
+    "spark.network.crypto.cipher": GCM_CIPHER,
     "spark.io.encryption.enabled": "true",
+    # View and modify (kill) the application: the submitting user, and the
+    # cluster's spark.admin.acls (a deployment's spark.conf may name them);
+    # on YARN these become the application's ACLs (yarn.acl.enable).
+    "spark.acls.enable": "true",
 }
+
+#: Spark's ACL settings that a wildcard opens to every user of the cluster (:func:`insecure_settings`).
+ACL_KEYS = (
+    "spark.admin.acls",
+    "spark.admin.acls.groups",
+    "spark.ui.view.acls",
+    "spark.ui.view.acls.groups",
+    "spark.modify.acls",
+    "spark.modify.acls.groups",
+)
+
+#: On YARN Spark draws the secret per application and hands it to the
+#: containers in YARN's credentials. The UI's kill action off: a run is
+#: stopped by its own command (or ``yarn application -kill`` by its owner).
+YARN_SECURITY = {**CLUSTER_SECURITY, "spark.ui.killEnabled": "false"}
+
+#: The environment variable naming the file that holds a standalone
+#: cluster's shared secret (the one its master and workers were started
+#: with; ``hadoop/hosts.py`` exports it for the gateway). Read by
+#: :func:`tfbs.session.build_session`, handed to Spark through py4j, never
+#: on a command line.
+SECRET_FILE_ENV = "TFBS_SPARK_SECRET_FILE"
+
+#: Bind addresses of every interface: a driver bound there off YARN listens
+#: on every network its host reaches (:func:`insecure_settings`).
+ALL_INTERFACES = ("0.0.0.0", "::", "[::]")
 
 #: Environment of a ``spark-submit`` on a one-machine master: the JVM reads
 #: ``SPARK_LOCAL_IP`` at start-up, before any setting of the job's session,
@@ -99,6 +136,11 @@ def yarn_conf() -> dict[str, str]:
     return {**YARN_SECURITY, **plugin_conf()}
 
 
+def is_yarn(master: str) -> bool:
+    """True for ``yarn`` (client or cluster mode)."""
+    return master.startswith("yarn")
+
+
 def network_conf(master: str) -> dict[str, str]:
     """Spark settings that keep the run off the network, decided from the master.
 
@@ -115,13 +157,22 @@ def network_conf(master: str) -> dict[str, str]:
     TF cluster's secrets). The web UIs, which no secret of Spark's guards,
     go behind a key the session draws too (:mod:`tfbs.web_ui`).
 
-    YARN: :data:`YARN_SECURITY`. ``spark.authenticate`` with no secret
+    YARN: :data:`YARN_SECURITY` (Spark's ACLs on, the UI's kill action
+    off). ``spark.authenticate`` with no secret
     given, so Spark draws one per application and hands it to the
     containers through YARN's credentials (no secret in the configuration,
-    a log or a command line); ``spark.network.crypto.enabled``, so RPC and
-    block transfers, which carry the task closures and with them the TF
-    cluster's secrets, are encrypted; ``spark.io.encryption.enabled``, so
-    spills and shuffle files on the nodes' disks are too.
+    a log or a command line); ``spark.network.crypto.enabled`` with
+    AES/GCM, so RPC and block transfers, which carry the task closures and
+    with them the TF cluster's secrets, are encrypted and cannot be altered;
+    ``spark.io.encryption.enabled``, so spills and shuffle files on the
+    nodes' disks are encrypted too.
+
+    Any other master (a standalone ``spark://``): :data:`CLUSTER_SECURITY`
+    with the secret the cluster's master and workers were started with,
+    which the session reads from the file :data:`SECRET_FILE_ENV` names
+    (a standalone master knows one secret, so it serves one tenant); the
+    UI kill action off, the web UI behind the session's key as on one
+    machine.
 
     Parameters
     ----------
@@ -141,9 +192,60 @@ def network_conf(master: str) -> dict[str, str]:
             # Only the run's token opens the web UIs (tfbs.web_ui); even then they stop nothing.
             "spark.ui.killEnabled": "false",
         }
-    if master.startswith("yarn"):
+    if is_yarn(master):
         return dict(YARN_SECURITY)
-    return {}
+    return {**CLUSTER_SECURITY, "spark.ui.killEnabled": "false"}
+
+
+def insecure_settings(conf: Mapping[str, str]) -> list[str]:
+    """The settings of ``conf`` that leave its master's network policy weaker, each named with why.
+
+    YARN and any cluster master (standalone): each setting of
+    :data:`CLUSTER_SECURITY` not at its value (unset counts as off), and
+    on a standalone master a missing ``spark.authenticate.secret``. On every
+    master but YARN (whose proxy guards the UI and whose daemons bind as
+    the cluster says) also what a configuration sets explicitly to open the
+    run: ``spark.authenticate`` false, ``spark.driver.bindAddress`` on every
+    interface, ``spark.ui.filters`` empty. One machine is checked only for
+    those explicit settings: its policy (:func:`network_conf`) comes from
+    the session or the submitter.
+
+    Parameters
+    ----------
+    conf : mapping of str to str
+        The settings a session is about to start with, ``spark.master`` among them.
+
+    Returns
+    -------
+    list of str
+        ``key`` (``key=value`` for a value that opens it), sorted; empty when nothing weakens the policy.
+
+    Examples
+    --------
+    >>> insecure_settings({"spark.master": "local[2]", "spark.authenticate": "false"})
+    ['spark.authenticate=false']
+    >>> insecure_settings({"spark.master": "local[2]"})
+    []
+    """
+    master = conf.get("spark.master") or ""
+    weak: set[str] = set()
+    if not is_one_machine(master):
+        for key, value in CLUSTER_SECURITY.items():
+            given = conf.get(key) or "false"
+            if given.lower() != value.lower():
+                weak.add(key if value == "true" else f"{key}={given}")
+        weak.update(f"{key}={conf[key]}" for key in ACL_KEYS if "*" in (conf.get(key) or "").split(","))
+        if not is_yarn(master) and not conf.get(AUTH_SECRET):
+            weak.add(AUTH_SECRET)
+    if not is_yarn(master):
+        if (conf.get("spark.authenticate") or "").lower() == "false":
+            weak.add("spark.authenticate=false")
+        if (conf.get("spark.driver.bindAddress") or "") in ALL_INTERFACES:
+            weak.add(f"spark.driver.bindAddress={conf['spark.driver.bindAddress']}")
+        if conf.get("spark.ui.filters") == "" and (conf.get("spark.ui.enabled") or "true").lower() != "false":
+            weak.add('spark.ui.filters=""')
+    # One name per setting: "spark.authenticate" (unset) and "spark.authenticate=false" say the same.
+    return sorted(key for key in weak if not (key.endswith("=false") and key.removesuffix("=false") in weak))
 
 
 def java_options(spark: SparkConfig, extra_conf: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -232,6 +334,11 @@ def with_archive(java_options: str, directory: str | os.PathLike[str] | None) ->
         return java_options
     if not archive.is_file():
         log.info("no class archive at %s (make builds it): the driver JVM starts without one", archive)
+        return java_options
+    if not is_own_file(archive):
+        # The JVM maps the archive's classes into the driver: another user's file would run their code.
+        log.warning("class archive %s is not this user's own, or others may write it: the driver starts without it",
+                    archive)  # fmt: skip
         return java_options
     return f"{java_options} {USE_OPTION}{archive}".strip()
 

@@ -3,16 +3,25 @@
 Every local cache of a run lives under ``/tmp/tfbs-<user>/`` (records) or
 ``<tmp>/tfbs-<user>/`` (export copies, model mirrors), created mode 700 and
 checked before use: it must be a directory (not a link), owned by this
-process's user, open to no one else. A folder another user made first, or
-loosened, is refused with its path, never used: whoever can write in it
-could swap a record file or a model between its check and its use.
+process's user, open to no one else. The user is the process's uid, never
+``$USER``, which anyone may set. A shared parent (``/tmp``: sticky) is
+trusted only when root owns it: the owner of a sticky folder may still
+replace what is in it.
+
+``<tmp>/tfbs-<user>`` is a predictable name: another user may create it
+first. Such a folder (any mode, sticky or not) is never used and does not
+stop the run: :func:`user_root` falls back to a folder under the user's
+home (:func:`user_cache_home`), which no one else can take. A folder of the
+user's own that was loosened is refused with its path: whoever can write in
+it could swap a record file or a model between its check and its use.
 """
 
 from __future__ import annotations
 
 import contextlib
-import getpass
+import logging
 import os
+import pwd
 import stat
 import tempfile
 from pathlib import Path
@@ -22,9 +31,53 @@ from pathlib import Path
 RECORDS_ROOT = "/tmp/tfbs-{user}/records"
 
 
+log = logging.getLogger("tfbs.private_dirs")
+
+
 def user_name() -> str:
-    """This process's user, as the per-user folders name it."""
-    return getpass.getuser()
+    """This process's user, from its uid (the password database), as the per-user folders name it.
+
+    Never ``$USER`` or ``$LOGNAME``: another user's name there would point
+    this process at that user's folders. A uid with no entry (a container's)
+    is named by its number.
+    """
+    uid = os.getuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return str(uid)
+
+
+def user_cache_home() -> Path:
+    """``<home>/.cache/tfbs``, the home from the password database (not ``$HOME``): a place only this user owns."""
+    try:
+        home = pwd.getpwuid(os.getuid()).pw_dir
+    except KeyError:
+        home = str(Path.home())
+    return Path(home) / ".cache" / "tfbs"
+
+
+def is_own_file(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a regular file (not a link) of this user that no one else may write, in such a folder.
+
+    What a cache of code or models (a jar, a class archive, an exported
+    model) must be before a JVM or TensorFlow loads it: a file another user
+    could replace runs that user's code in this user's process.
+    """
+    file = Path(path)
+    try:
+        info, folder = file.lstat(), file.parent.lstat()
+    except OSError:
+        return False
+    uid = os.geteuid()
+    return (
+        stat.S_ISREG(info.st_mode)
+        and info.st_uid == uid
+        and not info.st_mode & 0o022
+        and stat.S_ISDIR(folder.st_mode)
+        and folder.st_uid == uid
+        and not folder.st_mode & 0o022
+    )
 
 
 def private_dir(path: str | os.PathLike[str]) -> Path:
@@ -34,17 +87,18 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
     ------
     PermissionError
         If ``path`` is a link, not a directory, owned by another user, or
-        open to the group or others.
+        open to the group or others (a sticky parent counts as shared only
+        when root owns it).
     """
     folder = Path(path)
     missing = [level for level in [folder, *folder.parents] if not level.exists()]
     for level in reversed(missing):
         with contextlib.suppress(FileExistsError):  # made meanwhile by another process: checked below
             level.mkdir(mode=0o700)
-    # The folder and each parent up to the shared one (/tmp: sticky) must be this user's alone.
+    # The folder and each parent up to the shared one (/tmp: sticky, root's) must be this user's alone.
     for level in [folder, *folder.parents]:
         info = level.lstat()
-        if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX:
+        if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX and info.st_uid == 0:
             break
         if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
             raise PermissionError(f"{level}: not a directory of its own (a link or a file); remove it")
@@ -52,9 +106,28 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
             raise PermissionError(f"{level}: owned by uid {info.st_uid}, not this user ({os.geteuid()}); remove it")
         if info.st_mode & 0o077:
             raise PermissionError(f"{level}: open to others (mode {stat.S_IMODE(info.st_mode):o}); chmod 700 it")
-        if level == folder.parent and level.name.startswith("tfbs-"):
-            break  # the user's own root: what is above it (a home, a scratch disk) is the user's business
+        if level == folder.parent and (level.name.startswith("tfbs-") or level == user_cache_home() / "node"):
+            # The user's own root: what is above it (a home, a scratch disk) is the user's business,
+            # but whoever owns the folder it is in could rename it away and put another in its place.
+            _check_container(level.parent)
+            break
     return folder
+
+
+def _check_container(folder: Path) -> None:
+    """Refuse ``folder`` as the place of a user's root when someone else could replace what is in it.
+
+    This user's or root's, and if others may write in it, sticky (``/tmp``).
+    """
+    info = folder.stat()
+    if info.st_uid not in (0, os.geteuid()):
+        raise PermissionError(
+            f"{folder}: owned by uid {info.st_uid}, who could replace the folders in it; keep the caches elsewhere"
+        )
+    if info.st_mode & 0o022 and not info.st_mode & stat.S_ISVTX:
+        raise PermissionError(
+            f"{folder}: anyone may replace the folders in it (mode {stat.S_IMODE(info.st_mode):o}, not sticky)"
+        )
 
 
 def records_cache(configured: str | None = None) -> Path:
@@ -62,9 +135,37 @@ def records_cache(configured: str | None = None) -> Path:
     return private_dir((configured or RECORDS_ROOT).format(user=user_name()))
 
 
+def _taken_by_another(folder: Path) -> bool:
+    """True when ``folder`` exists and is not a directory of this user's (a link, a file, another's folder)."""
+    try:
+        info = folder.lstat()
+    except FileNotFoundError:
+        return False
+    return stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid()
+
+
+def user_root(temp_dir: str | os.PathLike[str] | None = None) -> Path:
+    """This user's root of per-node folders: ``<tmp>/tfbs-<user>``, or ``<home>/.cache/tfbs/node`` when that is taken.
+
+    Neither created nor checked (:func:`private_dir` does both); the same
+    answer for every call of a process while nothing changes the folders.
+
+    Parameters
+    ----------
+    temp_dir
+        The shared temporary folder; default :func:`tempfile.gettempdir`.
+    """
+    predictable = Path(temp_dir or tempfile.gettempdir()) / f"tfbs-{user_name()}"
+    if not _taken_by_another(predictable):
+        return predictable
+    fallback = user_cache_home() / "node"
+    log.warning("%s is not this user's (another user made it first): using %s instead", predictable, fallback)
+    return fallback
+
+
 def user_temp_path(kind: str) -> Path:
-    """``<tmp>/tfbs-<user>/<kind>``, neither created nor checked (:func:`user_temp_dir` does both)."""
-    return Path(tempfile.gettempdir()) / f"tfbs-{user_name()}" / kind
+    """``<tmp>/tfbs-<user>/<kind>`` (see :func:`user_root`), neither created nor checked (:func:`user_temp_dir` does both)."""
+    return user_root() / kind
 
 
 def user_temp_dir(kind: str) -> Path:

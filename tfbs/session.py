@@ -22,9 +22,11 @@ from tfbs.interrupts import note_interrupts, raise_if_interrupted
 from tfbs.launch import (
     AUTH_SECRET,
     LOCAL_ENV,
+    SECRET_FILE_ENV,
     SESSION_SECRETS,
-    YARN_SECURITY,
+    insecure_settings,
     is_one_machine,
+    is_yarn,
     java_options,
     network_conf,
     with_archive,
@@ -100,11 +102,16 @@ def build_session(
         chosen_master = master or spark.master
         chosen = {"spark.master": chosen_master}
         builder = builder.master(chosen_master)
-        network = yarn_conf() if chosen_master.startswith("yarn") else network_conf(chosen_master)
-        if is_one_machine(chosen_master):
-            network[AUTH_SECRET] = secrets.token_hex(32)
+        network = yarn_conf() if is_yarn(chosen_master) else network_conf(chosen_master)
+        if not is_yarn(chosen_master):
+            # One machine: a secret of this session's own. A standalone cluster: the one its
+            # master and workers know, or none (then refused below, naming the setting).
+            secret = secrets.token_hex(32) if is_one_machine(chosen_master) else cluster_secret(os.environ)
+            if secret:
+                network[AUTH_SECRET] = secret
             ui_conf, ui_token = private_ui_conf(app_name)
             network.update(ui_conf)
+        if is_one_machine(chosen_master):
             # Read by the JVM at start-up, and inherited by executor JVMs,
             # PySpark workers and TF nodes (tf_models.tfos.tfos_patches).
             os.environ.update(LOCAL_ENV)
@@ -148,32 +155,88 @@ def _submitted_conf() -> dict[str, str]:
     return dict(SparkConf().getAll())
 
 
-def _check_security(conf: Mapping[str, str], allow_insecure: bool) -> None:
-    """Refuse a YARN session whose authentication or encryption is off, unless the configuration allows it.
+def cluster_secret(env: Mapping[str, str]) -> str | None:
+    """The shared secret of a standalone cluster, from the file ``env[TFBS_SPARK_SECRET_FILE]`` names.
 
-    Checked on the settings the session is about to start with, whoever set
-    them: the job itself, ``spark-submit``'s options, a DAG's
-    ``tfbs_spark_conf`` Variable. Before it starts, as Spark refuses some
-    combinations (encryption without authentication) with an error of its own.
+    The file must be this user's and readable by no one else: a secret
+    others can read (or replace) lets them join the cluster's applications.
+
+    Parameters
+    ----------
+    env
+        The environment (:data:`tfbs.launch.SECRET_FILE_ENV`).
+
+    Returns
+    -------
+    str or None
+        The secret, stripped of surrounding white space; None when the variable is unset.
 
     Raises
     ------
     ConfigError
-        If a setting of :data:`YARN_SECURITY` is off and ``spark.allow_insecure`` is not set.
+        The file is missing, empty, not this user's or open to others.
     """
-    if not (conf.get("spark.master") or "").startswith("yarn"):
-        return
-    off = sorted(key for key, value in YARN_SECURITY.items() if (conf.get(key) or "false").lower() != value)
-    if not off:
-        return
-    if not allow_insecure:
+    named = env.get(SECRET_FILE_ENV)
+    if not named:
+        return None
+    path = Path(named)
+    try:
+        status = path.stat()
+        secret = path.read_text().strip()
+    except OSError as err:
+        raise ConfigError(f"{SECRET_FILE_ENV}: {path}: cannot read the cluster's secret ({err.strerror})") from None
+    if status.st_uid != os.getuid() or status.st_mode & 0o077:
         raise ConfigError(
-            f"spark.conf: {', '.join(off)} off on YARN: other tenants could join or read this application; "
+            f"{SECRET_FILE_ENV}: {path}: the cluster's secret must be yours and private "
+            f"(owner uid {status.st_uid}, mode {status.st_mode & 0o777:o}): chmod 600 it"
+        )
+    if not secret:
+        raise ConfigError(f"{SECRET_FILE_ENV}: {path}: empty, no secret in it")
+    return secret
+
+
+def _check_security(conf: Mapping[str, str], allow_insecure: bool) -> None:
+    """Refuse a session whose network protection is weaker than its master's policy, unless the configuration allows it.
+
+    Checked on the settings the session is about to start with, whoever set
+    them: the job itself, ``spark-submit``'s options, a DAG's
+    ``tfbs_spark_conf`` Variable (:func:`tfbs.launch.insecure_settings`).
+    Before it starts, as Spark refuses some combinations (encryption
+    without authentication) with an error of its own. With
+    ``spark.allow_insecure`` every session (so every stage) logs a warning
+    naming the settings instead.
+
+    Raises
+    ------
+    ConfigError
+        If a setting weakens the policy and ``spark.allow_insecure`` is not set.
+    """
+    master = conf.get("spark.master") or ""
+    weak = insecure_settings(conf)
+    if not weak:
+        return
+    named = ", ".join(weak)
+    if allow_insecure:
+        logging.getLogger("tfbs").warning(
+            "Spark on %s with %s (spark.allow_insecure): others on the network may join, read or alter this run",
+            master or "this master",
+            named,
+        )
+        return
+    if is_yarn(master):
+        raise ConfigError(
+            f"spark.conf: {named} off on YARN: other tenants could join or read this application; "
             "set it true, or set spark.allow_insecure: true to run anyway"
         )
-    logging.getLogger("tfbs").warning(
-        "Spark on YARN with %s off (spark.allow_insecure): other tenants may join or read this application",
-        ", ".join(off),
+    if AUTH_SECRET in weak:
+        raise ConfigError(
+            f"{named}: {master} needs the secret its master and workers were started with: set "
+            f"{SECRET_FILE_ENV} to the file holding it (make cluster-up prints it), "
+            "or set spark.allow_insecure: true to run anyway"
+        )
+    raise ConfigError(
+        f"{named}: opens this run on {master} to anyone on the network (they could join, read or alter it); "
+        "remove the setting, or set spark.allow_insecure: true to run anyway"
     )
 
 

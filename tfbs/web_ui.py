@@ -7,7 +7,7 @@ request only when it carries ``Authorization: Bearer <token>`` signed with
 the filter's key; :func:`private_ui_conf` draws that key per session, and
 :func:`save_token` leaves the token where only this user can read it::
 
-    curl -H "Authorization: Bearer $(cat /tmp/tfbs-$USER/spark-ui/<app id>.jws)" http://127.0.0.1:4040/
+    curl -H "Authorization: Bearer $(cat /tmp/tfbs-$(id -un)/spark-ui/<app id>.jws)" http://127.0.0.1:4040/
 
 A configuration's own ``spark.ui.filters`` (``""`` for none) wins.
 """
