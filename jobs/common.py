@@ -6,6 +6,7 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable
+from typing import TextIO
 
 from tfbs.config import PipelineConfig, load_config
 from tfbs.errors import TfbsError
@@ -31,12 +32,30 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _CurrentStderr(logging.StreamHandler):
+    """A handler writing to ``sys.stderr`` as it is when a record comes, not as it was when logging was set up.
+
+    A stage run in-process (the tests, a notebook) may replace ``sys.stderr``
+    and close the replacement after; a handler holding it would then fail on
+    every later record.
+    """
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _value: object) -> None:
+        # StreamHandler.__init__ assigns it: the stream is always the current one.
+        pass
+
+
 def configure_logging(verbose: bool = False) -> None:
     """Timestamped log lines on stderr; quiet third-party chatter."""
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
+        handlers=[_CurrentStderr()],
         force=True,
     )
     for noisy in ("py4j", "matplotlib", "absl", "tensorflow"):
