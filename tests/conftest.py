@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import threading
 import time
@@ -254,7 +255,29 @@ MOTIFS_FOR_EVERYONE = Path("data") / "dream" / "annotations" / "HOCOMOCOv9.meme"
 
 
 @pytest.fixture(scope="session")
-def code_for_everyone() -> Iterator[Path]:
+def python_for_everyone() -> Iterator[None]:
+    """The folders on the way to this Python and its packages searchable by other users meanwhile.
+
+    The virtualenv (inside the clone) and the interpreter it links to (pyenv's,
+    under ``/root`` here) may sit under folders of mode 700: another user's
+    process, started from a root shell, could then import nothing. Only the
+    search bit (``o+x``) is added, to the closed folders on those two paths,
+    nothing is listed or written, and every mode is put back at the end.
+    """
+    ends = [Path(os.path.realpath(sys.executable)), Path(sysconfig.get_paths()["purelib"])]
+    closed = {folder for end in ends for folder in end.parents if not folder.stat().st_mode & 0o001}
+    modes = {folder: folder.stat().st_mode & 0o7777 for folder in closed}
+    for folder, mode in modes.items():
+        folder.chmod(mode | 0o001)
+    try:
+        yield
+    finally:
+        for folder, mode in modes.items():
+            folder.chmod(mode)
+
+
+@pytest.fixture(scope="session")
+def code_for_everyone(python_for_everyone) -> Iterator[Path]:
     """A copy of the project any user can read, for the tests that run code as ``nobody``.
 
     The clone may sit under a folder only its owner can enter (a home folder

@@ -19,14 +19,12 @@ import os
 import pwd
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from tfbs import private_dirs
 from tfbs.private_dirs import is_own_file, private_dir, user_name, user_root, user_temp_dir
 
-REPO = Path(__file__).resolve().parents[1]
 NOBODY = 65534
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="plays another user with chown: needs root")
@@ -55,10 +53,10 @@ def test_the_user_is_the_process_s_uid_not_the_environment(monkeypatch, machine)
 
 
 @needs_root
-def test_another_uid_gets_its_own_name_whatever_user_it_claims():
+def test_another_uid_gets_its_own_name_whatever_user_it_claims(code_for_everyone):
     script = "import sys; sys.path.insert(0, sys.argv[1]); from tfbs.private_dirs import user_name; print(user_name())"
     done = subprocess.run(
-        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", script, str(REPO)],
+        ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", script, str(code_for_everyone)],
         env={**os.environ, "USER": "root", "LOGNAME": "root"},
         capture_output=True, text=True, timeout=60, cwd="/",
     )  # fmt: skip

@@ -32,28 +32,7 @@ AS_OTHER_USER = ["setpriv", f"--reuid={OTHER_USER}", "--regid=nogroup", "--clear
 
 
 @pytest.fixture
-def interpreter_for_everyone() -> Iterator[None]:
-    """Folders on the way to this Python (pyenv's under ``/root`` here) searchable by other users meanwhile.
-
-    The virtualenv's ``python`` links to the interpreter it was made from;
-    on a machine whose Python is under a home folder of mode 700 another
-    user can start it from a root shell, but not from its own processes
-    (Spark's executors, the PySpark workers).
-    """
-    real = Path(os.path.realpath(sys.executable))
-    closed = [folder for folder in real.parents if not folder.stat().st_mode & 0o001]
-    modes = {folder: folder.stat().st_mode & 0o7777 for folder in closed}
-    for folder, mode in modes.items():
-        folder.chmod(mode | 0o001)
-    try:
-        yield
-    finally:
-        for folder, mode in modes.items():
-            folder.chmod(mode)
-
-
-@pytest.fixture
-def shared_inputs(spark, small_dataset, interpreter_for_everyone, code_for_everyone) -> Iterator[Path]:
+def shared_inputs(spark, small_dataset, code_for_everyone) -> Iterator[Path]:
     """The small data set and its shards where any user may read them, and a folder per user."""
     from preprocess.build_shards import build_shards
 
