@@ -370,6 +370,7 @@ def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data
     assert old_lineage["input_fingerprint"]["inputs"]["labels/CTCF"]["digest"] != new_digest
 
 
+@pytest.mark.waits
 def test_a_version_that_failed_its_floors_fails_every_scheduled_run(airflow_env, small_data, tmp_path):
     """A version of exactly these inputs below the floors: the change check fails the run with the reason,
     at once (no retry), and no stage starts; a skip would look like a healthy week. The run folder is
@@ -402,6 +403,7 @@ def test_a_version_that_failed_its_floors_fails_every_scheduled_run(airflow_env,
     }
 
 
+@pytest.mark.waits
 def test_the_sensor_waits_for_the_labels_then_lets_the_run_go_on(airflow_env, tmp_path):
     """One label file appears only once the sensor has reported it missing;
     the stages are marked successful, not run. The sensor looks every second
@@ -433,6 +435,7 @@ def test_the_sensor_waits_for_the_labels_then_lets_the_run_go_on(airflow_env, tm
     assert task_states(airflow_env, "2026-01-19") == {"dag_run": "success", **{task: "success" for task in TASKS}}
 
 
+@pytest.mark.waits
 def test_the_sensor_fails_the_run_when_the_labels_never_come(airflow_env, tmp_path):
     run_conf = {"labels": [str(tmp_path / "never.train.labels.tsv.gz")], "labels_poke_interval": 1, "labels_timeout": 3}
     done = dags_test(airflow_env, "2026-01-26", run_conf, timeout=300)
@@ -447,6 +450,7 @@ def test_the_sensor_fails_the_run_when_the_labels_never_come(airflow_env, tmp_pa
     }
 
 
+@pytest.mark.waits
 def test_a_failed_training_fails_the_run_without_retry(airflow_env, tmp_path):
     """Training on a run directory without shards: the stage stops with its
     one-line error, the run fails at once (no retry, no 5-minute wait) and
