@@ -254,9 +254,12 @@ def run_all(
     ``data_sets``: run the plan's steps on the data sets of these names only.
     """
     plan = [step for step in plan if data_sets is None or step[0].name in data_sets]
-    earlier = {}
+    earlier, extra = {}, {}
     if out.exists():
-        earlier = {(r["data"], r["variant"], r["train_seed"]): r for r in json.loads(out.read_text()).get("runs", [])}
+        previous = json.loads(out.read_text())
+        earlier = {(r["data"], r["variant"], r["train_seed"]): r for r in previous.get("runs", [])}
+        # What a bench adds beside the runs (challenge.py's ensembles) stays until it writes its own.
+        extra = {key: value for key, value in previous.items() if key not in {*meta, "runs", "summary"}}
     planned = {(data.name, variant.name, seed) for data, variant, seed in plan}
     kept = [entry for key, entry in earlier.items() if key not in planned]
     records: list[dict] = []
@@ -264,7 +267,7 @@ def run_all(
         found = run(data, variant, seed, work, config, base, earlier.get((data.name, variant.name, seed)))
         records.append(found)
         print(f"{data.name}/{variant.name} seed {seed}: mean test auPRC {found['mean_auprc']:.3f}", file=sys.stderr)
-        write_results(out, {**meta, "runs": kept + records, "summary": summarise(kept + records)})
+        write_results(out, {**extra, **meta, "runs": kept + records, "summary": summarise(kept + records)})
     return records
 
 
