@@ -662,22 +662,26 @@ def test_cli_predict_refuses_a_truncated_export_in_one_line(tmp_path, monkeypatc
     )
 
 
-def test_cli_evaluate_refuses_a_truncated_export_in_one_line(tmp_path, monkeypatch, capsys):
-    import jobs.evaluate
+def _exported_version(config, monkeypatch) -> Path:
+    """A model version of a stand-in manifest, its lineage and export written, Spark refused; the export's data file."""
     from tf_models import MODEL_FORMAT
     from tf_models.model_format import recorded_model_code
     from tfbs import lineage
 
-    overrides = [f"run_dir={tmp_path / 'run'}", f"shards_dir={tmp_path / 'shards'}"]
-    config = load_config(DEMO_CONFIG, overrides)
     manifest = {"fingerprint": {"inputs": {}}, "created_at": "2026-01-05T00:00:00Z"}
     monkeypatch.setattr("tfbs.manifest.read_manifest", lambda uri: manifest)
     monkeypatch.setattr("tfbs.session.spark_session", _no_spark)
     version = lineage.Lineage.of(config, manifest, MODEL_FORMAT, recorded_model_code())
     lineage.write_lineage(config.run_dir, version)
-    data = _export_files(
-        Path(local_path(lineage.export_uri(config.run_dir, version.version))), version.version, version.manifest_digest
-    )
+    export = Path(local_path(lineage.export_uri(config.run_dir, version.version)))
+    return _export_files(export, version.version, version.manifest_digest)
+
+
+def test_cli_evaluate_refuses_a_truncated_export_in_one_line(tmp_path, monkeypatch, capsys):
+    import jobs.evaluate
+
+    overrides = [f"run_dir={tmp_path / 'run'}", f"shards_dir={tmp_path / 'shards'}"]
+    data = _exported_version(load_config(DEMO_CONFIG, overrides), monkeypatch)
     data.write_bytes(data.read_bytes()[:1000])
     code = jobs.evaluate.main(["--config", str(DEMO_CONFIG), *(f"--set={o}" for o in overrides)])
     assert code == 2
@@ -755,9 +759,6 @@ def test_a_configuration_file_not_in_utf8_is_named_with_its_line(tmp_path, capsy
 
 def test_cli_evaluate_refuses_a_missing_motif_file_before_spark(tmp_path, monkeypatch, capsys):
     import jobs.evaluate
-    from tf_models import MODEL_FORMAT
-    from tf_models.model_format import recorded_model_code
-    from tfbs import lineage
 
     overrides = [
         f"run_dir={tmp_path / 'run'}",
@@ -765,14 +766,7 @@ def test_cli_evaluate_refuses_a_missing_motif_file_before_spark(tmp_path, monkey
         f"evaluate.motif_db={tmp_path}/gone.meme",
         "evaluate.motifs={CTCF: CTCF_f1}",
     ]
-    config = load_config(DEMO_CONFIG, overrides)
-    manifest = {"fingerprint": {"inputs": {}}, "created_at": "2026-01-05T00:00:00Z"}
-    monkeypatch.setattr("tfbs.manifest.read_manifest", lambda uri: manifest)
-    monkeypatch.setattr("tfbs.session.spark_session", _no_spark)
-    version = lineage.Lineage.of(config, manifest, MODEL_FORMAT, recorded_model_code())
-    lineage.write_lineage(config.run_dir, version)
-    export = Path(local_path(lineage.export_uri(config.run_dir, version.version)))
-    _export_files(export, version.version, version.manifest_digest)
+    _exported_version(load_config(DEMO_CONFIG, overrides), monkeypatch)
     code, line = _last_error(
         jobs.evaluate.main, ["--config", str(DEMO_CONFIG), *(f"--set={o}" for o in overrides)], capsys
     )
