@@ -140,8 +140,9 @@ def server_conf(dirs: HostDirs, size: NodeSize, master: str = MASTER) -> dict[st
             # JVMs reserve far more virtual memory than YARN's 2.1 ratio allows; the booked sizes are not limits
             "yarn.nodemanager.vmem-check-enabled": "false",
             "yarn.nodemanager.pmem-check-enabled": "false",
-            # finished containers' folders and logs stay 10 minutes, to read what they left
-            "yarn.nodemanager.delete.debug-delay-sec": "600",
+            # finished containers' folders and logs stay an hour, to read what they left (the suite's
+            # tests read a run's containers up to half an hour after it, when its session is long)
+            "yarn.nodemanager.delete.debug-delay-sec": "3600",
             # A NodeManager restarted on its host keeps what it had localised
             # (the packed environment: a minute of unpacking per node) and its
             # containers' state, as on a cluster that restarts nodes in place.
