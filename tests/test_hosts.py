@@ -222,8 +222,7 @@ def _as(hadoop, user: str, arguments: list[str], service_host: str | None = None
 
 
 def test_a_tenant_cannot_list_read_overwrite_or_delete_another_s_run(hadoop, tmp_path):
-    if hadoop.security is None:
-        pytest.skip("tenants are Kerberos principals: the secured hosts only")
+    assert hadoop.security is not None, "tenants are Kerberos principals: the suite's hosts are secured"
     run, top = "/user/alice/tenancy-run", "/alice-tenancy"
     model, forged = tmp_path / "model.txt", tmp_path / "forged.txt"
     model.write_text("alice's model\n")
@@ -254,8 +253,7 @@ def test_a_tenant_cannot_list_read_overwrite_or_delete_another_s_run(hadoop, tmp
 
 
 def test_only_yarn_s_administrator_administers_it(hadoop):
-    if hadoop.security is None:
-        pytest.skip("YARN's ACLs need its users authenticated: the secured hosts only")
+    assert hadoop.security is not None, "YARN's ACLs need its users authenticated: the suite's hosts are secured"
 
     def refresh_queues(user: str, service_host: str | None = None) -> subprocess.CompletedProcess:
         env = {**hadoop.host_env(), **hadoop.login(user, service_host)}
@@ -286,8 +284,7 @@ sys.stdin.read()
 
 
 def test_a_tenant_cannot_kill_another_s_yarn_application(hadoop):
-    if hadoop.security is None:
-        pytest.skip("YARN's ACLs need its users authenticated: the secured hosts only")
+    assert hadoop.security is not None, "YARN's ACLs need its users authenticated: the suite's hosts are secured"
     env = {**hadoop.host_env(), **hadoop.login("alice"), "PYTHONPATH": str(REPO)}
     driver = hadoop.popen(
         GATEWAY, [sys.executable, "-c", _HELD_APPLICATION], cwd=REPO, env=env,
