@@ -33,11 +33,9 @@ from tf_models.model_dir import local_export
 from tf_models.model_format import recorded_model_code
 from tf_models.protocol import (
     BASELINES,
-    HELD_OUT,
     SCORERS,
-    TRAINING,
-    format_interval,
     group_summary,
+    headline,
     site_intervals,
 )
 from tfbs import lineage, storage
@@ -50,8 +48,6 @@ from tfbs.manifest import Manifest
 
 log = logging.getLogger("tfbs.evaluate")
 
-#: The baselines :func:`predict_rows` scores beside the model, in the order of its columns.
-ROW_BASELINES = BASELINES
 
 _PREDICTION_COLUMNS = ["tf", "cell", "chrom", "start", "label_code", "tf_index", "cell_index", "dnase"]
 
@@ -81,7 +77,7 @@ def predict_rows(
     ------
     tuple
         ``(tf, cell, chrom, start, label_code, probability, *baselines)``, the
-        baselines in the order of :data:`ROW_BASELINES`.
+        baselines in the order of :data:`tf_models.protocol.BASELINES`.
     """
     import tensorflow as tf
 
@@ -113,9 +109,7 @@ def predict_rows(
         # The best match weighted by DNase; closed bins keep a hundredth of their match, so they still rank.
         # The boosted baseline scores whole chunks afterwards (with_boosted): a classifier call costs per call.
         scored = {"boosted": np.full(len(batch), np.nan), "dnase_motif": (dnase + 0.01) * relative, "dnase": dnase}
-        columns = zip(
-            batch, outputs["probability"].numpy(), *({**scored, "motif_scan": scan}[n] for n in ROW_BASELINES)
-        )
+        columns = zip(batch, outputs["probability"].numpy(), *({**scored, "motif_scan": scan}[n] for n in BASELINES))
         for r, p, *baselines in columns:
             yield (r.tf, r.cell, r.chrom, r.start, r.label_code, float(p), *(float(b) for b in baselines))
 
@@ -140,8 +134,8 @@ def with_boosted(scored: Iterator[tuple], boosted: BoostedBaseline) -> Iterator[
     """:func:`predict_rows`' rows with the gradient-boosted baseline's column filled, a chunk of one chromosome at a time."""
     chunk: list[tuple] = []
 
-    # A row: tf, cell, chrom, start, label, probability, then ROW_BASELINES.
-    boosted_at, dnase_at = 6 + ROW_BASELINES.index("boosted"), 6 + ROW_BASELINES.index("dnase")
+    # A row: tf, cell, chrom, start, label, probability, then BASELINES.
+    boosted_at, dnase_at = 6 + BASELINES.index("boosted"), 6 + BASELINES.index("dnase")
 
     def flush() -> Iterator[tuple]:
         tfs, cells, chrom = (np.array([r[i] for r in chunk]) for i in (0, 1, 2))
@@ -191,7 +185,7 @@ def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTa
         results[key] = score_predictions(labels, model)
         curves[key] = {"labels": labels, "scores": model, **results[key]}
         scored = {"model": model.astype(np.float64)}
-        for name, values in zip(ROW_BASELINES, row_baselines):
+        for name, values in zip(BASELINES, row_baselines):
             values = values.astype(np.float64)
             if not np.isnan(values).any():
                 scored[name] = values
@@ -299,7 +293,7 @@ def _predict_test(
     Returns
     -------
     list of tuple
-        The predictions read back: ``(tf, cell, chrom, start, label, probability, *ROW_BASELINES)``.
+        The predictions read back: ``(tf, cell, chrom, start, label, probability, *BASELINES)``.
     """
     files = [entry.path for entry in manifest.parquet[TEST]]
     test = spark.read.parquet(*files).select(*_PREDICTION_COLUMNS).sortWithinPartitions("chrom", "start")
@@ -309,7 +303,7 @@ def _predict_test(
         lambda rows: predict_rows(rows, export_uri, batch_size, fasta_uri, window, motifs, boosted)
     )
     schema = "tf string, cell string, chrom string, start long, label int, probability double, " + ", ".join(
-        f"{name} double" for name in ROW_BASELINES
+        f"{name} double" for name in BASELINES
     )
     predictions = spark.createDataFrame(scored, schema)
     # Written once and read back, so the model runs once for both the saved
@@ -348,23 +342,9 @@ def _boosted_record(boosted: BoostedBaseline | None) -> dict | None:
 
 
 def _log_groups(report: dict) -> None:
-    """One line per group of cells: the model and the best baseline, each with its interval over test sites."""
-    # Per-TF groups are in report.json and the HTML report.
-    for name in (TRAINING, HELD_OUT):
-        if name not in report["groups"]:
-            continue
-        group = report["groups"][name]
-        best = group["best_baseline"]
-        log.info(
-            "%s (%d TF/cells): model auPRC %s; best baseline %s %s; model - %s %s",
-            name,
-            len(group["keys"]),
-            format_interval(group["auprc"].get("model")),
-            best,
-            format_interval(group["auprc"].get(best)) if best else "-",
-            best,
-            format_interval(group["model_minus_best"], signed=True),
-        )
+    """One line per group of cells (:func:`tf_models.protocol.headline`); per-TF groups are in the reports."""
+    for line in headline(report):
+        log.info("%s", line)
 
 
 def _log_scores(report: dict) -> None:
