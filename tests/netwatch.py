@@ -3,8 +3,10 @@
 Test helpers and one fixture (a pytest plugin of ``conftest.py``), used by
 ``test_network_security.py`` and ``test_tfos.py``:
 
-* :func:`tfos_training`: one watched ``tfbs train`` run on a real
-  ``local-cluster`` (ps, two workers, the chief), shared by both modules.
+* :func:`strategy_runs`: ``tfbs train`` watched under each strategy on the
+  same shards, the ps and all-reduce runs on a real ``local-cluster``;
+  :func:`tfos_training` is its ps run (ps, two workers, the chief), shared
+  by both modules.
 * :class:`ListenerSampler` samples, every second, the TCP sockets that a
   process and all its descendants (executor JVMs, PySpark daemons and
   workers, TF processes) listen on.
@@ -276,34 +278,69 @@ def files_naming(paths: Iterable[Path], secrets: Iterable[bytes]) -> dict[str, l
     return found
 
 
-@pytest.fixture(scope="session")
-def tfos_training(small_shards, tmp_path_factory) -> tuple[Path, WatchedRun]:
-    """``tfbs train`` with ParameterServerStrategy on ``local-cluster[4,1,1024]``, watched.
+#: Whole epochs, no early stopping: every strategy sees the same examples.
+#: Motif matches counted inside the centre only (no learned positional
+#: weights): what is compared is how the strategies deal the records, and
+#: that model trains 3.5 times faster.
+EQUAL_EXAMPLES = [
+    "train.model.motif_cnn.positional_bp=null",
+    "train.steps=null",
+    "train.epochs=4",
+    "train.checkpoint_every_steps=null",
+    "train.early_stopping_patience=null",
+]
+#: Each strategy's Spark master: one executor JVM per TF node on the clusters.
+STRATEGY_MASTERS = {
+    "local": "local[2]",
+    "parameter_server": "local-cluster[4,1,1024]",
+    "multi_worker_mirrored": "local-cluster[3,1,1024]",
+}
 
-    One ps, two workers and the chief on four executor JVMs; the run that
-    ``test_tfos.py`` checks for training and ``test_network_security.py`` for
-    what it exposed. Returns the run's folder and the :class:`WatchedRun`.
+
+@pytest.fixture(scope="session")
+def strategy_runs(motif_shards, tmp_path_factory) -> dict[str, tuple[Path, WatchedRun]]:
+    """``tfbs train`` under each strategy on the same shards and examples, every run watched.
+
+    The ps run (one ps, two workers and the chief on four executor JVMs,
+    each worker pinned to a core of its own) and the all-reduce run (the
+    chief and two workers) are the training runs ``test_tfos.py`` checks
+    and ``test_network_security.py`` checks for what they exposed; with the
+    one-process run, they are also what ``test_tfos.py`` compares the
+    strategies' learning on. Returns, per strategy, the run's folder and
+    its :class:`WatchedRun`.
     """
-    from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+    from conftest import DEMO_CONFIG, MOTIF_OVERRIDES, REPO
 
     from tfbs.storage import local_path
 
-    config, _ = small_shards
-    root = tmp_path_factory.mktemp("tfos_training")
-    run_dir = root / "run"
-    overrides = [
-        *SMALL_OVERRIDES,
-        f"run_dir={run_dir}",
-        f"data.root={local_path(config.data.root)}",
-        f"shards_dir={config.shards_uri}",
-        "train.placement.strategy=parameter_server",
-        # Each worker on a core of its own (test_tfos reads their log lines).
-        'train.placement.node_cpus={"worker:0": "0", "worker:1": "1"}',
-    ]
-    args = ["jobs.train", "--config", str(DEMO_CONFIG)]
-    for override in overrides:
-        args += ["--set", override]
-    return run_dir, watched_run(args, root / "spy.jsonl", REPO)
+    config, _ = motif_shards
+    runs = {}
+    for strategy, master in STRATEGY_MASTERS.items():
+        root = tmp_path_factory.mktemp(f"train-{strategy}")
+        run_dir = root / "run"
+        overrides = [
+            *MOTIF_OVERRIDES,
+            *EQUAL_EXAMPLES,
+            f"run_dir={run_dir}",
+            f"data.root={local_path(config.data.root)}",
+            f"shards_dir={config.shards_uri}",
+            f"train.placement.strategy={strategy}",
+            f"spark.master={master}",
+        ]
+        if strategy == "parameter_server":
+            # Each worker on a core of its own (test_tfos reads their log lines).
+            overrides.append('train.placement.node_cpus={"worker:0": "0", "worker:1": "1"}')
+        args = ["jobs.train", "--config", str(DEMO_CONFIG)]
+        for override in overrides:
+            args += ["--set", override]
+        runs[strategy] = run_dir, watched_run(args, root / "spy.jsonl", REPO)
+    return runs
+
+
+@pytest.fixture(scope="session")
+def tfos_training(strategy_runs) -> tuple[Path, WatchedRun]:
+    """The watched ParameterServerStrategy run of :func:`strategy_runs`: its folder and :class:`WatchedRun`."""
+    return strategy_runs["parameter_server"]
 
 
 def read_spy(spy_file: Path) -> tuple[list[bytes], list[bytes]]:
