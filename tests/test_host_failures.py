@@ -60,6 +60,9 @@ SPARK_OPTIONS = [
 #: training goes on with the workers left.
 TRAINING_STEPS = 2000
 TRAINING = [*PIPELINE_OVERRIDES, f"train.steps={TRAINING_STEPS}", "train.placement.timeout_s=400"]
+#: The cut-off run's steps (the later ``--set`` wins): enough to outlast the cut,
+#: made at step 100 or later, at about 20 steps/s on these hosts.
+CUT_OFF_TRAINING_STEPS = 1200
 #: From a host's loss to the stopped run.
 STOP_WITHIN_S = 60
 #: How long the link of a host stays down.
@@ -422,8 +425,8 @@ def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop
 
 def test_a_host_cut_off_for_30_s_during_training_leaves_a_run_that_finishes_in_time(hadoop, yarn_env, dag_on_yarn):
     run_uri = f"{hadoop.fs_default_fs}/cut-off/run"
-    overrides = [*TRAINING, f"data.root={hadoop.fs_default_fs}/dream/data", f"run_dir={run_uri}",
-                 f"shards_dir={dag_on_yarn.run_uri}/shards"]  # fmt: skip
+    overrides = [*TRAINING, f"train.steps={CUT_OFF_TRAINING_STEPS}", f"data.root={hadoop.fs_default_fs}/dream/data",
+                 f"run_dir={run_uri}", f"shards_dir={dag_on_yarn.run_uri}/shards"]  # fmt: skip
     started = time.monotonic()
     training = _submit(hadoop, yarn_env, "train", _stage_arguments(overrides))
     victim = ""
@@ -443,7 +446,7 @@ def test_a_host_cut_off_for_30_s_during_training_leaves_a_run_that_finishes_in_t
     print(f"{node}'s host {victim} cut off for {CUT_OFF_S} s: the run ended {finished - cut_at:.0f} s after the cut")
     assert finished - started < 400  # train.placement.timeout_s, start-up included: it never hangs past it
     if code == 0:
-        assert f"chief: step {TRAINING_STEPS}/{TRAINING_STEPS}" in training.output
+        assert f"chief: step {CUT_OFF_TRAINING_STEPS}/{CUT_OFF_TRAINING_STEPS}" in training.output
     else:
         # ParameterServerStrategy waits for an unreachable worker and takes it back; in one run of
         # three the chief's next step then ended in "End of sequence" (TensorFlow's recovery of
