@@ -14,7 +14,7 @@ import sysconfig
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -218,6 +218,18 @@ class StreamedProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    """Return once ``condition()`` holds; fail naming ``what`` after ``timeout`` seconds.
+
+    The tests' one way to wait for another process or thread: on the event
+    itself, never on a sleep long enough on a quiet machine.
+    """
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"{what}: not within {timeout} s"
+        time.sleep(0.005)
 
 
 def small_config(root: Path, *extra: str) -> PipelineConfig:

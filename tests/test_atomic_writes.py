@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
+from conftest import wait_until
 
 from tfbs import storage
 
@@ -86,10 +87,11 @@ class _Poller(threading.Thread):
         self.stopped = threading.Event()
         self.whole: list[int] = []
         self.partial: list[tuple[int, bytes]] = []
-        self.missing = self.errors = 0
+        self.missing = self.errors = self.reads = 0
 
     def run(self) -> None:
         while not self.stopped.is_set():
+            self.reads += 1
             try:
                 with storage.open_input(self.uri, compression=None) as stream:
                     data = stream.read()
@@ -120,6 +122,18 @@ def _lines(proc: subprocess.Popen) -> queue.Queue:
     return lines
 
 
+def _into_write_bytes(uri: str, lines: queue.Queue, done: int) -> int:
+    """Wait until the writer is inside write_bytes of generation ``KILLED``: its hidden copy is
+    there, or (rarely) already renamed over the target. Returns the last generation done."""
+    directory = uri.rsplit("/", 1)[0]
+
+    def finished() -> bool:
+        return ["done", str(KILLED)] in list(lines.queue)
+
+    wait_until(lambda: any(map(storage.is_temporary, _raw_names(directory))) or finished(), "the writer's copy")
+    return KILLED if finished() else done
+
+
 def _kill_mid_write(uri: str, mode: str, size: int, chunks: int = 1, pause: float = 0.0) -> tuple[int, _Poller]:
     """Start the writer, SIGKILL it while it writes generation ``KILLED``; returns the last whole one."""
     poller = _Poller(uri)
@@ -136,7 +150,7 @@ def _kill_mid_write(uri: str, mode: str, size: int, chunks: int = 1, pause: floa
             if mode == "stream" and line[:3] == ["chunk", str(KILLED), "1"]:
                 break  # two chunks of the generation written and flushed, more to come
             if mode == "bytes" and line == ["start", str(KILLED)]:
-                time.sleep(0.01)  # into write_bytes (or just past it: then the new one is whole)
+                done = _into_write_bytes(uri, lines, done)
                 break
         proc.send_signal(signal.SIGKILL)
         assert proc.wait(timeout=30) == -signal.SIGKILL
@@ -144,7 +158,8 @@ def _kill_mid_write(uri: str, mode: str, size: int, chunks: int = 1, pause: floa
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        time.sleep(0.2)  # a few more reads of what the killed writer left
+        after_kill = poller.reads
+        wait_until(lambda: poller.reads >= after_kill + 3, "three reads of what the killed writer left")
         poller.stopped.set()
         poller.join(timeout=60)
     return done, poller
