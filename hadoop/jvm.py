@@ -86,32 +86,33 @@ def find_java_home() -> Path:
 
 
 def ensure_classpath(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
-    """Return the folder of the mini cluster's jars, fetching them if needed.
+    """Return the folder of the mini cluster's jars for this ``pom.xml``, fetching them if needed.
 
-    The jars are copied by Maven into a staging folder and moved into place
-    only when complete, with a stamp holding the hash of ``pom.xml``: an
-    interrupted fetch is never mistaken for a class path, and editing the pom
-    fetches again.  Calling it again is a no-op.
+    Each pom's jars have a folder of their own, ``lib-<first 16 hex digits
+    of the pom's SHA-256>``, which Maven fills in a staging folder and which
+    is renamed into place only when complete. A folder in place never
+    changes: clusters started from another clone (another branch, another
+    pom) keep their class path while this one fetches, an interrupted fetch
+    leaves nothing that looks like a class path, and editing the pom fetches
+    again. Calling it again is a no-op.
 
     Parameters
     ----------
     cache_dir
-        Folder holding ``lib/``; Maven's own repository stays ``~/.m2``.
+        Folder holding the ``lib-*`` folders; Maven's own repository stays ``~/.m2``.
 
     Returns
     -------
     Path
-        ``cache_dir / "lib"``.
+        ``cache_dir / "lib-<hash>"``.
 
     Raises
     ------
     ClusterError
         If ``mvn`` or ``java`` is missing, or Maven fails (with its output).
     """
-    lib = cache_dir / "lib"
-    stamp = lib / ".pom.sha256"
-    want = hashlib.sha256(POM.read_bytes()).hexdigest()
-    if stamp.is_file() and stamp.read_text().strip() == want:
+    lib = cache_dir / f"lib-{hashlib.sha256(POM.read_bytes()).hexdigest()[:16]}"
+    if lib.is_dir():
         return lib
     find_java_home()  # Maven needs a JDK as well: report that first, it is the real cause
     mvn = require_tool("mvn", "install Apache Maven 3.6.3 or newer (apt-get install maven)")
@@ -127,9 +128,11 @@ def ensure_classpath(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
                 f"Maven could not fetch the class path (exit {result.returncode}):\n"
                 f"{tail(result.stdout + result.stderr)}"
             )
-        (staging / "lib" / stamp.name).write_text(want + "\n")
-        shutil.rmtree(lib, ignore_errors=True)
-        (staging / "lib").rename(lib)
+        try:
+            (staging / "lib").rename(lib)
+        except OSError:
+            if not lib.is_dir():  # else another process put the same jars in place first
+                raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("fetched %d jars in %.1f s", len(list(lib.glob("*.jar"))), time.monotonic() - started)

@@ -58,6 +58,36 @@ def test_ensure_classpath_names_missing_maven(tmp_path: Path, monkeypatch: pytes
         ensure_classpath(tmp_path / "cache")
 
 
+#: A stand-in for ``mvn`` (the real one runs in every cluster's start-up): it copies
+#: one jar into ``-Dcache.dir``'s ``lib/`` and counts its calls, or fails when asked to.
+FAKE_MVN = """#!/bin/sh
+echo called >> "$(dirname "$0")/calls"
+[ -e "$(dirname "$0")/fail" ] && { echo "no network" >&2; exit 1; }
+for arg in "$@"; do case "$arg" in -Dcache.dir=*) dir="${arg#-Dcache.dir=}";; esac; done
+mkdir -p "$dir/lib" && echo jar > "$dir/lib/hadoop-client.jar"
+"""
+
+
+def test_ensure_classpath_puts_each_pom_s_jars_in_place_whole_and_once(tmp_path, monkeypatch) -> None:
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    (tools / "mvn").write_text(FAKE_MVN)
+    (tools / "mvn").chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(find_java_home()))
+    monkeypatch.setenv("PATH", f"{tools}:/usr/bin:/bin")
+    cache = tmp_path / "cache"
+    (tools / "fail").touch()
+    with pytest.raises(ClusterError, match="no network"):
+        ensure_classpath(cache)
+    assert list(cache.iterdir()) == []  # a failed fetch leaves no folder, not even its staging one
+    (tools / "fail").unlink()
+    lib = ensure_classpath(cache)
+    assert lib.parent == cache and lib.name.startswith("lib-") and len(lib.name) == len("lib-") + 16
+    assert [p.name for p in cache.iterdir()] == [lib.name] and (lib / "hadoop-client.jar").is_file()
+    assert ensure_classpath(cache) == lib  # in place: Maven not called again
+    assert (tools / "calls").read_text().count("called") == 2
+
+
 def test_application_of_container_ids() -> None:
     assert application_of("container_1795420813666_0002_01_000003") == "application_1795420813666_0002"
     assert application_of("container_e17_1795420813666_0002_01_000003") == "application_1795420813666_0002"
@@ -79,8 +109,11 @@ def test_cluster_json_and_cli_describe_the_running_cluster(minicluster: MiniClus
     )
     assert status.returncode == 0, status.stderr
     assert json.loads(status.stdout)["ready"] is True
-    # the class path is complete: fetching again needs no Maven
-    assert ensure_classpath(DEFAULT_CACHE_DIR) == DEFAULT_CACHE_DIR / "lib"
+    # the class path is complete: asking again needs no Maven (none on the PATH)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PATH", "")
+        lib = ensure_classpath(DEFAULT_CACHE_DIR)
+    assert lib.parent == DEFAULT_CACHE_DIR and any(lib.glob("hadoop-*.jar"))
 
 
 @pytest.mark.cluster
