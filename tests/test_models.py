@@ -49,6 +49,8 @@ ARCHITECTURES = {
     "motif_cnn-ungated": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.protein_gate=false"],
     # The model's default, a learned weight per 10 bp over the whole window (the demo scans the centre only).
     "motif_cnn-positional": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.positional_bp=10"],
+    # Each filter's best match in 50, 100 and the whole 200 bp, side by side (as the boosted baseline reads motifs).
+    "motif_cnn-scales": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.scales_bp=[50, 100, 200]"],
     "easyflow": ["train.model.architecture=easyflow"],
     "factornet": ["train.model.architecture=factornet"],
     "factornet-attention": ["train.model.architecture=factornet", "train.model.factornet.sequence_layer=attention"],
@@ -112,7 +114,8 @@ def test_each_architecture_builds_and_gives_one_float32_logit_per_example(name):
 def test_strand_shared_models_are_reverse_complement_invariant_and_still_read_the_dna():
     from tf_models.encoding import reverse_complement
 
-    for name in ("motif_cnn", "motif_cnn-ungated", "motif_cnn-positional", "factornet", "factornet-attention"):
+    strand_shared = ("motif_cnn", "motif_cnn-ungated", "motif_cnn-positional", "motif_cnn-scales", "factornet")
+    for name in (*strand_shared, "factornet-attention"):
         model, config = _build(name)
         inputs = _inputs(config)
         forward = model(inputs).numpy()
@@ -121,6 +124,28 @@ def test_strand_shared_models_are_reverse_complement_invariant_and_still_read_th
         # Invariance is not constancy: other DNA gives other logits.
         other = model({**inputs, "dna": _inputs(config, seed=1)["dna"]}).numpy()
         assert np.abs(other - forward).max() > 1e-4, name
+
+
+def test_scales_read_the_flanks_that_the_centre_scan_leaves_out():
+    """DNA outside dna_center_bp (100 of 200 bp) changes the scales' logits, never the centre scan's."""
+    inputs = None
+    for name, reads_flanks in (("motif_cnn", False), ("motif_cnn-scales", True)):
+        model, config = _build(name)
+        inputs = inputs or _inputs(config)
+        flanks = np.ones(WINDOW, bool)
+        flanks[50:150] = False
+        other = tf.where(flanks[None, :, None], _inputs(config, seed=1)["dna"], inputs["dna"])
+        changed = np.abs(model({**inputs, "dna": other}).numpy() - model(inputs).numpy()).max()
+        assert (changed > 1e-4) == reads_flanks, (name, changed)
+
+
+def test_scales_are_checked_against_the_other_placement_and_the_filter():
+    with pytest.raises(ConfigError, match="set positional_bp to null"):
+        _model_config("motif_cnn-scales", "train.model.motif_cnn.positional_bp=10")
+    with pytest.raises(ConfigError, match="narrower than a filter"):
+        _model_config("motif_cnn", "train.model.motif_cnn.scales_bp=[5, 100]")
+    with pytest.raises(ConfigError, match="must increase"):
+        _model_config("motif_cnn", "train.model.motif_cnn.scales_bp=[100, 50]")
 
 
 def test_easyflow_is_not_strand_invariant():
