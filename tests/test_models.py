@@ -366,6 +366,38 @@ def test_export_signatures_agree_with_the_model(tmp_path, name):
     assert json.loads(Path(f"{export_dir}/tfbs_metadata.json").read_text()) == {"tfs": ["A", "B", "C"]}
 
 
+def test_expression_tells_the_cells_apart_and_goes_into_the_export(tmp_path):
+    """With use_expression the model reads its cells' table by cell_index (it alone differs between
+    cells here); the export keeps the table; other architectures and a missing table are refused."""
+    from tf_models.export import export_model
+    from tf_models.model import build_model
+
+    table = np.array([[0.0, 8.0], [8.0, 0.0], [4.0, 4.0]], np.float32)
+    config = _model_config("motif_cnn", "train.model.use_expression=true", "train.model.use_dnase=false")
+    tf.random.set_seed(0)
+    model = build_model(config, N_CELLS, WINDOW, cell_features=table)
+    inputs = _inputs(config)
+    by_cell = [model({**inputs, "cell_index": tf.fill([6], cell)}).numpy() for cell in range(N_CELLS)]
+    assert np.abs(by_cell[0] - by_cell[1]).max() > 1e-4 and np.abs(by_cell[0] - by_cell[2]).max() > 1e-4
+    proteins = ["ACDEFGHIKL" * 3, "MNPQRSTVWY" * 3, "ACDEFGHIKL" * 2]
+    served = tf.saved_model.load(export_model(model, config, N_CELLS, WINDOW, proteins, {}, str(tmp_path / "x"), table))
+    dna = [bytes(np.random.default_rng(5).choice(list(b"ACGT"), WINDOW).astype(np.uint8)) for _ in range(3)]
+    for cell in range(N_CELLS):
+        cells, tf_index, dnase = [cell] * 3, [0, 1, 2], [0.0] * 3
+        exported = served.signatures["indexed"](
+            dna=tf.constant(dna),
+            tf_index=tf.constant(tf_index),
+            cell_index=tf.constant(cells),
+            dnase=tf.constant(dnase),
+        )["logit"]
+        direct = model(model_inputs(dna, proteins, config.aa_max_length, tf_index, cells, dnase)).numpy()
+        np.testing.assert_allclose(exported, direct, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="needs the cells' expression table"):
+        build_model(config, N_CELLS, WINDOW)
+    with pytest.raises(ConfigError, match="factornet architecture reads no expression"):
+        _model_config("factornet", "train.model.use_expression=true")
+
+
 # --------------------------------------------------------------------------
 # Cluster strategies (in a subprocess each)
 # --------------------------------------------------------------------------

@@ -154,6 +154,8 @@ class MotifCNN(keras.Model):
         Number of cell types (size of the cell one-hot).
     window
         Length of the DNA windows the model is given.
+    cell_features
+        ``(n_cells, k)`` log2(1 + TPM) by ``cell_index`` (``config.use_expression``), or None.
 
     Notes
     -----
@@ -161,10 +163,14 @@ class MotifCNN(keras.Model):
     is the same for a window and its reverse complement.
     """
 
-    def __init__(self, config: ModelConfig, n_cells: int, window: int, **kwargs) -> None:
+    def __init__(
+        self, config: ModelConfig, n_cells: int, window: int, cell_features: np.ndarray | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.config = config
         self.n_cells = n_cells
+        # A constant of the model, saved with its export: a row per cell_index, expression scaled to about [0, 1].
+        self.cell_features = None if cell_features is None else tf.constant(cell_features / 10.0, tf.float32)
         scan = config.motif_cnn
         self.positions = None
         #: Per width of ``scales_bp``, the slice of the motif maps whose matches lie inside it.
@@ -222,6 +228,8 @@ class MotifCNN(keras.Model):
             parts.append(tf.one_hot(tf.cast(inputs["cell_index"], tf.int32), self.n_cells))
         if self.config.use_dnase:
             parts.append(tf.cast(inputs["dnase"], tf.float32)[:, None])
+        if self.cell_features is not None:
+            parts.append(tf.gather(self.cell_features, tf.cast(inputs["cell_index"], tf.int32)))
         parts = [tf.cast(part, matches.dtype) for part in parts]
         hidden = self.dropout(self.dense(tf.concat(parts, axis=-1)), training=training)
         return tf.squeeze(self.logit(hidden), axis=-1)

@@ -126,6 +126,20 @@ class ModelConfig(Section):
         description="a learned input per training cell type (a one-hot or an embedding); it cannot score a cell "
         "no label trained (data.heldout_cells, tfbs predict on a new cell), so it is off by default",
     )
+    use_expression: bool = Field(
+        False,
+        description="feed log2(1 + TPM) of the run's TFs' and partners' genes (evaluate.motifs, "
+        "evaluate.partner_motifs) in the row's cell, from data.rnaseq_dir: what tells a held-out cell's partners, "
+        "as the gradient-boosted baseline reads it (motif_cnn only; every cell of the shards needs its RNA-seq)",
+    )
     motif_cnn: MotifCNNConfig = Field(default_factory=MotifCNNConfig)
     easyflow: EasyFlowConfig = Field(default_factory=EasyFlowConfig)
     factornet: FactorNetConfig = Field(default_factory=FactorNetConfig)
+
+    @model_validator(mode="after")
+    def _expression_read_by_motif_cnn(self) -> ModelConfig:
+        if self.use_expression and self.architecture != "motif_cnn":
+            raise ValueError(
+                f"use_expression: the {self.architecture} architecture reads no expression (motif_cnn does)"
+            )
+        return self
