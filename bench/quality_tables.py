@@ -185,6 +185,58 @@ def gap_table(data_sets: dict) -> str:
     return markdown(header, rows)
 
 
+def ablation_table(ablation: dict) -> str:
+    """Per data set and group of cells: the boosted baseline with each group of features dropped, and the full one minus it."""
+    rows = []
+    for data, result in ablation.items():
+        if not isinstance(result, dict) or "groups" not in result:
+            continue
+        for group in ("held-out cells", "training cells"):
+            figures = result["groups"][group]
+            for index, variant in enumerate(result["n_features"]):
+                minus = figures["full_minus"].get(variant)
+                rows.append(
+                    [
+                        data if index == 0 and group == "held-out cells" else "",
+                        group if index == 0 else "",
+                        f"{variant} ({result['n_features'][variant]})",
+                        interval_text(figures["auprc"][variant]),
+                        interval_text(minus, signed=True) if minus else "",
+                    ]
+                )
+    return markdown(["data", "cells", "features (count)", "mean test auPRC", "full - this"], rows)
+
+
+def candidates_table(candidates: dict[str, dict]) -> str:
+    """Per candidate model (bench/challenge.py's output): each training's group means, their averaged
+    predictions' group means and the model minus the boosted baseline with its interval."""
+    rows = []
+    for name, result in candidates.items():
+        for data, ensemble in result["ensembles"].items():
+            runs = [r for r in result["runs"] if r["data"] == data]
+            for group in ("held-out cells", "training cells"):
+                entry = ensemble["groups"][group]
+                rows.append(
+                    [
+                        name,
+                        data,
+                        ", ".join(str(r["train_seed"]) for r in runs),
+                        group,
+                        ", ".join(f"{v:.3f}" for v in _group_means(runs, ensemble, group)),
+                        interval_text(entry["auprc"]["model"]),
+                        interval_text(entry["auprc"]["boosted"]),
+                        interval_text(entry["model_minus_best"], signed=True) + f" ({entry['best_baseline']})",
+                    ]
+                )
+    header = ["candidate", "data", "seeds", "cells", "each training", "averaged", "boosted", "averaged - best baseline"]
+    return markdown(header, rows)
+
+
+def _group_means(runs: list[dict], ensemble: dict, group: str) -> list[float]:
+    keys = ensemble["groups"][group]["keys"]
+    return [sum(r["auprc"][key] for key in keys) / len(keys) for r in runs]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--results", type=Path, default=RESULTS)
@@ -205,6 +257,18 @@ def main() -> None:
     if (gap := load_whole("heldout_gap")) is not None:
         print("## A held-out cell is harder: the boosted baseline, each cell held out in turn\n")
         print(gap_table(gap["data_sets"]) + "\n")
+    if (ablation := load_whole("boosted_ablation")) is not None:
+        print("## What the boosted baseline's lead rests on (a tuning seed)\n")
+        print(ablation_table(ablation) + "\n")
+    candidates = {
+        path.stem: json.loads(path.read_text()) for path in sorted((args.results / "candidates").glob("*.json"))
+    }
+    if candidates and challenge is not None:
+        # The default beside them: bench/challenge.py's own runs of the demo.
+        demo = [r for r in challenge["runs"] if r["data"] == "demo"]
+        candidates = {"default": {"runs": demo, "ensembles": {"demo": challenge["ensembles"]["demo"]}}, **candidates}
+        print("## Candidate models on the tuning data\n")
+        print(candidates_table(candidates) + "\n")
     if (tuning := load_whole("boosted_tuning")) is not None:
         print("## The boosted baseline's tuning (mean validation auPRC over the tuning seeds)\n")
         rows = [[*(str(r[k]) for k in tuning["best"]), f"{r['mean']:.4f}"] for r in tuning["mean_valid_auprc"]]

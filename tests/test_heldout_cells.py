@@ -148,6 +148,15 @@ def test_predict_scores_a_cell_the_model_never_saw(spark, heldout, tmp_path) -> 
     assert len(probabilities) == 200 and all(0.0 <= p <= 1.0 for p in probabilities)
 
 
+def test_a_model_reading_expression_needs_every_cell_s_rna_seq(spark, heldout, tmp_path) -> None:
+    """The basic profile writes no RNA-seq: use_expression is refused in one line, before any training."""
+    trained, manifest, _ = heldout
+    config = _config(tmp_path, trained.data.root, "train.model.use_expression=true", f"shards_dir={trained.shards_uri}")
+    with pytest.raises(ConfigError, match=r"train.model.use_expression: needs RNA-seq of every cell of the shards "):
+        train_on_spark(spark, config, manifest)
+    assert not list(Path(local_path(config.run_dir)).glob("models/*/checkpoints"))
+
+
 def test_a_cell_type_input_cannot_score_heldout_cells(tmp_path) -> None:
     with pytest.raises(
         ConfigError, match=r"train.model.use_cell_type: a cell-type input cannot score the held-out cells"

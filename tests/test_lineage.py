@@ -208,6 +208,20 @@ def test_version_names_are_deterministic(small_shards, tmp_path):
             _config(tmp_path, shared.shards_uri, shared.data.root, f"train.version={bad}")
 
 
+def test_a_model_reading_expression_has_its_rna_seq_in_its_recipe(tmp_path):
+    """Another RNA-seq file is another recipe when the model reads expression, and no change when it does not."""
+    rnaseq = tmp_path / "data" / "rnaseq"
+    rnaseq.mkdir(parents=True)
+    (rnaseq / "gene_expression.K562.biorep1.tsv").write_text("gene_id\tTPM\nCTCF\t5.0\n")
+    reads = small_config(tmp_path, f"data.rnaseq_dir={rnaseq}", "train.model.use_expression=true")
+    ignores = small_config(tmp_path, f"data.rnaseq_dir={rnaseq}")
+    before = [lineage.training_config_digest(config) for config in (reads, ignores)]
+    assert list(lineage.training_config(reads)["expression_from"]) == ["gene_expression.K562.biorep1.tsv"]
+    (rnaseq / "gene_expression.K562.biorep1.tsv").write_text("gene_id\tTPM\nCTCF\t50.0\n")
+    assert lineage.training_config_digest(reads) != before[0]
+    assert lineage.training_config_digest(ignores) == before[1]
+
+
 def test_the_lineage_is_written_before_training(small_shards, tmp_path):
     from tf_models.train import prepare_version
 

@@ -49,6 +49,8 @@ ARCHITECTURES = {
     "motif_cnn-ungated": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.protein_gate=false"],
     # The model's default, a learned weight per 10 bp over the whole window (the demo scans the centre only).
     "motif_cnn-positional": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.positional_bp=10"],
+    # Each filter's best match in 50, 100 and the whole 200 bp, side by side (as the boosted baseline reads motifs).
+    "motif_cnn-scales": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.scales_bp=[50, 100, 200]"],
     "easyflow": ["train.model.architecture=easyflow"],
     "factornet": ["train.model.architecture=factornet"],
     "factornet-attention": ["train.model.architecture=factornet", "train.model.factornet.sequence_layer=attention"],
@@ -112,7 +114,8 @@ def test_each_architecture_builds_and_gives_one_float32_logit_per_example(name):
 def test_strand_shared_models_are_reverse_complement_invariant_and_still_read_the_dna():
     from tf_models.encoding import reverse_complement
 
-    for name in ("motif_cnn", "motif_cnn-ungated", "motif_cnn-positional", "factornet", "factornet-attention"):
+    strand_shared = ("motif_cnn", "motif_cnn-ungated", "motif_cnn-positional", "motif_cnn-scales", "factornet")
+    for name in (*strand_shared, "factornet-attention"):
         model, config = _build(name)
         inputs = _inputs(config)
         forward = model(inputs).numpy()
@@ -121,6 +124,28 @@ def test_strand_shared_models_are_reverse_complement_invariant_and_still_read_th
         # Invariance is not constancy: other DNA gives other logits.
         other = model({**inputs, "dna": _inputs(config, seed=1)["dna"]}).numpy()
         assert np.abs(other - forward).max() > 1e-4, name
+
+
+def test_scales_read_the_flanks_that_the_centre_scan_leaves_out():
+    """DNA outside dna_center_bp (100 of 200 bp) changes the scales' logits, never the centre scan's."""
+    inputs = None
+    for name, reads_flanks in (("motif_cnn", False), ("motif_cnn-scales", True)):
+        model, config = _build(name)
+        inputs = inputs or _inputs(config)
+        flanks = np.ones(WINDOW, bool)
+        flanks[50:150] = False
+        other = tf.where(flanks[None, :, None], _inputs(config, seed=1)["dna"], inputs["dna"])
+        changed = np.abs(model({**inputs, "dna": other}).numpy() - model(inputs).numpy()).max()
+        assert (changed > 1e-4) == reads_flanks, (name, changed)
+
+
+def test_scales_are_checked_against_the_other_placement_and_the_filter():
+    with pytest.raises(ConfigError, match="set positional_bp to null"):
+        _model_config("motif_cnn-scales", "train.model.motif_cnn.positional_bp=10")
+    with pytest.raises(ConfigError, match="narrower than a filter"):
+        _model_config("motif_cnn", "train.model.motif_cnn.scales_bp=[5, 100]")
+    with pytest.raises(ConfigError, match="must increase"):
+        _model_config("motif_cnn", "train.model.motif_cnn.scales_bp=[100, 50]")
 
 
 def test_easyflow_is_not_strand_invariant():
@@ -339,6 +364,38 @@ def test_export_signatures_agree_with_the_model(tmp_path, name):
     direct = model(model_inputs(dna, proteins, config.aa_max_length, tf_index, cells, dnase)).numpy()
     np.testing.assert_allclose(by_index["logit"], direct, rtol=1e-5, atol=1e-5)
     assert json.loads(Path(f"{export_dir}/tfbs_metadata.json").read_text()) == {"tfs": ["A", "B", "C"]}
+
+
+def test_expression_tells_the_cells_apart_and_goes_into_the_export(tmp_path):
+    """With use_expression the model reads its cells' table by cell_index (it alone differs between
+    cells here); the export keeps the table; other architectures and a missing table are refused."""
+    from tf_models.export import export_model
+    from tf_models.model import build_model
+
+    table = np.array([[0.0, 8.0], [8.0, 0.0], [4.0, 4.0]], np.float32)
+    config = _model_config("motif_cnn", "train.model.use_expression=true", "train.model.use_dnase=false")
+    tf.random.set_seed(0)
+    model = build_model(config, N_CELLS, WINDOW, cell_features=table)
+    inputs = _inputs(config)
+    by_cell = [model({**inputs, "cell_index": tf.fill([6], cell)}).numpy() for cell in range(N_CELLS)]
+    assert np.abs(by_cell[0] - by_cell[1]).max() > 1e-4 and np.abs(by_cell[0] - by_cell[2]).max() > 1e-4
+    proteins = ["ACDEFGHIKL" * 3, "MNPQRSTVWY" * 3, "ACDEFGHIKL" * 2]
+    served = tf.saved_model.load(export_model(model, config, N_CELLS, WINDOW, proteins, {}, str(tmp_path / "x"), table))
+    dna = [bytes(np.random.default_rng(5).choice(list(b"ACGT"), WINDOW).astype(np.uint8)) for _ in range(3)]
+    for cell in range(N_CELLS):
+        cells, tf_index, dnase = [cell] * 3, [0, 1, 2], [0.0] * 3
+        exported = served.signatures["indexed"](
+            dna=tf.constant(dna),
+            tf_index=tf.constant(tf_index),
+            cell_index=tf.constant(cells),
+            dnase=tf.constant(dnase),
+        )["logit"]
+        direct = model(model_inputs(dna, proteins, config.aa_max_length, tf_index, cells, dnase)).numpy()
+        np.testing.assert_allclose(exported, direct, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="needs the cells' expression table"):
+        build_model(config, N_CELLS, WINDOW)
+    with pytest.raises(ConfigError, match="factornet architecture reads no expression"):
+        _model_config("factornet", "train.model.use_expression=true")
 
 
 # --------------------------------------------------------------------------

@@ -32,7 +32,7 @@ from tf_models.motif_features import bin_features, block_maxima
 from tfbs import storage
 from tfbs.config import PipelineConfig
 from tfbs.dream import TRAIN
-from tfbs.expression import BIOREPS, cell_expression
+from tfbs.expression import run_expression, run_genes
 from tfbs.genome import load_chromosome, read_fai
 from tfbs.manifest import Manifest
 
@@ -82,15 +82,8 @@ def boosted_inputs(config: PipelineConfig, cells: list[str]) -> tuple[BoostedInp
     named = {**ev.motifs, **ev.partner_motifs}
     matrices = motif_log_odds(ev.motif_db, named) if ev.motif_db else {}
     motifs = [name for name in named if name in matrices]
-    genes: list[str] = []
-    expression: dict[str, np.ndarray] = {}
-    data = config.data
-    if data.rnaseq_dir is not None and all(
-        storage.exists(data.expression_uri(cell, rep)) for cell in cells for rep in BIOREPS
-    ):
-        genes = list(named)
-        ids = [ev.gene_ids.get(gene, gene) for gene in genes]
-        expression = {cell: cell_expression([data.expression_uri(cell, rep) for rep in BIOREPS], ids) for cell in cells}
+    expression = run_expression(config, cells)
+    genes = run_genes(config) if expression else []
     return BoostedInputs(motifs, genes, expression), [matrices[name] for name in motifs]
 
 

@@ -88,6 +88,7 @@ def export_model(
     proteins: list[str],
     metadata: dict,
     export_dir: str,
+    cell_features: np.ndarray | None = None,
 ) -> str:
     """Copy the trained weights into a local model and save it for serving.
 
@@ -106,13 +107,15 @@ def export_model(
     ----------
     export_dir
         A local folder (the model directory's local side), replaced whole.
+    cell_features
+        The trained model's table by ``cell_index`` (:func:`tf_models.model.build_model`), kept in the export.
 
     Returns
     -------
     str
         The export directory.
     """
-    local = build_model(model_config, n_cells, window)
+    local = build_model(model_config, n_cells, window, cell_features=cell_features)
     local.set_weights([np.asarray(w) for w in trained.get_weights()])
     module = ServingModule(local, proteins, window, model_config.aa_max_length)
     partial = Path(f"{export_dir}.partial")

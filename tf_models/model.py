@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tf_models.layers import center_crop, conv_tower, protein_branch
@@ -76,7 +77,13 @@ class EasyFlowNet(keras.Model):
         return tf.squeeze(self.logit(hidden), axis=-1)
 
 
-def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision: bool = False) -> TFBSModel:
+def build_model(
+    config: ModelConfig,
+    n_cells: int,
+    window: int,
+    mixed_precision: bool = False,
+    cell_features: np.ndarray | None = None,
+) -> TFBSModel:
     """Create the model of ``config.architecture`` and its variables (called inside a strategy scope).
 
     Every architecture takes the same input dict (:data:`TFBSModel`) and
@@ -85,7 +92,16 @@ def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision:
 
     With ``mixed_precision`` the layers compute in float16 and keep float32
     variables; the logit layer stays float32 (:func:`tf_models.gpus.mixed_precision_policy`).
+    ``cell_features``: ``(n_cells, k)`` by ``cell_index``, which ``config.use_expression``
+    feeds (``motif_cnn`` only; :func:`tf_models.train.cell_expression_table`).
+
+    Raises
+    ------
+    ValueError
+        If ``config.use_expression`` and ``cell_features`` disagree.
     """
+    if config.use_expression != (cell_features is not None):
+        raise ValueError("train.model.use_expression needs the cells' expression table, and only it gives one")
     from tf_models.gpus import mixed_precision_policy
 
     with mixed_precision_policy(mixed_precision):
@@ -93,7 +109,7 @@ def build_model(config: ModelConfig, n_cells: int, window: int, mixed_precision:
         if config.architecture == "motif_cnn":
             from tf_models.motif_cnn import MotifCNN
 
-            model = MotifCNN(config, n_cells, window)
+            model = MotifCNN(config, n_cells, window, cell_features=cell_features)
         elif config.architecture == "factornet":
             from tf_models.factornet import FactorNet
 

@@ -12,6 +12,10 @@ motif recurs by chance there: an unweighted whole-window scan cut the demo's
 mean test auPRC from 0.67 to 0.31); training then moves them, so data whose
 label is about a whole window can learn to look at all of it.
 ``positional_bp: null`` restores the unweighted scan of ``dna_center_bp``.
+``scales_bp`` instead keeps each filter's best match in several widths
+centred on the bin (100 bp to the whole window), side by side, as the
+gradient-boosted baseline reads motifs: on a tuning seed its maxima beyond
+200 bp were worth 0.06-0.10 auPRC to it (``bench/boosted_ablation.py``).
 
 The TF's protein sequence picks the filters its DNA-binding domain reads:
 a sigmoid gate per filter, computed from the protein branch (EasyFlow's
@@ -150,6 +154,8 @@ class MotifCNN(keras.Model):
         Number of cell types (size of the cell one-hot).
     window
         Length of the DNA windows the model is given.
+    cell_features
+        ``(n_cells, k)`` log2(1 + TPM) by ``cell_index`` (``config.use_expression``), or None.
 
     Notes
     -----
@@ -157,13 +163,24 @@ class MotifCNN(keras.Model):
     is the same for a window and its reverse complement.
     """
 
-    def __init__(self, config: ModelConfig, n_cells: int, window: int, **kwargs) -> None:
+    def __init__(
+        self, config: ModelConfig, n_cells: int, window: int, cell_features: np.ndarray | None = None, **kwargs
+    ) -> None:
         super().__init__(**kwargs)
         self.config = config
         self.n_cells = n_cells
+        # A constant of the model, saved with its export: a row per cell_index, expression scaled to about [0, 1].
+        self.cell_features = None if cell_features is None else tf.constant(cell_features / 10.0, tf.float32)
         scan = config.motif_cnn
         self.positions = None
-        if scan.positional_bp is None:
+        #: Per width of ``scales_bp``, the slice of the motif maps whose matches lie inside it.
+        self.scale_slices: list[tuple[int, int]] = []
+        if scan.scales_bp is not None:
+            self.first, self.length = scanned_region(window, scan.scales_bp[-1], scan.kernel)
+            for width in scan.scales_bp:
+                first, length = scanned_region(window, width, scan.kernel)
+                self.scale_slices.append((first - self.first, length - scan.kernel + 1))
+        elif scan.positional_bp is None:
             self.first, self.length = scanned_region(window, config.dna_center_bp, scan.kernel)
         else:
             self.first, self.length = scanned_region(window, None, scan.kernel)
@@ -186,8 +203,11 @@ class MotifCNN(keras.Model):
         self.logit = keras.layers.Dense(1, name="logit", dtype="float32")
 
     def _best_matches(self, dna: tf.Tensor) -> tf.Tensor:
-        """Each filter's best match in the scanned region of one strand, (batch, filters)."""
+        """Each filter's best match in the scanned region of one strand: (batch, filters), or
+        (batch, scales, filters) with ``scales_bp``, one best match per width."""
         maps = self.motifs(dna)
+        if self.scale_slices:
+            return tf.stack([tf.reduce_max(maps[:, a : a + n], axis=1) for a, n in self.scale_slices], axis=1)
         if self.positions is not None:
             maps = self.positions(maps)
         return tf.reduce_max(maps, axis=1)
@@ -199,12 +219,17 @@ class MotifCNN(keras.Model):
         protein = tf.gather(per_protein, tf.cast(inputs["tf_index"], tf.int32))
         matches = self.match_dropout(matches, training=training)
         if self.protein_gate is not None:
-            matches = matches * self.protein_gate(protein)
+            gate = self.protein_gate(protein)
+            matches = matches * (gate[:, None, :] if self.scale_slices else gate)
+        if self.scale_slices:
+            matches = tf.reshape(matches, [-1, len(self.scale_slices) * self.motifs.filters])
         parts = [matches, protein]
         if self.config.use_cell_type:
             parts.append(tf.one_hot(tf.cast(inputs["cell_index"], tf.int32), self.n_cells))
         if self.config.use_dnase:
             parts.append(tf.cast(inputs["dnase"], tf.float32)[:, None])
+        if self.cell_features is not None:
+            parts.append(tf.gather(self.cell_features, tf.cast(inputs["cell_index"], tf.int32)))
         parts = [tf.cast(part, matches.dtype) for part in parts]
         hidden = self.dropout(self.dense(tf.concat(parts, axis=-1)), training=training)
         return tf.squeeze(self.logit(hidden), axis=-1)

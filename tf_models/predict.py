@@ -247,6 +247,13 @@ def predict_targets(
                 f"the model reads the cell type and knows cells {metadata['cells']}, not {target.cell} "
                 "(a model trained with train.model.use_cell_type: false scores any cell with DNase)",
             )
+        if metadata.get("uses_expression", False) and target.cell not in metadata["cells"]:
+            raise BadInputError(
+                export_uri,
+                0,
+                f"the model reads the expression of cells {metadata['cells']}, the shards' cells, not {target.cell} "
+                "(train it with that cell's RNA-seq among the shards' cells, held out if need be)",
+            )
         if target.tf not in proteins:
             raise BadInputError(config.data.proteins_fasta, 0, f"no protein sequence named {target.tf}")
     sc, fasta_uri = spark.sparkContext, config.data.genome_fasta

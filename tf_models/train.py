@@ -35,6 +35,7 @@ from tf_models import MODEL_FORMAT
 from tf_models.model_format import recorded_model_code
 from tfbs import lineage, storage
 from tfbs.config import PipelineConfig, TrainConfig
+from tfbs.errors import ConfigError
 from tfbs.lineage import Lineage
 from tfbs.manifest import Manifest
 
@@ -87,6 +88,8 @@ def _export(config: PipelineConfig, version_lineage: Lineage, run, manifest: Man
         "window": manifest.window,
         "uses_dnase": model_config.use_dnase,
         "uses_cell_type": model_config.use_cell_type,
+        # The expression table is by cell_index: only these cells can be scored.
+        "uses_expression": model_config.use_expression,
         "steps": result.steps,
         "strategy": config.train.placement.strategy,
         "config_digest": config.digest(),
@@ -109,6 +112,7 @@ def _export(config: PipelineConfig, version_lineage: Lineage, run, manifest: Man
             [manifest.proteins[tf] for tf in manifest.tfs],
             metadata,
             f"{directory.local}/export",
+            cell_features=run.cell_features,
         )
         if directory.mirrored:
             # The metadata marks a whole export (finished_export): it goes up
@@ -140,14 +144,48 @@ def node_executor_conf(train: TrainConfig) -> dict[str, str]:
     }
 
 
-def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...], motif_seeds=None):
-    """The manifest's training run, its remote record files copied where this node reads them."""
+def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...], inputs: dict | None = None):
+    """The manifest's training run, its remote record files copied where this node reads them.
+
+    ``inputs``: what the driver read for the model, :func:`driver_inputs`.
+    """
     from tf_models.training_run import TrainingRun
     from tfbs.private_dirs import records_cache
 
     cache = str(records_cache(config.train.placement.record_cache_dir))
     run = TrainingRun.from_manifest(manifest).readable_by_tensorflow(cache, download)
-    return dataclasses.replace(run, motif_seeds=motif_seeds)
+    return dataclasses.replace(run, **(inputs or {}))
+
+
+def driver_inputs(config: PipelineConfig, manifest: Manifest) -> dict:
+    """What the model starts from besides the records, read once on the driver and sent to the nodes:
+    ``{"motif_seeds": known_motif_seeds(...), "cell_features": cell_expression_table(...)}``."""
+    return {
+        "motif_seeds": known_motif_seeds(config, manifest.tfs),
+        "cell_features": cell_expression_table(config, manifest.cells),
+    }
+
+
+def cell_expression_table(config: PipelineConfig, cells: list[str]) -> np.ndarray | None:
+    """``(len(cells), genes)`` log2(1 + TPM) of the run's genes by ``cell_index`` when the model reads
+    expression (``train.model.use_expression``), else None.
+
+    Raises
+    ------
+    ConfigError
+        If the model reads expression and a cell of the shards has no RNA-seq.
+    """
+    from tfbs.expression import run_expression
+
+    if not config.train.model.use_expression:
+        return None
+    levels = run_expression(config, cells)
+    if not levels:
+        raise ConfigError(
+            f"train.model.use_expression: needs RNA-seq of every cell of the shards ({', '.join(cells)}) in "
+            f"data.rnaseq_dir ({config.data.rnaseq_dir}): gene_expression.<CELL>.biorep1.tsv and biorep2.tsv"
+        )
+    return np.stack([levels[cell] for cell in cells]).astype(np.float32)
 
 
 def known_motif_seeds(config: PipelineConfig, tfs: list[str]) -> tuple[np.ndarray, np.ndarray] | None:
@@ -221,7 +259,7 @@ def node_main(args: dict, info) -> None:
     ----------
     args
         ``{"config": PipelineConfig, "manifest": Manifest, "lineage": Lineage, "num_gpus": int,
-        "motif_seeds": known_motif_seeds(...), "run_id": str}``.
+        "inputs": driver_inputs(...), "run_id": str}``.
     info
         :class:`tf_models.tfos.NodeInfo` of this node.
     """
@@ -252,7 +290,7 @@ def node_main(args: dict, info) -> None:
     if placement.strategy == "multi_worker_mirrored":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         cpus.after_server_is_up()
-        run = _readable_run(config, manifest, ("train", "valid"), args.get("motif_seeds"))
+        run = _readable_run(config, manifest, ("train", "valid"), args.get("inputs"))
         _train_and_export(config, version_lineage, manifest, run, strategy, is_chief=info.is_chief)
         return
     if info.job_name in ("ps", "worker"):
@@ -272,7 +310,7 @@ def node_main(args: dict, info) -> None:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         cpus.after_server_is_up()
-        run = _readable_run(config, manifest, ("valid",), args.get("motif_seeds"))
+        run = _readable_run(config, manifest, ("valid",), args.get("inputs"))
         _train_and_export(config, version_lineage, manifest, run, strategy, is_chief=True)
         status = "ok"
     finally:
@@ -391,7 +429,9 @@ def up_to_date_summary(config: PipelineConfig, version_lineage: Lineage) -> dict
     }
 
 
-def _train_on_cluster(spark, config: PipelineConfig, version_lineage: Lineage, manifest: Manifest, seeds) -> None:
+def _train_on_cluster(
+    spark, config: PipelineConfig, version_lineage: Lineage, manifest: Manifest, inputs: dict
+) -> None:
     """Train on a TF cluster of Spark executors, one per node (ps or all-reduce), following the chief's progress."""
     from tf_models.tfos import ClusterFailed, run_cluster
     from tf_models.tfos.failures import ClusterSetupError
@@ -421,7 +461,7 @@ def _train_on_cluster(spark, config: PipelineConfig, version_lineage: Lineage, m
                 "manifest": manifest,
                 "lineage": version_lineage,
                 "num_gpus": placement.gpus_per_worker,
-                "motif_seeds": seeds,
+                "inputs": inputs,
             },
             num_ps=num_ps,
             num_workers=placement.num_workers,
@@ -483,14 +523,14 @@ def train_on_spark(spark, config: PipelineConfig, manifest: Manifest) -> dict:
         return up_to_date_summary(config, version_lineage)
     model_uri = lineage.model_uri(config.run_dir, version_lineage.version)
     log.info("training model version %s in %s", version_lineage.version, model_uri)
-    seeds = known_motif_seeds(config, manifest.tfs)
+    inputs = driver_inputs(config, manifest)
     if placement.strategy == "local":
         import tensorflow as tf
 
-        run = _readable_run(config, manifest, ("train", "valid"), seeds)
+        run = _readable_run(config, manifest, ("train", "valid"), inputs)
         _train_and_export(config, version_lineage, manifest, run, tf.distribute.get_strategy(), is_chief=True)
     else:
-        _train_on_cluster(spark, config, version_lineage, manifest, seeds)
+        _train_on_cluster(spark, config, version_lineage, manifest, inputs)
     _write_history_plot(model_uri)
     seconds = time.monotonic() - started
     log.info("training (%s) of version %s finished in %.1f s", placement.strategy, version_lineage.version, seconds)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from tfbs.config.base import Section
 from tfbs.storage import to_uri
@@ -42,6 +42,13 @@ class MotifCNNConfig(Section):
         description="learn a weight per N bp of the whole window for the motif matches, starting at 1 inside "
         "dna_center_bp and near 0 outside (None: count matches only inside dna_center_bp, unweighted)",
     )
+    scales_bp: list[int] | None = Field(
+        None,
+        min_length=1,
+        description="each filter's best match in each of these widths centred on the bin (bp, e.g. [100, 200, "
+        "400, 1000]), side by side into the dense layer, as the gradient-boosted baseline reads motifs; the widest "
+        "is scanned (None: one best match, in dna_center_bp or weighted by positional_bp)",
+    )
     match_dropout: float = Field(
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
     )
@@ -63,6 +70,17 @@ class MotifCNNConfig(Section):
     @classmethod
     def _seed_motif_db_uri(cls, value: str | None) -> str | None:
         return None if value is None else to_uri(value)
+
+    @model_validator(mode="after")
+    def _one_way_to_place_matches(self) -> MotifCNNConfig:
+        if self.scales_bp is not None:
+            if self.positional_bp is not None:
+                raise ValueError("scales_bp and positional_bp both place the matches: set positional_bp to null")
+            if sorted(set(self.scales_bp)) != self.scales_bp:
+                raise ValueError(f"scales_bp must increase: {self.scales_bp}")
+            if self.scales_bp[0] < self.kernel:
+                raise ValueError(f"scales_bp {self.scales_bp[0]} is narrower than a filter (kernel {self.kernel})")
+        return self
 
 
 class EasyFlowConfig(Section):
@@ -108,6 +126,20 @@ class ModelConfig(Section):
         description="a learned input per training cell type (a one-hot or an embedding); it cannot score a cell "
         "no label trained (data.heldout_cells, tfbs predict on a new cell), so it is off by default",
     )
+    use_expression: bool = Field(
+        False,
+        description="feed log2(1 + TPM) of the run's TFs' and partners' genes (evaluate.motifs, "
+        "evaluate.partner_motifs) in the row's cell, from data.rnaseq_dir: what tells a held-out cell's partners, "
+        "as the gradient-boosted baseline reads it (motif_cnn only; every cell of the shards needs its RNA-seq)",
+    )
     motif_cnn: MotifCNNConfig = Field(default_factory=MotifCNNConfig)
     easyflow: EasyFlowConfig = Field(default_factory=EasyFlowConfig)
     factornet: FactorNetConfig = Field(default_factory=FactorNetConfig)
+
+    @model_validator(mode="after")
+    def _expression_read_by_motif_cnn(self) -> ModelConfig:
+        if self.use_expression and self.architecture != "motif_cnn":
+            raise ValueError(
+                f"use_expression: the {self.architecture} architecture reads no expression (motif_cnn does)"
+            )
+        return self

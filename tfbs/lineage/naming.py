@@ -101,11 +101,15 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
     ``evaluate.motifs`` and the bytes of ``evaluate.motif_db``. Another
     motif file trains another model; where it is does not (the path of
     ``seed_motif_db`` reads as null: the same bytes elsewhere are the same
-    recipe).
+    recipe). A model reading expression (``train.model.use_expression``)
+    has the BLAKE3 of each RNA-seq file of ``data.rnaseq_dir`` in its
+    recipe, under ``expression_from``: new RNA-seq trains a new version.
     """
     tree: dict[str, Any] = config.content_settings({"train"})["train"]
     tree["model"]["motif_cnn"]["seed_motif_db"] = None
     model, evaluate = config.train.model, config.evaluate
+    if model.use_expression:
+        tree["expression_from"] = _expression_digests(config.data.rnaseq_dir)
     if model.architecture != "motif_cnn" or not model.motif_cnn.seed_motifs:
         return tree
     if model.motif_cnn.seed_motif_db is not None:
@@ -117,6 +121,16 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
             "motif_db_blake3": _motif_file_digest(evaluate.motif_db, "evaluate.motif_db"),
         }
     return tree
+
+
+def _expression_digests(rnaseq_dir: str | None) -> dict[str, str]:
+    """BLAKE3 of each ``gene_expression.*.tsv`` of ``rnaseq_dir``, by file name (none without RNA-seq)."""
+    if rnaseq_dir is None or not storage.exists(rnaseq_dir):
+        return {}
+    names = {uri.rsplit("/", 1)[-1]: uri for uri in storage.list_files(rnaseq_dir)}
+    return {
+        name: storage.blake3_of(uri)[0] for name, uri in sorted(names.items()) if name.startswith("gene_expression.")
+    }
 
 
 def _motif_file_digest(uri: str, key: str) -> str:
