@@ -185,6 +185,10 @@ def gap_table(data_sets: dict) -> str:
     return markdown(header, rows)
 
 
+#: bench/boosted_ablation.py's variants, in table order: every feature first.
+ABLATION_ORDER = ("full", "no_expression", "no_partner_motifs", "centre_only", "motif_dnase")
+
+
 def ablation_table(ablation: dict) -> str:
     """Per data set and group of cells: the boosted baseline with each group of features dropped, and the full one minus it."""
     rows = []
@@ -193,7 +197,8 @@ def ablation_table(ablation: dict) -> str:
             continue
         for group in ("held-out cells", "training cells"):
             figures = result["groups"][group]
-            for index, variant in enumerate(result["n_features"]):
+            variants = [v for v in ABLATION_ORDER if v in result["n_features"]]
+            for index, variant in enumerate(variants):
                 minus = figures["full_minus"].get(variant)
                 rows.append(
                     [
