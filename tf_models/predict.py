@@ -237,22 +237,17 @@ def predict_targets(
     """
     metadata = read_export_metadata(export_uri)
     proteins = read_protein_fasta(config.data.proteins_fasta)
-    # Older exports say nothing of the cell type: they read it.
-    reads_cell_type = metadata.get("uses_cell_type", True)
+    # What, if anything, ties the model to the shards' cells. Older exports say nothing of the cell type: they read it.
+    if metadata.get("uses_cell_type", True):
+        known_only = "the cell type (a model trained with train.model.use_cell_type: false scores any cell with DNase)"
+    elif metadata.get("uses_expression", False):
+        known_only = "their expression (train it with that cell's RNA-seq among the shards' cells, held out if need be)"
+    else:
+        known_only = None
     for target in targets:
-        if reads_cell_type and target.cell not in metadata["cells"]:
+        if known_only and target.cell not in metadata["cells"]:
             raise BadInputError(
-                export_uri,
-                0,
-                f"the model reads the cell type and knows cells {metadata['cells']}, not {target.cell} "
-                "(a model trained with train.model.use_cell_type: false scores any cell with DNase)",
-            )
-        if metadata.get("uses_expression", False) and target.cell not in metadata["cells"]:
-            raise BadInputError(
-                export_uri,
-                0,
-                f"the model reads the expression of cells {metadata['cells']}, the shards' cells, not {target.cell} "
-                "(train it with that cell's RNA-seq among the shards' cells, held out if need be)",
+                export_uri, 0, f"the model knows cells {metadata['cells']}, not {target.cell}: it reads {known_only}"
             )
         if target.tf not in proteins:
             raise BadInputError(config.data.proteins_fasta, 0, f"no protein sequence named {target.tf}")

@@ -127,10 +127,8 @@ def _expression_digests(rnaseq_dir: str | None) -> dict[str, str]:
     """BLAKE3 of each ``gene_expression.*.tsv`` of ``rnaseq_dir``, by file name (none without RNA-seq)."""
     if rnaseq_dir is None or not storage.exists(rnaseq_dir):
         return {}
-    names = {uri.rsplit("/", 1)[-1]: uri for uri in storage.list_files(rnaseq_dir)}
-    return {
-        name: storage.blake3_of(uri)[0] for name, uri in sorted(names.items()) if name.startswith("gene_expression.")
-    }
+    files = [uri for uri in storage.list_files(rnaseq_dir) if uri.rsplit("/", 1)[-1].startswith("gene_expression.")]
+    return {uri.rsplit("/", 1)[-1]: storage.blake3_of(uri)[0] for uri in files}
 
 
 def _motif_file_digest(uri: str, key: str) -> str:
