@@ -1,6 +1,8 @@
 """TensorFlow side: the TFBS model, shard -> tf.data input, the training loop,
 the TensorFlowOnSpark cluster, and the official metrics."""
 
+from tf_models import lean_import
+
 #: The format of the model this code trains, counted by hand. What the model's
 #: code does is counted by the code itself (:mod:`tf_models.model_format`: a
 #: fingerprint of the modules that define the model and its training, recorded
@@ -10,3 +12,6 @@ the TensorFlowOnSpark cluster, and the official metrics."""
 #: trains a new version, and ``tfbs changes`` reports one until a version of it
 #: passes evaluation.
 MODEL_FORMAT = 1
+
+# Before any submodule imports TensorFlow: without Keras' scikit-learn and matplotlib extras.
+lean_import.install()
