@@ -15,12 +15,12 @@ PYTEST_ARGS ?=
 demo: $(RUN_STAMP) class-archive
 	$(BIN)/tfbs demo --config conf/demo.yaml
 
-# The suite as two pytest sessions side by side, the cluster of hosts' tests
-# and the rest, with the lint, type and import-contract checks beside them
-# (tests/run_suite.py: a failed check stops the sessions).
-test: $(STAMP) class-archive
+# Lint, type and import-contract checks first: they take seconds. Then the
+# suite as two pytest sessions side by side, the cluster of hosts' tests and
+# the rest (tests/run_suite.py).
+test: lint class-archive
 	@TEST_DEPS=1 bash scripts/system_deps.sh
-	$(BIN)/python tests/run_suite.py --beside='$(MAKE) --no-print-directory lint' $(PYTEST_ARGS)
+	$(BIN)/python tests/run_suite.py $(PYTEST_ARGS)
 
 # No Spark, no cluster, nothing slow: about a minute.
 test-unit: $(STAMP)

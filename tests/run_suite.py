@@ -11,11 +11,8 @@ every minute says where each stands, and at the end both logs are printed
 whole. The run fails when either session does (pytest's exit 5, no test
 collected, included).
 
-    .venv/bin/python tests/run_suite.py [--beside=COMMAND] [pytest arguments, e.g. -ra --durations=30]
+    .venv/bin/python tests/run_suite.py [pytest arguments, e.g. -ra --durations=30]
 
-``--beside`` runs a shell command alongside the sessions (``make test``'s
-lint: its minute of checks fits in the sessions' start-up, when the cores
-are half idle); when it fails, the sessions are stopped and the run fails.
 For a part of the suite, call pytest itself.
 """
 
@@ -23,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -60,44 +56,26 @@ def default_basetemp(clone: Path, uid: int, temp_root: str) -> Path:
     return Path(temp_root) / f"tfbs-suite-{uid}-{digest}"
 
 
-def _option(args: list[str], name: str) -> str | None:
-    return next((arg.split("=", 1)[1] for arg in args if arg.startswith(f"{name}=")), None)
-
-
 def main(args: list[str]) -> int:
-    """Run both sessions with ``args`` (and the ``--beside`` command); 0 when all pass."""
-    given, beside = _option(args, "--basetemp"), _option(args, "--beside")
+    """Run both sessions with ``args``; 0 when both pass."""
+    given = next((arg.split("=", 1)[1] for arg in args if arg.startswith("--basetemp=")), None)
     clone = Path(__file__).resolve().parents[1]
     basetemp = Path(given) if given else default_basetemp(clone, os.getuid(), tempfile.gettempdir())
-    shared = [arg for arg in args if not arg.startswith(("--basetemp=", "--beside="))]
+    shared = [arg for arg in args if not arg.startswith("--basetemp=")]
     # This user's alone, as pytest makes its own temp root: tests check that
     # private folders made under it have no parent open to others.
     basetemp.mkdir(mode=0o700, parents=True, exist_ok=True)
     basetemp.chmod(0o700)
     started = time.monotonic()
     running: dict[str, tuple[subprocess.Popen, Path]] = {}
-    if beside:
-        with (basetemp / "beside.log").open("w") as out:
-            running["beside"] = (
-                subprocess.Popen(beside, shell=True, cwd=clone, stdout=out, stderr=subprocess.STDOUT),
-                basetemp / "beside.log",
-            )
-        print(f"beside: {beside} > {basetemp / 'beside.log'}", flush=True)
     for name, expression in SESSIONS.items():
         log = basetemp / f"{name}.log"
         command = [sys.executable, "-m", "pytest", "-m", expression, f"--basetemp={basetemp / name}", *shared]
         with log.open("w") as out:
             running[name] = (subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT), log)
         print(f"{name}: {' '.join(command[1:])} > {log}", flush=True)
-    stopping = False
     while any(process.poll() is None for process, _ in running.values()):
         time.sleep(1)
-        if beside and not stopping and running["beside"][0].poll() not in (None, 0):
-            # As Ctrl-C would: pytest tears its fixtures down (the clusters it started) and exits.
-            stopping = True
-            for process, _ in running.values():
-                if process.poll() is None:
-                    process.send_signal(signal.SIGINT)
         elapsed = time.monotonic() - started
         if int(elapsed) % PROGRESS_EVERY_S == 0:
             states = "; ".join(
@@ -106,10 +84,9 @@ def main(args: list[str]) -> int:
             )
             print(f"[{elapsed / 60:.0f} min] {states}", flush=True)
     for name, (process, log) in running.items():
-        what = f"pytest -m '{SESSIONS[name]}'" if name in SESSIONS else beside
-        print(f"\n===== {name} ({what}): exit {process.returncode} =====", flush=True)
+        print(f"\n===== {name} (pytest -m '{SESSIONS[name]}'): exit {process.returncode} =====", flush=True)
         sys.stdout.write(log.read_text(errors="replace"))
-    print(f"\nall done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
+    print(f"\nboth sessions done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
     return 0 if all(process.returncode == 0 for process, _ in running.values()) else 1
 
 
