@@ -3,15 +3,17 @@
 Keras 3 imports scikit-learn (for its estimator wrappers) and
 ``matplotlib.pyplot`` (for an image gallery) whenever they are installed,
 and TensorFlow imports Keras eagerly. This project needs neither inside
-Keras, yet every process that imports TensorFlow paid for both: 1.3 of the
-4.6 CPU seconds of ``import tensorflow`` on the 2-core machine of
+Keras, yet every process that imports TensorFlow paid for both: 1.25 of the
+4.9 CPU seconds of ``import tensorflow`` on the 2-core machine of
 docs/testing.md, once per Spark Python worker that runs a TF node or scores
 a model, and once per job driver. :func:`install` hides the two packages
 while the first of ``tensorflow`` or ``keras`` is imported (Keras then
 leaves those integrations out, as it does where they are not installed) and
 gives them back as soon as it is done: the boosted baseline and the report's
 plots import them as before, only ``keras.wrappers.SKLearn*`` and
-``keras.visualization.plot_image_gallery`` are unusable in the process.
+``keras.visualization.plot_image_gallery`` are unusable in the process,
+and another thread importing either package during those seconds would
+get an ImportError.
 """
 
 from __future__ import annotations
