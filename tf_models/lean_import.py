@@ -49,7 +49,7 @@ class _HidingLoader(importlib.abc.Loader):
             self.loader.exec_module(module)
         finally:
             for name in hidden:
-                if sys.modules.get(name, ModuleType(name)) is None:
+                if name in sys.modules and sys.modules[name] is None:
                     del sys.modules[name]
 
 
