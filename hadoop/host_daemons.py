@@ -37,7 +37,8 @@ class Role:
 NAMENODE = Role("NameNode", "org.apache.hadoop.hdfs.server.namenode.NameNode", "384m")
 DATANODE = Role("DataNode", "org.apache.hadoop.hdfs.server.datanode.DataNode", "256m")
 RESOURCEMANAGER = Role("ResourceManager", "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager", "512m")
-NODEMANAGER = Role("NodeManager", "org.apache.hadoop.yarn.server.nodemanager.NodeManager", "384m")
+#: Hadoop's NodeManager with a local file system that sets permissions without a process per file (hadoop/java).
+NODEMANAGER = Role("NodeManager", "local.tfbs.hadoop.NodeManagerMain", "384m")
 SPARK_MASTER = Role("SparkMaster", "org.apache.spark.deploy.master.Master", "256m", spark=True)
 SPARK_WORKER = Role("SparkWorker", "org.apache.spark.deploy.worker.Worker", "256m", spark=True)
 
@@ -165,9 +166,13 @@ def server_conf(dirs: HostDirs, size: NodeSize, master: str = MASTER) -> dict[st
 
 
 def hadoop_command(
-    java: Path, lib: Path, dirs: HostDirs, role: Role, *args: str, jvm_options: Sequence[str] = ()
+    java: Path, lib: Path, classes: Path, dirs: HostDirs, role: Role, *args: str, jvm_options: Sequence[str] = ()
 ) -> list[str]:
-    """The command line of a Hadoop daemon (or ``NameNode -format``) on one host."""
+    """The command line of a Hadoop daemon (or ``NameNode -format``) on one host.
+
+    ``lib`` is Hadoop's class path, ``classes`` this project's own daemon
+    classes (:func:`jvm.ensure_daemon_classes`).
+    """
     return [
         str(java),
         f"-Xmx{role.heap}",
@@ -178,12 +183,12 @@ def hadoop_command(
         f"-Djava.io.tmpdir={dirs.tmp}",
         f"-Dhadoop.log.dir={dirs.logs}",
         f"-Dlog4j.configuration=file:{dirs.conf / 'log4j.properties'}",
-        # Without Hadoop's native library the NodeManager sets each localised
-        # file's permissions with a `chmod` of its own; vfork makes each cheaper.
+        # Without Hadoop's native library the daemons still start a process for
+        # some work (a user's groups, a container's launch); vfork makes each cheaper.
         "-Djdk.lang.Process.launchMechanism=VFORK",
         *jvm_options,
         "-cp",
-        f"{dirs.conf}:{lib}/*",
+        f"{dirs.conf}:{classes}:{lib}/*",
         role.main_class,
         *args,
     ]

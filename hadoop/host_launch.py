@@ -14,7 +14,7 @@ from pathlib import Path
 
 import host_daemons as daemons
 from host_state import HostClusterState
-from jvm import LOG4J_PROPERTIES, ClusterError, ensure_classpath, site_xml
+from jvm import LOG4J_PROPERTIES, ClusterError, ensure_classpath, ensure_daemon_classes, site_xml
 from kdc import KDC_PORT
 from secure_conf import client_settings, java_options, server_settings, service_principals
 
@@ -96,7 +96,8 @@ class HostLaunch(HostClusterState):
         options = java_options(security) if security is not None else []
         java = Path(info.java_home) / "bin" / "java"
         lib = ensure_classpath(self.cache_dir)
-        return daemons.hadoop_command(java, lib, self.host_dirs(host), role, *args, jvm_options=options)
+        classes = ensure_daemon_classes(lib)
+        return daemons.hadoop_command(java, lib, classes, self.host_dirs(host), role, *args, jvm_options=options)
 
     def _format_hdfs(self) -> None:
         dirs = self.host_dirs(daemons.MASTER)

@@ -49,7 +49,7 @@ from containers import ContainerLogs, ContainerProcess, container_logs, containe
 from host_launch import HostLaunch
 from host_layout import DEFAULT_SIZE, DEFAULT_STARTUP_TIMEOUT, GATEWAY, OUTSIDER, HostsInfo, layout, node_names
 from host_readiness import HostReadiness
-from jvm import DEFAULT_CACHE_DIR, ClusterError, ensure_classpath, find_java_home
+from jvm import DEFAULT_CACHE_DIR, ClusterError, ensure_classpath, ensure_daemon_classes, find_java_home
 from kdc import REALM
 from netns import free_subnet, require_namespaces
 from procs import rss_mb
@@ -139,7 +139,7 @@ class HostCluster(HostLaunch, HostReadiness):
         require_namespaces()
         started = time.monotonic()
         java_home = find_java_home()
-        ensure_classpath(self.cache_dir)  # fetched before the hosts exist: Maven needs the network
+        ensure_daemon_classes(ensure_classpath(self.cache_dir))  # before the hosts exist: Maven needs the network
         self._stop_leftovers()
         shutil.rmtree(self.workdir / "hosts", ignore_errors=True)
         self.conf_dir.mkdir(parents=True, exist_ok=True)

@@ -23,6 +23,8 @@ from xml.sax.saxutils import escape
 
 HADOOP_VERSION = "3.5.0"
 POM = Path(__file__).resolve().with_name("pom.xml")
+#: Java of this project's own that the daemons run (``hadoop/java/``), compiled against the class path.
+JAVA_SOURCES = Path(__file__).resolve().with_name("java")
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tfbs-spark" / f"hadoop-{HADOOP_VERSION}"
 
 # which buries the lines that explain a failed start.
@@ -137,6 +139,50 @@ def ensure_classpath(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
         shutil.rmtree(staging, ignore_errors=True)
     log.info("fetched %d jars in %.1f s", len(list(lib.glob("*.jar"))), time.monotonic() - started)
     return lib
+
+
+def ensure_daemon_classes(lib: Path) -> Path:
+    """Return the folder of ``hadoop/java``'s classes compiled against ``lib``, compiling them if needed.
+
+    The folder, ``classes-<digest of the sources and lib's name>`` beside
+    ``lib``, holds the classes and the sources' ``*.xml`` resources. Like
+    :func:`ensure_classpath` it is filled in a staging folder and renamed
+    into place only when complete, and never changes once there.
+
+    Raises
+    ------
+    ClusterError
+        If the JDK has no ``javac`` or the compiler fails (with its output).
+    """
+    sources = sorted(JAVA_SOURCES.rglob("*.java"))
+    resources = sorted(JAVA_SOURCES.glob("*.xml"))
+    digest = hashlib.sha256(lib.name.encode())
+    for path in [*sources, *resources]:
+        digest.update(path.relative_to(JAVA_SOURCES).as_posix().encode() + b"\0" + path.read_bytes())
+    classes = lib.parent / f"classes-{digest.hexdigest()[:16]}"
+    if classes.is_dir():
+        return classes
+    javac = find_java_home() / "bin" / "javac"
+    if not javac.is_file():
+        raise ClusterError(
+            f"{javac} not found: a JDK, not only a JRE, is needed (apt-get install openjdk-17-jdk-headless)"
+        )
+    staging = Path(tempfile.mkdtemp(prefix=".compile-", dir=lib.parent))
+    try:
+        command = [str(javac), "--release", "17", "-cp", f"{lib}/*", "-d", str(staging), *map(str, sources)]
+        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        if result.returncode != 0:
+            raise ClusterError(f"javac failed on {JAVA_SOURCES} (exit {result.returncode}):\n{tail(result.stderr)}")
+        for resource in resources:
+            shutil.copy2(resource, staging / resource.name)
+        try:
+            staging.rename(classes)
+        except OSError:
+            if not classes.is_dir():  # else another process put the same classes in place first
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return classes
 
 
 # ------------------------------------------------------------- configuration

@@ -129,9 +129,9 @@ mv "$JARS.tmp" "$JARS"
 rm -rf "$ENV"/lib/python3*/site-packages/pyspark/jars
 # Nor what only builds or tests packages: TensorFlow's C++ headers, the
 # packages' own test suites (TensorFlow's and Keras' `test` modules are API and
-# stay), pip. 16,600 of 36,100 files: a NodeManager without Hadoop's native
-# library sets each localised file's permissions with a `chmod` process of
-# its own, about 3 ms a file (2 minutes for the whole environment here).
+# stay), pip. 16,600 of 36,100 files: every localised file costs a NodeManager
+# some work, and one without Hadoop's native library a `chmod` process each
+# (docs/cluster.md).
 site="$(echo "$ENV"/lib/python3*/site-packages)"
 rm -rf "$site/tensorflow/include" "$site"/pip "$site"/pip-*.dist-info "$ENV"/bin/pip*
 find "$site" \( -path "$site/tensorflow" -o -path "$site/keras" \) -prune -o -type d -name tests -prune -exec rm -rf {} +

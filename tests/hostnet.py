@@ -115,6 +115,7 @@ _JAVA_KINDS = {
     "datanode.DataNode": "Hadoop DataNode",
     "resourcemanager.ResourceManager": "Hadoop ResourceManager",
     "nodemanager.NodeManager": "Hadoop NodeManager",
+    "hadoop.NodeManagerMain": "Hadoop NodeManager",
     "YarnCoarseGrainedExecutorBackend": "Spark executor",
     "CoarseGrainedExecutorBackend": "Spark executor",
     "ExecutorLauncher": "Spark application master",

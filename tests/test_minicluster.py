@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from containers import application_of
-from jvm import DEFAULT_CACHE_DIR, ClusterError, ensure_classpath, find_java_home
+from jvm import DEFAULT_CACHE_DIR, ClusterError, ensure_classpath, ensure_daemon_classes, find_java_home
 from minicluster import MiniCluster
 from procs import argv, is_alive
 
@@ -86,6 +86,32 @@ def test_ensure_classpath_puts_each_pom_s_jars_in_place_whole_and_once(tmp_path,
     assert [p.name for p in cache.iterdir()] == [lib.name] and (lib / "hadoop-client.jar").is_file()
     assert ensure_classpath(cache) == lib  # in place: Maven not called again
     assert (tools / "calls").read_text().count("called") == 2
+
+
+@pytest.mark.cluster
+def test_the_daemon_classes_compile_once_beside_the_class_path(tmp_path: Path, monkeypatch) -> None:
+    lib = tmp_path / "lib-0123456789abcdef"
+    lib.symlink_to(ensure_classpath(DEFAULT_CACHE_DIR))
+    # A compiler that fails: the error carries its output, and nothing is left in place.
+    jdk = tmp_path / "jdk"
+    (jdk / "bin").mkdir(parents=True)
+    (jdk / "bin" / "java").symlink_to(find_java_home() / "bin" / "java")
+    (jdk / "bin" / "javac").write_text("#!/bin/sh\necho 'NioLocalFs.java:1: error: no disk' >&2\nexit 2\n")
+    (jdk / "bin" / "javac").chmod(0o755)
+    with monkeypatch.context() as patch:
+        patch.setenv("JAVA_HOME", str(jdk))
+        with pytest.raises(ClusterError, match=r"javac failed .*exit 2\)[\s\S]*no disk"):
+            ensure_daemon_classes(lib)
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["jdk", lib.name]
+    classes = ensure_daemon_classes(lib)
+    assert classes.parent == tmp_path and classes.name.startswith("classes-")
+    compiled = classes / "local" / "tfbs" / "hadoop" / "NodeManagerMain.class"
+    assert compiled.is_file() and (classes / "local" / "tfbs" / "hadoop" / "NioLocalFs.class").is_file()
+    # The setting the NodeManager's JVM alone reads, beside its classes.
+    assert "<value>local.tfbs.hadoop.NioLocalFs</value>" in (classes / "tfbs-nodemanager.xml").read_text()
+    before = compiled.stat().st_mtime_ns
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))  # in place: no compiler needed again
+    assert ensure_daemon_classes(lib) == classes and compiled.stat().st_mtime_ns == before
 
 
 def test_application_of_container_ids() -> None:

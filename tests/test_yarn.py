@@ -14,8 +14,11 @@ host during a run is test_host_failures.py's.
 from __future__ import annotations
 
 import json
+import os
 import re
+import stat
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from airflow_runs import STAGES
@@ -69,6 +72,18 @@ def _container_log(hadoop, container: str, name: str) -> str:
     return (logs.directory / name).read_text(errors="replace")
 
 
+def _public_modes(localised: Path) -> tuple[frozenset[int], frozenset[int]]:
+    """The permission bits of the regular files and of the folders under ``localised`` (links are left as unpacked)."""
+    files, folders = set(), set()
+    for top, _folders, names in os.walk(localised):
+        folders.add(stat.S_IMODE(os.lstat(top).st_mode))
+        for name in names:
+            mode = os.lstat(os.path.join(top, name)).st_mode
+            if stat.S_ISREG(mode):
+                files.add(stat.S_IMODE(mode))
+    return frozenset(files), frozenset(folders)
+
+
 def test_training_ran_ps_workers_and_chief_in_yarn_containers(dag_on_yarn, hadoop):
     run_dir = hadoop.by_address(dag_on_yarn.run_uri)
     # On YARN a node names its container (CONTAINER_ID), as `yarn logs -containerId` does.
@@ -76,16 +91,23 @@ def test_training_ran_ps_workers_and_chief_in_yarn_containers(dag_on_yarn, hadoo
     assert len(set(containers.values())) == 4
     (app_id,) = {application_of(container) for container in containers.values()}
     assert set(containers.values()) < set(hadoop.container_logs(app_id))  # and the application master's
+    modes_set = set()
     for container in containers.values():
         launch = _container_log(hadoop, container, "launch_container.sh")
         # The packed environment, from the NodeManager's public cache (shared by every application).
-        assert re.search(r'/filecache/\d+/tfbs-env\.tar\.gz" "environment"', launch), launch[-2000:]
+        localised = re.search(r'"(/\S+/filecache/\d+/tfbs-env\.tar\.gz)" "environment"', launch)
+        assert localised, launch[-2000:]
+        modes_set.add(_public_modes(Path(localised.group(1))))
         # Spark authenticates and encrypts (the DAG's YARN_NETWORK_CONF); the
         # secret travels in YARN's credentials, never on a command line.
         assert "-Dspark.authenticate=true" in launch and "-Dspark.network.crypto.enabled=true" in launch
         assert "authenticate.secret" not in launch and "_SPARK_AUTH_SECRET" not in launch
         # The GPU discovery script, shipped with training, in the container's working directory.
         assert '"get_gpus_resources.sh"' in launch, launch[-2000:]
+
+    # Every file and folder of the unpacked archive with YARN's public permissions, set by the
+    # NodeManagers' local file system of hadoop/java (a system call, not a `chmod` process each).
+    assert modes_set == {(frozenset({0o555}), frozenset({0o755}))}, modes_set
 
     version = json.loads(storage.read_text(f"{run_dir}/models/LATEST"))["version"]
     metadata = json.loads(storage.read_text(f"{run_dir}/models/{version}/export/tfbs_metadata.json"))
