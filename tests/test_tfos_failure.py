@@ -25,6 +25,7 @@ from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES, StreamedProcess
 
 from tf_models.tfos import NodeInfo
 from tf_models.tfos.failures import describe_failure, failure_message
+from tf_models.tfos.lost_nodes import loss_reason, lost_node_failure
 from tf_models.tfos.node_files import write_node_file
 from tfbs.storage import local_path
 
@@ -236,6 +237,76 @@ def test_a_node_on_a_lost_host_is_named_before_the_chief_that_could_not_reach_it
     )
     # No host lost: Spark's failed task, once the wait for one is over.
     assert failure_message(CHIEF_FAILED, on_hosts, None, "run-b", set).startswith("TF node chief:0 ")
+
+
+def test_a_lost_host_waits_for_spark_s_reason_and_names_the_cause_it_gives():
+    """A node's only executor on its host ended: its reason names the cause, not a lost host."""
+    worker = {**NODES[2], "host": "10.0.0.13", "hostname": "node3"}
+    asked = []
+
+    def removed() -> dict[str, tuple[str, str]]:
+        asked.append(time.monotonic())
+        # YARN's report of the container reaches Spark a few polls later.
+        memory = "Container killed by YARN for exceeding physical memory limits. 1.2 GB of 1.1 GB physical memory used."
+        return {worker["spark_executor"]: ("node3", memory)} if len(asked) > 3 else {}
+
+    failure = lost_node_failure(worker, loss_reason(worker, removed, wait_s=30))
+    assert len(asked) == 4 and asked[-1] - asked[0] < 5
+    # Resuming as it is would be killed again at the same point: the advice says what to raise first.
+    assert str(failure) == (
+        f"TF node worker:0 (Spark executor {worker['spark_executor']}, host node3 (10.0.0.13)) lost: "
+        "Spark removed its executor: Container killed by YARN for exceeding physical memory limits. "
+        "1.2 GB of 1.1 GB physical memory used; give the executors more memory "
+        "(spark.executor.memoryOverhead, spark.executor.memory) before running again"
+    )
+    # A host lost whole: no reason within the wait; no executor known, the host's removals count.
+    started = time.monotonic()
+    assert loss_reason(worker, lambda: {"9": ("node1", "Command exited with code 1")}, wait_s=1.0) is None
+    assert 1.0 <= time.monotonic() - started < 3
+    assert str(lost_node_failure(worker, None)).endswith("lost: no Spark executor left on its host")
+    unplaced = {**worker, "spark_executor": None}
+    assert loss_reason(unplaced, lambda: {"7": ("10.0.0.13", "Container preempted")}, wait_s=0) == "Container preempted"
+
+
+#: Run in a process of its own (one SparkContext a process): a local-cluster of
+#: two executors, the JVM of executor 1 killed, Spark's removals read before and after.
+REMOVED_EXECUTORS_PROBE = """
+import json, sys, time
+import psutil
+from tfbs.config import load_config
+from tfbs.session import build_session
+from tf_models.tfos.spark_status import removed_executors
+
+spark = build_session(load_config(sys.argv[1]).spark, master="local-cluster[2,1,1024]", app_suffix="-probe")
+sc = spark.sparkContext
+assert sc.parallelize(range(8), 4).map(lambda x: x * x).sum() == 140
+before = removed_executors(sc)
+executors = [
+    p for p in psutil.process_iter(["cmdline"])
+    if "CoarseGrainedExecutorBackend" in " ".join(p.info["cmdline"] or [])
+    and sc.applicationId in p.info["cmdline"] and "1" == p.info["cmdline"][p.info["cmdline"].index("--executor-id") + 1]
+]
+assert len(executors) == 1, executors
+executors[0].kill()
+deadline = time.monotonic() + 60
+while "1" not in removed_executors(sc) and time.monotonic() < deadline:
+    time.sleep(0.5)
+print(json.dumps({"before": before, "after": removed_executors(sc)}))
+spark.stop()
+"""
+
+
+def test_spark_s_removed_executors_carry_the_cluster_manager_s_reason(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-c", REMOVED_EXECUTORS_PROBE, str(DEMO_CONFIG)],
+        cwd=tmp_path, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.splitlines()[-1])
+    assert found["before"] == {}
+    # The standalone worker's report of the killed JVM, with its host.
+    host, reason = found["after"]["1"]
+    assert reason == "Command exited with code 137" and host, found
 
 
 def test_without_node_files_the_failed_task_is_named_from_spark():

@@ -28,6 +28,8 @@ Modules:
     Executors, node stage and task placement, from Spark's status tracker.
 :mod:`~tf_models.tfos.failures`
     :class:`ClusterFailed` and the one-line explanation of a failed node.
+:mod:`~tf_models.tfos.lost_nodes`
+    A lost node named with Spark's reason, and what the run does about it, per role.
 :mod:`~tf_models.tfos.reservation`
     TFoS's reservation exchange, sealed with a per-run secret and bound to
     one interface.

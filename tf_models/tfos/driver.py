@@ -22,14 +22,20 @@ from tf_models.tfos.failures import (
     ClusterSizeError,
     describe_failure,
     failure_message,
-    lost_node_message,
     nodes_on_lost_hosts,
     reservation_failure,
 )
+from tf_models.tfos.lost_nodes import loss_reason, lost_node_failure
 from tf_models.tfos.node import CHIEF, NODE_DIR_ARG, TF_NETWORK_SECRET_ARG, NodeMain
 from tf_models.tfos.node_files import read_node_files
 from tf_models.tfos.sealed import SECRET_BYTES, HiddenBytes
-from tf_models.tfos.spark_status import await_executors, live_hosts, node_stage_id, spark_placement
+from tf_models.tfos.spark_status import (
+    await_executors,
+    live_hosts,
+    node_stage_id,
+    removed_executors,
+    spark_placement,
+)
 from tf_models.tfos.task import NodeEntry
 
 if TYPE_CHECKING:  # typing only: pyspark loads lazily
@@ -126,7 +132,7 @@ def reservation_host(sc: SparkContext) -> str:
     return host
 
 
-def _fail(sc: SparkContext, cluster: Any, message: str) -> ClusterFailed:
+def _fail(sc: SparkContext, cluster: Any, failure: str | ClusterFailed) -> ClusterFailed:
     """Cancel the node job, stop the reservation server and build the error to raise.
 
     After a node failure Spark has already aborted the node job and killed
@@ -139,8 +145,8 @@ def _fail(sc: SparkContext, cluster: Any, message: str) -> ClusterFailed:
     """
     sc.cancelAllJobs()
     cluster.server.stop()
-    logger.error("tfbs cluster: %s", message)
-    return ClusterFailed(message)
+    logger.error("tfbs cluster: %s", failure)
+    return failure if isinstance(failure, ClusterFailed) else ClusterFailed(failure)
 
 
 def _await_nodes(
@@ -151,6 +157,7 @@ def _await_nodes(
     deadline: float,
     nodes: list[dict[str, Any]],
     run_id: str,
+    started_on: set[str],
     node_dir: str | None = None,
 ) -> None:
     """Block until ``num_done`` node tasks (all but the ps) have succeeded.
@@ -165,7 +172,10 @@ def _await_nodes(
     parent of :func:`tf_models.tfos.task.run_isolated`), Spark aborts the
     node job, and TFoS's launcher thread records the error; this loop polls
     for it twice a second. A host lost whole is told by its executors'
-    block managers, which Spark drops as their connections close.
+    block managers, which Spark drops as their connections close: a node
+    on a host with none left of ``started_on`` (the executors' hosts before
+    the nodes started) is lost, named with Spark's reason when one comes
+    (:mod:`tf_models.tfos.lost_nodes`).
 
     Raises
     ------
@@ -181,9 +191,6 @@ def _await_nodes(
         logger.warning("tfbs cluster: node stage not found; the shutdown waits for the nodes' executors")
         return
     logged: set[str] = set()
-    # A host lost whole takes its executors and their watchers with it: it
-    # is told by the executors Spark has removed since now.
-    started_on = live_hosts(sc)
 
     def lost_hosts() -> set[str]:
         return started_on - live_hosts(sc)
@@ -200,7 +207,7 @@ def _await_nodes(
         # then failed, its last checkpoint at the final step.
         lost = nodes_on_lost_hosts(nodes, lost_hosts)
         if lost:
-            raise _fail(sc, cluster, lost_node_message(lost[0]))
+            raise _fail(sc, cluster, lost_node_failure(lost[0], loss_reason(lost[0], lambda: removed_executors(sc))))
         if time.monotonic() > deadline:
             raise _fail(sc, cluster, "TF cluster did not finish within shutdown_timeout")
         stage = tracker.getStageInfo(stage_id)
@@ -307,6 +314,9 @@ def run_cluster(
 
     num_nodes = num_ps + num_workers + 1
     _check_executors(sc, num_ps, num_workers, executors_timeout)
+    # A host lost whole takes its executors and their watchers with it: it is
+    # told by the hosts that ran executors now and run none later.
+    started_on = live_hosts(sc)
     args = _node_args(node_args, private_network, node_dir)
     t0 = time.monotonic()
     cluster = _reserve_nodes(sc, node_main, args, num_nodes, num_ps, log_dir, reservation_timeout)
@@ -314,7 +324,7 @@ def run_cluster(
     stage_id = node_stage_id(sc, num_nodes)
     nodes = _placement_records(sc, cluster, stage_id, num_nodes)
     deadline = t0 + shutdown_timeout
-    _await_nodes(sc, cluster, stage_id, num_nodes - num_ps, deadline, nodes, args["run_id"], node_dir)
+    _await_nodes(sc, cluster, stage_id, num_nodes - num_ps, deadline, nodes, args["run_id"], started_on, node_dir)
     _stop_cluster(sc, cluster, deadline=deadline)
     logger.info("tfbs cluster: finished in %.1f s", time.monotonic() - t0)
     return nodes

@@ -162,7 +162,7 @@ def exception_line(traceback_text: str) -> str:
     return found[:300] or "see the node's executor log"
 
 
-def _placed_label(node: dict[str, Any], executor: str | None) -> str:
+def placed_label(node: dict[str, Any], executor: str | None) -> str:
     """``TF node worker:1 (Spark executor 4, host node3 (10.0.0.13))``, from a placement record."""
     host = f"{node['hostname']} ({node['host']})" if node.get("hostname") else node["host"]
     where = f"Spark executor {executor}, host {host}" if executor is not None else f"host {host}"
@@ -197,14 +197,14 @@ def describe_failure(error: str, nodes: list[dict[str, Any]]) -> str:
     if retried is not None:
         for node in nodes:
             if node["tfos_index"] == int(retried["index"]):
-                return f"{_placed_label(node, node['spark_executor'])} lost: {retried['reason']}"
+                return f"{placed_label(node, node['spark_executor'])} lost: {retried['reason']}"
     lost = _LOST_TASK.search(error)
     if lost is not None:
         for node in nodes:
             if node["tfos_index"] == int(lost["index"]):
                 # Spark says where the task ran: "node3 executor 4".
                 executor = node["spark_executor"] or lost["where"].rpartition(" ")[2]
-                return f"{_placed_label(node, executor)} failed: {lost['reason']}"
+                return f"{placed_label(node, executor)} failed: {lost['reason']}"
     first = error.strip().splitlines()[0] if error.strip() else "no error recorded"
     return f"the TF node job failed: {first}"
 
@@ -277,7 +277,7 @@ def lost_node_message(node: dict[str, Any]) -> str:
     str
         The message for :class:`ClusterFailed`.
     """
-    return f"{_placed_label(node, node.get('spark_executor'))} lost: no Spark executor left on its host"
+    return f"{placed_label(node, node.get('spark_executor'))} lost: no Spark executor left on its host"
 
 
 def nodes_on_lost_hosts(

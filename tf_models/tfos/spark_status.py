@@ -66,6 +66,27 @@ def live_hosts(sc: SparkContext) -> set[str]:
     return hosts
 
 
+def removed_executors(sc: SparkContext) -> dict[str, tuple[str, str]]:
+    """The executors Spark has removed, each with its host and Spark's reason: ``{id: (host, reason)}``.
+
+    The reason is the cluster manager's account of the executor's end, as
+    Spark's status store keeps it: YARN's container exit (``Container killed
+    by YARN for exceeding physical memory limits``, a pre-emption, an exit
+    code), a standalone worker's ``Command exited with code 137``. An
+    executor on a host lost whole is removed only when the cluster manager
+    declares the host lost (YARN: the NodeManager's expiry).
+    """
+    summaries = sc._jsc.sc().statusStore().executorList(False).iterator()
+    removed: dict[str, tuple[str, str]] = {}
+    while summaries.hasNext():
+        summary = summaries.next()
+        if not summary.isActive():
+            reason = summary.removeReason()
+            host = str(summary.hostPort()).rsplit(":", 1)[0]
+            removed[str(summary.id())] = (host, str(reason.get()) if reason.isDefined() else "no reason given")
+    return removed
+
+
 def node_stage_id(sc: SparkContext, num_nodes: int) -> int | None:
     """Id of the running stage of TFoS's node job (the stage with one task per node).
 
