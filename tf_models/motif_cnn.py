@@ -201,12 +201,6 @@ class MotifCNN(keras.Model):
         self.dropout = keras.layers.Dropout(config.dropout, name="dropout")
         # float32 whatever the policy, as in EasyFlowNet.
         self.logit = keras.layers.Dense(1, name="logit", dtype="float32")
-        # Started at zero: the shared output alone at first, each TF's own reading learned beside it.
-        self.protein_head = (
-            keras.layers.Dense(config.dense_units + 1, kernel_initializer="zeros", name="protein_head", dtype="float32")
-            if scan.protein_head
-            else None
-        )
 
     def _best_matches(self, dna: tf.Tensor) -> tf.Tensor:
         """Each filter's best match in the scanned region of one strand: (batch, filters), or
@@ -238,8 +232,4 @@ class MotifCNN(keras.Model):
             parts.append(tf.gather(self.cell_features, tf.cast(inputs["cell_index"], tf.int32)))
         parts = [tf.cast(part, matches.dtype) for part in parts]
         hidden = self.dropout(self.dense(tf.concat(parts, axis=-1)), training=training)
-        logit = tf.squeeze(self.logit(hidden), axis=-1)
-        if self.protein_head is not None:
-            weights = self.protein_head(tf.cast(protein, tf.float32))
-            logit += tf.reduce_sum(tf.cast(hidden, tf.float32) * weights[:, :-1], axis=-1) + weights[:, -1]
-        return logit
+        return tf.squeeze(self.logit(hidden), axis=-1)

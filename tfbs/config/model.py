@@ -49,12 +49,6 @@ class MotifCNNConfig(Section):
         "400, 1000]), side by side into the dense layer, as the gradient-boosted baseline reads motifs; the widest "
         "is scanned (None: one best match, in dna_center_bp or weighted by positional_bp)",
     )
-    protein_head: bool = Field(
-        False,
-        description="the TF's protein also weighs the dense layer's units into the output (a weight per unit made "
-        "from the protein, added to the shared output): each TF reads the features its own way, as per-TF "
-        "classifiers do, and a TF never trained on gets weights from its protein",
-    )
     match_dropout: float = Field(
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
     )
