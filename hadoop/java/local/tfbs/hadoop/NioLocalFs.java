@@ -24,7 +24,7 @@ import org.apache.hadoop.fs.permission.FsPermission;
  *
  * <p>Maven Central ships no native library, and without it {@code RawLocalFileSystem} starts a
  * {@code chmod} process for every permission it sets. A NodeManager localising the YARN archive
- * sets one on each of its 26,000 files and folders: about 2.3 ms of CPU each, a minute and a
+ * sets one on each of its 26,000 files and folders: about 2 ms of CPU each, a minute and a
  * half per node. {@code java.nio} makes the same call in the JVM. Permissions with a sticky or
  * set-id bit, which {@code java.nio} cannot set, still go through Hadoop's own path.
  */
