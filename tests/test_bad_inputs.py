@@ -729,8 +729,21 @@ def _last_error(stage_main: Callable[[list[str]], int], argv: list[str], capsys)
             ],
             "file://{tmp}/gone.meme: not found (the MEME motif file evaluate.motif_db names)",
         ),
+        (
+            # Once a KeyError on every TF node, after the cluster had started.
+            ["train.placement.record_cache_dir=/scratch/{USER}"],
+            f"{DEMO_CONFIG}: train.placement.record_cache_dir: '/scratch/{{USER}}': {{USER}} is not filled in, "
+            "only {user} (the user's name)",
+        ),
     ],
-    ids=["override-not-yaml", "executor-cores-2.5", "task-cpus-0", "seed-motif-db-missing", "motif-db-missing"],
+    ids=[
+        "override-not-yaml",
+        "executor-cores-2.5",
+        "task-cpus-0",
+        "seed-motif-db-missing",
+        "motif-db-missing",
+        "cache-dir-USER",
+    ],
 )
 def test_cli_changes_refuses_a_configuration_mistake_in_one_line(tmp_path, capsys, overrides, expected):
     import jobs.changes

@@ -101,6 +101,23 @@ class PlacementConfig(Section):
     def _spark_counts(cls, spark_conf: dict[str, str]) -> dict[str, str]:
         return spark_counts(spark_conf)
 
+    @field_validator("record_cache_dir")
+    @classmethod
+    def _only_user_filled_in(cls, folder: str | None) -> str | None:
+        """Refuse at load what every TF node would fail on: a ``{...}`` other than ``{user}``."""
+        if folder is not None:
+            try:
+                folder.format(user="user")
+            except KeyError as err:
+                raise ValueError(
+                    f"{folder!r}: {{{err.args[0]}}} is not filled in, only {{user}} (the user's name)"
+                ) from None
+            except (IndexError, ValueError) as err:
+                raise ValueError(
+                    f"{folder!r}: {err}; only {{user}} is filled in (write a brace as {{{{ or }}}})"
+                ) from None
+        return folder
+
     @field_validator("node_cpus")
     @classmethod
     def _cpu_lists(cls, node_cpus: dict[str, str]) -> dict[str, str]:
