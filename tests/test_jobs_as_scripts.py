@@ -73,8 +73,7 @@ def test_the_stages_outputs_chain(submitted):
     assert metadata["strategy"] == "parameter_server"
     history = json.loads((version / "history.json").read_text())
     assert [entry["step"] for entry in history] == [30, 60]
-    # Trained, not only run: a model that learned nothing ranks the validation
-    # rows at their rate of bound ones (about 1 in 4); 60 steps lifted it to 0.62-0.66 in CI runs.
-    valid = [counts["kept"]["valid"] for per_cell in manifest["counts"].values() for counts in per_cell.values()]
-    bound_rate = sum(rows.get("B", 0) for rows in valid) / sum(sum(rows.values()) for rows in valid)
-    assert history[-1]["valid_auprc"] > bound_rate + 0.2, (history, bound_rate)
+    # Trained, not only run: these 60 steps reached a validation auPRC of 0.65-0.66
+    # in three CI runs; the same job with train.shuffle_labels=true 0.51 (the
+    # DNase input alone ranks about that well, 1 row in 4 bound).
+    assert history[-1]["valid_auprc"] > 0.58, history
