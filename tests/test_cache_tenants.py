@@ -27,7 +27,14 @@ from tfbs.private_dirs import is_own_file, private_dir, user_name, user_root, us
 
 NOBODY = 65534
 
-needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="plays another user with chown: needs root")
+
+@pytest.fixture
+def root() -> None:
+    """These tests play another user with ``chown``: without root they fail, saying so (they never skip)."""
+    assert os.geteuid() == 0, "these tests give files to another user with chown: run them as root (CI does)"
+
+
+needs_root = pytest.mark.usefixtures("root")
 
 
 @pytest.fixture
