@@ -7,6 +7,7 @@ on hosts of their own).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -16,7 +17,7 @@ import subprocess
 import tempfile
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import escape
@@ -118,11 +119,9 @@ def ensure_classpath(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
         return lib
     find_java_home()  # Maven needs a JDK as well: report that first, it is the real cause
     mvn = require_tool("mvn", "install Apache Maven 3.6.3 or newer (apt-get install maven)")
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".fetch-", dir=cache_dir))
     log.info("fetching the Hadoop %s class path with Maven into %s", HADOOP_VERSION, lib)
     started = time.monotonic()
-    try:
+    with _staged(lib, ".fetch-", "lib") as staging:  # the pom puts the jars in ${cache.dir}/lib
         command = [mvn, "-q", "-B", "-f", str(POM), "dependency:copy-dependencies", f"-Dcache.dir={staging}"]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
@@ -130,13 +129,6 @@ def ensure_classpath(cache_dir: Path = DEFAULT_CACHE_DIR) -> Path:
                 f"Maven could not fetch the class path (exit {result.returncode}):\n"
                 f"{tail(result.stdout + result.stderr)}"
             )
-        try:
-            (staging / "lib").rename(lib)
-        except OSError:
-            if not lib.is_dir():  # else another process put the same jars in place first
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
     log.info("fetched %d jars in %.1f s", len(list(lib.glob("*.jar"))), time.monotonic() - started)
     return lib
 
@@ -167,22 +159,35 @@ def ensure_daemon_classes(lib: Path) -> Path:
         raise ClusterError(
             f"{javac} not found: a JDK, not only a JRE, is needed (apt-get install openjdk-17-jdk-headless)"
         )
-    staging = Path(tempfile.mkdtemp(prefix=".compile-", dir=lib.parent))
-    try:
-        command = [str(javac), "--release", "17", "-cp", f"{lib}/*", "-d", str(staging), *map(str, sources)]
+    with _staged(classes, ".compile-", "classes") as staging:
+        built = staging / "classes"
+        command = [str(javac), "--release", "17", "-cp", f"{lib}/*", "-d", str(built), *map(str, sources)]
         result = subprocess.run(command, capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise ClusterError(f"javac failed on {JAVA_SOURCES} (exit {result.returncode}):\n{tail(result.stderr)}")
         for resource in resources:
-            shutil.copy2(resource, staging / resource.name)
+            shutil.copy2(resource, built / resource.name)
+    return classes
+
+
+@contextlib.contextmanager
+def _staged(target: Path, prefix: str, filled: str) -> Iterator[Path]:
+    """A staging folder beside ``target``, whose ``filled`` subfolder becomes ``target`` once the body is done.
+
+    Nothing is left behind when the body fails, and a ``target`` another
+    process put in place first is kept (the same content: the names are digests).
+    """
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=prefix, dir=target.parent))
+    try:
+        yield staging
         try:
-            staging.rename(classes)
+            (staging / filled).rename(target)
         except OSError:
-            if not classes.is_dir():  # else another process put the same classes in place first
+            if not target.is_dir():
                 raise
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return classes
 
 
 # ------------------------------------------------------------- configuration

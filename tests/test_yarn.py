@@ -91,13 +91,13 @@ def test_training_ran_ps_workers_and_chief_in_yarn_containers(dag_on_yarn, hadoo
     assert len(set(containers.values())) == 4
     (app_id,) = {application_of(container) for container in containers.values()}
     assert set(containers.values()) < set(hadoop.container_logs(app_id))  # and the application master's
-    modes_set = set()
+    localised_archives = set()
     for container in containers.values():
         launch = _container_log(hadoop, container, "launch_container.sh")
         # The packed environment, from the NodeManager's public cache (shared by every application).
         localised = re.search(r'"(/\S+/filecache/\d+/tfbs-env\.tar\.gz)" "environment"', launch)
         assert localised, launch[-2000:]
-        modes_set.add(_public_modes(Path(localised.group(1))))
+        localised_archives.add(Path(localised.group(1)))
         # Spark authenticates and encrypts (the DAG's YARN_NETWORK_CONF); the
         # secret travels in YARN's credentials, never on a command line.
         assert "-Dspark.authenticate=true" in launch and "-Dspark.network.crypto.enabled=true" in launch
@@ -107,7 +107,9 @@ def test_training_ran_ps_workers_and_chief_in_yarn_containers(dag_on_yarn, hadoo
 
     # Every file and folder of the unpacked archive with YARN's public permissions, set by the
     # NodeManagers' local file system of hadoop/java (a system call, not a `chmod` process each).
-    assert modes_set == {(frozenset({0o555}), frozenset({0o755}))}, modes_set
+    # One walk per node's copy: containers on one node share it.
+    modes = {_public_modes(archive) for archive in localised_archives}
+    assert modes == {(frozenset({0o555}), frozenset({0o755}))}, modes
 
     version = json.loads(storage.read_text(f"{run_dir}/models/LATEST"))["version"]
     metadata = json.loads(storage.read_text(f"{run_dir}/models/{version}/export/tfbs_metadata.json"))
