@@ -21,6 +21,7 @@ STAGES = (
     "explain",
     "unseen",
     "report",
+    "gc",
     "demo",
 )
 

@@ -62,13 +62,12 @@ def configure_logging(verbose: bool = False) -> None:
         logging.getLogger(noisy).setLevel(logging.WARNING)
 
 
-def _remove_stale_temporaries(run_dir: str) -> None:
-    """What killed writers left under the run directory (tfbs.storage.remove_stale_temporaries)."""
+def _remove_leftovers(run_dir: str) -> None:
+    """What killed writers left under the run directory long enough ago (tfbs.storage.remove_leftovers)."""
     from tfbs import storage
 
-    removed = storage.remove_stale_temporaries(run_dir)
-    if removed:
-        logging.getLogger("tfbs").info("removed %d temporary file(s) left by killed writers under %s", removed, run_dir)
+    for leftover in storage.remove_leftovers(run_dir):
+        logging.getLogger("tfbs").info("removed a killed writer's %s %s", leftover.kind, leftover.uri)
 
 
 def run_stage(
@@ -91,7 +90,7 @@ def run_stage(
     configure_logging(args.verbose)
     try:
         config = load_config(args.config, args.overrides)
-        _remove_stale_temporaries(config.run_dir)
+        _remove_leftovers(config.run_dir)
         stage(config, args)
     except TfbsError as err:  # the user's to fix: one clear line, no traceback
         print(f"error: {err}", file=sys.stderr)

@@ -34,13 +34,12 @@ from tfbs.dream import BIN_STEP
 
 #: Folders of the staging directory that hold what passes between the stages; removed before the commit.
 ANNOTATED, DEALT = "annotated", "dealt"
-#: What a staging directory's name adds to the shard directory's (a leftover of a killed build is known by it).
-STAGING_SUFFIX = "._staging-"
 
 
 def new_staging_uri(shards_uri: str) -> str:
-    """A fresh staging directory beside ``shards_uri``: one per build, so two builds never share one."""
-    return f"{shards_uri}{STAGING_SUFFIX}{uuid.uuid4().hex[:8]}"
+    """A fresh staging directory beside ``shards_uri``: one per build, so two builds never share one
+    (a killed build's is a leftover, :mod:`tfbs.storage.leftovers`)."""
+    return f"{shards_uri}{storage.STAGING_INFIX}{uuid.uuid4().hex[:8]}"
 
 
 def annotated_file(staging_uri: str, tf: str, chrom: str) -> str:

@@ -191,8 +191,10 @@ def _check_killed_writer(base: str, mode: str, size: int, chunks: int = 1, pause
         assert last == KILLED - 1
         assert any(storage.is_temporary(name) for name in _raw_names(f"{base}/{mode}"))
         # Left for good by the kill; removed once old enough that no live writer can own it.
-        assert storage.remove_stale_temporaries(f"{base}/{mode}") == 0
-        assert storage.remove_stale_temporaries(f"{base}/{mode}", older_than=timedelta(0)) == 1
+        assert storage.remove_leftovers(f"{base}/{mode}") == []
+        assert [left.kind for left in storage.remove_leftovers(f"{base}/{mode}", older_than=timedelta(0))] == [
+            "temporary"
+        ]
         assert _raw_names(f"{base}/{mode}") == ["data.bin"]
     else:
         assert last in (KILLED - 1, KILLED)  # the kill may land after the rename

@@ -34,6 +34,7 @@ from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import psutil
@@ -294,6 +295,14 @@ def _digests(directory: Path) -> dict[str, str]:
     }
 
 
+def _collected_back_to_baseline(overrides: list[str], run_dir: Path) -> list[str]:
+    """``tfbs gc --older-than 0`` after the reruns: no leftover of the killed runs stays; returns what it removed."""
+    output = Stage("gc", overrides, ("--older-than", "0")).run()
+    assert storage.find_leftovers(storage.to_uri(run_dir), timedelta(0)) == []
+    assert not [path for path in run_dir.rglob("*") if storage.leftovers.leftover_kind(path.name)]
+    return [line.split()[-1] for line in output.splitlines() if line.startswith("removed ") and "://" in line]
+
+
 # --------------------------------------------------------------------------
 # Preprocessing
 # --------------------------------------------------------------------------
@@ -349,6 +358,11 @@ def test_preprocess_interrupted_killed_and_losing_an_executor(small_shards, tmp_
     retried = re.findall(r"Lost task (\S+) in stage (\S+)", output)
     print(f"preprocess: an executor killed; tasks lost and retried: {retried}; finished {seconds:.1f} s later")
     print(f"preprocess: left beside the shards by the killed runs: {leftovers}")
+    # The SIGKILLed build's staging folder, swept by gc; the run folder holds the shards alone.
+    assert any(storage.STAGING_INFIX in name for name in leftovers), leftovers
+    swept = _collected_back_to_baseline(overrides, run_dir)
+    assert any(storage.STAGING_INFIX in uri for uri in swept), swept
+    assert sorted(path.name for path in run_dir.iterdir() if path.name != "spark-home") == ["shards"]
 
     manifest = read_manifest(shards_uri)
     _assert_whole_shards(manifest)
@@ -514,6 +528,8 @@ def test_evaluation_and_prediction_interrupted_then_killed_leave_no_output(fault
     assert len(submissions) == 1
     rows = gzip.decompress(submissions[0].read_bytes()).decode().splitlines()
     assert ["\t".join(row.split("\t")[:3]) for row in rows] == REGIONS
+    # Training's interrupt and kill, evaluation's and prediction's: nothing of theirs stays once collected.
+    _collected_back_to_baseline(overrides, run_dir)
 
 
 # --------------------------------------------------------------------------

@@ -370,17 +370,19 @@ def test_expression_tells_the_cells_apart_and_goes_into_the_export(tmp_path):
     """With use_expression the model reads its cells' table by cell_index (it alone differs between
     cells here); the export keeps the table; other architectures and a missing table are refused."""
     from tf_models.export import export_model
-    from tf_models.model import build_model
+    from tf_models.model import ModelConstants, build_model
 
     table = np.array([[0.0, 8.0], [8.0, 0.0], [4.0, 4.0]], np.float32)
     config = _model_config("motif_cnn", "train.model.use_expression=true", "train.model.use_dnase=false")
     tf.random.set_seed(0)
-    model = build_model(config, N_CELLS, WINDOW, cell_features=table)
+    model = build_model(config, N_CELLS, WINDOW, constants=ModelConstants(cell_features=table))
     inputs = _inputs(config)
     by_cell = [model({**inputs, "cell_index": tf.fill([6], cell)}).numpy() for cell in range(N_CELLS)]
     assert np.abs(by_cell[0] - by_cell[1]).max() > 1e-4 and np.abs(by_cell[0] - by_cell[2]).max() > 1e-4
     proteins = ["ACDEFGHIKL" * 3, "MNPQRSTVWY" * 3, "ACDEFGHIKL" * 2]
-    served = tf.saved_model.load(export_model(model, config, N_CELLS, WINDOW, proteins, {}, str(tmp_path / "x"), table))
+    served = tf.saved_model.load(
+        export_model(model, config, N_CELLS, WINDOW, proteins, {}, str(tmp_path / "x"), ModelConstants(table))
+    )
     dna = [bytes(np.random.default_rng(5).choice(list(b"ACGT"), WINDOW).astype(np.uint8)) for _ in range(3)]
     for cell in range(N_CELLS):
         cells, tf_index, dnase = [cell] * 3, [0, 1, 2], [0.0] * 3
@@ -484,3 +486,67 @@ def test_models_train_under_cluster_strategies(kind, name):
 
 if __name__ == "__main__":
     print(json.dumps(_train_under_strategy(sys.argv[1], sys.argv[2])))
+
+
+def test_known_motifs_are_scanned_with_fixed_weights_gated_by_expression_and_kept_in_the_export(tmp_path):
+    """The known motifs' kernel scores a planted match 1 in the widths that hold it, either strand; their
+    features times expression differ by cell; the export keeps the kernel; config and kernel must agree."""
+    from tf_models.encoding import reverse_complement
+    from tf_models.export import export_model
+    from tf_models.model import ModelConstants, build_model
+    from tf_models.motif_cnn import known_motif_kernel
+    from tf_models.train import known_motif_kernel_of
+    from tfbs.expression import run_genes
+
+    # A motif of 8 bases, "ACGTTGCA" at log-odds 1 per base, and a second one never planted.
+    motif = np.full((8, 4), -1.0)
+    motif[np.arange(8), [0, 1, 2, 3, 3, 2, 1, 0]] = 1.0
+    kernel = known_motif_kernel([motif, np.full((6, 4), -1.0) + np.eye(4)[[0, 0, 0, 0, 0, 0]] * 2])
+    table = np.array([[8.0, 0.0], [0.0, 0.0], [4.0, 8.0]], np.float32)
+    config = _model_config(
+        "motif_cnn",
+        "train.model.motif_cnn.positional_bp=null",
+        "train.model.motif_cnn.scales_bp=[20, 200]",
+        "train.model.motif_cnn.known_motifs=true",
+        "train.model.use_expression=true",
+    )
+    tf.random.set_seed(0)
+    model = build_model(config, N_CELLS, WINDOW, constants=ModelConstants(table, kernel))
+    dna = np.random.default_rng(1).choice(list(b"ACG"), [2, WINDOW]).astype(np.uint8)  # no T: no chance match
+    dna[0, 30:38] = np.frombuffer(b"ACGTTGCA", np.uint8)  # outside the central 20 bp
+    dna[1, 96:104] = np.frombuffer(b"TGCAACGT", np.uint8)  # its reverse complement, inside them
+    one_hot = tf.one_hot(np.searchsorted(np.frombuffer(b"ACGT", np.uint8), dna), 4)
+    for strand in (one_hot, reverse_complement(one_hot)):
+        best = model._known_matches(strand).numpy()  # (batch, widths, motifs)
+        assert best[0, 1, 0] == pytest.approx(1.0) and best[0, 0, 0] < 0.5
+        assert best[1, 0, 0] == pytest.approx(1.0) and best[1, 1, 0] == pytest.approx(1.0)
+    inputs = {**_inputs(config, batch=3), "dna": tf.repeat(one_hot[:1], 3, axis=0), "tf_index": tf.zeros([3], tf.int32)}
+    by_cell = model({**inputs, "cell_index": tf.constant([0, 1, 2])}).numpy()
+    assert len(set(np.round(by_cell, 6))) == 3  # the same window and TF, three cells' expression
+    served = tf.saved_model.load(
+        export_model(
+            model, config, N_CELLS, WINDOW, ["ACDEFGHIKL" * 3], {}, str(tmp_path / "x"), ModelConstants(table, kernel)
+        )
+    )
+    exported = served.signatures["indexed"](
+        dna=tf.constant([bytes(dna[0])] * 3),
+        tf_index=tf.zeros([3], tf.int32),
+        cell_index=tf.constant([0, 1, 2]),
+        dnase=tf.zeros([3]),
+    )["logit"]
+    direct = model(
+        model_inputs([bytes(dna[0])] * 3, ["ACDEFGHIKL" * 3], config.aa_max_length, [0] * 3, [0, 1, 2], [0.0] * 3)
+    )
+    np.testing.assert_allclose(exported, direct.numpy(), rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="needs the known motifs' kernel"):
+        build_model(config, N_CELLS, WINDOW, constants=ModelConstants(table))
+    with pytest.raises(ValueError, match="3 known motifs for 2 expressed genes"):
+        build_model(
+            config, N_CELLS, WINDOW, constants=ModelConstants(table, np.concatenate([kernel, kernel[..., :1]], -1))
+        )
+
+    # From the configuration: one motif per gene whose expression the run reads, in that order, best match 1.
+    demo = load_config(DEMO_CONFIG, ["train.model.motif_cnn.known_motifs=true"])
+    scanned = known_motif_kernel_of(demo)
+    assert scanned.shape[1:] == (4, len(run_genes(demo))) == (4, 8)
+    np.testing.assert_allclose(scanned.max(axis=1).sum(axis=0), 1.0, rtol=1e-5)

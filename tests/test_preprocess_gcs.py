@@ -3,6 +3,7 @@ served by a GCS emulator: the same client code as on Google Cloud."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 from conftest import small_config
@@ -34,3 +35,13 @@ def test_gs_run_matches_the_local_run(spark, small_shards, gcs_base, tmp_path):
     assert set(listed) <= set(written)
     assert all(uri.startswith(f"{gcs_base}/run/shards/") for uri in written)
     assert not [uri for uri in storage.list_files(f"{gcs_base}/run") if "_staging-" in uri]
+    # What a killed build and a killed writer leave in a bucket is found and removed, the shards untouched.
+    staging = f"{gcs_base}/run/shards._staging-deadbeef"
+    temporary = f"{gcs_base}/run/shards/{storage.temporary_name('manifest.json')}"
+    for uri in (f"{staging}/records/train-0000.rec", temporary):
+        storage.write_bytes(uri, b"half")
+    assert storage.remove_leftovers(f"{gcs_base}/run") == []  # written just now: maybe a live writer's
+    removed = storage.remove_leftovers(f"{gcs_base}/run", older_than=timedelta(0))
+    assert sorted((left.uri, left.kind) for left in removed) == [(staging, "staging"), (temporary, "temporary")]
+    assert storage.find_leftovers(f"{gcs_base}/run", timedelta(0)) == []
+    assert storage.list_files(config.shards_uri) == written

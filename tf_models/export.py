@@ -21,11 +21,12 @@ import numpy as np
 import tensorflow as tf
 
 from tf_models.encoding import dna_one_hot, protein_bytes_to_indices, protein_one_hot
-from tf_models.model import TFBSModel, build_model
+from tf_models.model import NO_CONSTANTS, ModelConstants, TFBSModel, build_model
 from tfbs.config import ModelConfig
 from tfbs.content_keys import record_digests
 from tfbs.lineage import EXPORT_METADATA as METADATA_NAME
 from tfbs.proteins import protein_table
+from tfbs.storage import PARTIAL_SUFFIX
 
 
 class ServingModule(tf.Module):
@@ -88,7 +89,7 @@ def export_model(
     proteins: list[str],
     metadata: dict,
     export_dir: str,
-    cell_features: np.ndarray | None = None,
+    constants: ModelConstants = NO_CONSTANTS,
 ) -> str:
     """Copy the trained weights into a local model and save it for serving.
 
@@ -107,18 +108,18 @@ def export_model(
     ----------
     export_dir
         A local folder (the model directory's local side), replaced whole.
-    cell_features
-        The trained model's table by ``cell_index`` (:func:`tf_models.model.build_model`), kept in the export.
+    constants
+        The trained model's tables (:class:`tf_models.model.ModelConstants`), kept in the export.
 
     Returns
     -------
     str
         The export directory.
     """
-    local = build_model(model_config, n_cells, window, cell_features=cell_features)
+    local = build_model(model_config, n_cells, window, constants=constants)
     local.set_weights([np.asarray(w) for w in trained.get_weights()])
     module = ServingModule(local, proteins, window, model_config.aa_max_length)
-    partial = Path(f"{export_dir}.partial")
+    partial = Path(f"{export_dir}{PARTIAL_SUFFIX}")
     shutil.rmtree(partial, ignore_errors=True)
     tf.saved_model.save(module, str(partial), signatures={"serving_default": module.serve, "indexed": module.indexed})
     record_digests(partial)

@@ -10,6 +10,7 @@ the same result as running it per example at a fraction of the cost.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TypeAlias
 
 import keras
@@ -77,12 +78,34 @@ class EasyFlowNet(keras.Model):
         return tf.squeeze(self.logit(hidden), axis=-1)
 
 
+@dataclass(frozen=True)
+class ModelConstants:
+    """What a model holds besides its weights, read once on the driver and saved with its export.
+
+    Attributes
+    ----------
+    cell_features
+        ``(n_cells, k)`` log2(1 + TPM) by ``cell_index``, which ``use_expression`` feeds
+        (``motif_cnn`` only; :func:`tf_models.train.cell_expression_table`), or None.
+    known_motifs
+        The fixed kernel ``motif_cnn.known_motifs`` scans, a motif per column of
+        ``cell_features`` in order (:func:`tf_models.train.known_motif_kernel_of`), or None.
+    """
+
+    cell_features: np.ndarray | None = None
+    known_motifs: np.ndarray | None = None
+
+
+#: A model without tables (the default of every architecture's configuration).
+NO_CONSTANTS = ModelConstants()
+
+
 def build_model(
     config: ModelConfig,
     n_cells: int,
     window: int,
     mixed_precision: bool = False,
-    cell_features: np.ndarray | None = None,
+    constants: ModelConstants = NO_CONSTANTS,
 ) -> TFBSModel:
     """Create the model of ``config.architecture`` and its variables (called inside a strategy scope).
 
@@ -92,16 +115,24 @@ def build_model(
 
     With ``mixed_precision`` the layers compute in float16 and keep float32
     variables; the logit layer stays float32 (:func:`tf_models.gpus.mixed_precision_policy`).
-    ``cell_features``: ``(n_cells, k)`` by ``cell_index``, which ``config.use_expression``
-    feeds (``motif_cnn`` only; :func:`tf_models.train.cell_expression_table`).
+    ``constants``: the model's tables (:class:`ModelConstants`), each present
+    exactly when the configuration reads it.
 
     Raises
     ------
     ValueError
-        If ``config.use_expression`` and ``cell_features`` disagree.
+        If ``config`` and ``constants`` disagree.
     """
+    cell_features, known_motifs = constants.cell_features, constants.known_motifs
     if config.use_expression != (cell_features is not None):
         raise ValueError("train.model.use_expression needs the cells' expression table, and only it gives one")
+    reads_known = config.architecture == "motif_cnn" and config.motif_cnn.known_motifs
+    if reads_known != (known_motifs is not None):
+        raise ValueError("train.model.motif_cnn.known_motifs needs the known motifs' kernel, and only it gives one")
+    if known_motifs is not None and cell_features is not None and cell_features.shape[1] != known_motifs.shape[-1]:
+        raise ValueError(
+            f"{known_motifs.shape[-1]} known motifs for {cell_features.shape[1]} expressed genes: one each, in order"
+        )
     from tf_models.gpus import mixed_precision_policy
 
     with mixed_precision_policy(mixed_precision):
@@ -109,7 +140,7 @@ def build_model(
         if config.architecture == "motif_cnn":
             from tf_models.motif_cnn import MotifCNN
 
-            model = MotifCNN(config, n_cells, window, cell_features=cell_features)
+            model = MotifCNN(config, n_cells, window, cell_features=cell_features, known_motifs=known_motifs)
         elif config.architecture == "factornet":
             from tf_models.factornet import FactorNet
 

@@ -266,7 +266,8 @@ def predict_targets(
     # At least a part per core, so that a small run still uses every core.
     rows_per_part = max(1, min(config.predict.rows_per_part, math.ceil(rows / sc.defaultParallelism)))
     parts_dirs = [
-        f"{t.out_uri}.parts-{_parts_key(export_uri, metadata, regions_digest, t, rows_per_part)}" for t in targets
+        f"{t.out_uri}{storage.PARTS_INFIX}{_parts_key(export_uri, metadata, regions_digest, t, rows_per_part)}"
+        for t in targets
     ]
     scoring = _Scoring(
         export_uri,

@@ -15,7 +15,6 @@ import logging
 import math
 import shutil
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import tensorflow as tf
 from blake3 import blake3
 
 from tf_models.input_pipeline import make_dataset, positives_per_batch
+from tf_models.model import NO_CONSTANTS, ModelConstants
 from tfbs import storage
 from tfbs.config import ModelConfig, TrainConfig
 from tfbs.errors import BadInputError
@@ -91,8 +91,8 @@ class TrainingRun:
     checksums: dict[str, str] = field(default_factory=dict)
     #: Known motifs the first filters start as (tf_models.train.known_motif_seeds), or None.
     motif_seeds: tuple[np.ndarray, np.ndarray] | None = None
-    #: (n_cells, n_genes) log2(1 + TPM) by ``cell_index`` (tf_models.train.cell_expression_table), or None.
-    cell_features: np.ndarray | None = None
+    #: The model's tables read on the driver (tf_models.train.driver_inputs).
+    constants: ModelConstants = NO_CONSTANTS
 
     @classmethod
     def from_manifest(cls, manifest: Manifest) -> TrainingRun:
@@ -135,7 +135,8 @@ class TrainingRun:
         shards are removed. A copy
         already there is used only if its BLAKE3 is the manifest's; anything
         else is fetched again, under a temporary name then renamed, so a
-        half-fetched file is never read.
+        half-fetched file is never read; those a killed run left are swept
+        (:func:`tfbs.storage.remove_leftovers`).
 
         Raises
         ------
@@ -162,6 +163,8 @@ class TrainingRun:
         remote = [uri for split in download for uri in wanted[split] if storage.is_remote(uri)]
         if remote:
             started = time.monotonic()
+            # Half-fetched files of this node's killed runs (a live fetch is younger than the sweep's age).
+            storage.remove_leftovers(storage.to_uri(cache_dir))
             fetched = sum(_verified_copy(uri, Path(local(uri)), self.checksums.get(uri)) for uri in remote)
             # Only once this content is in place: a run of a stale manifest fails above, leaving the copies alone.
             for folder in sorted({shards_folder(uri) for uri in remote}):
@@ -251,7 +254,7 @@ def _verified_copy(uri: str, target: Path, checksum: str | None) -> bool:
         return False
     target.parent.mkdir(parents=True, exist_ok=True)
     # A name of this call's own: processes of one node may fetch the same file at once.
-    partial = target.with_name(f"{target.name}.part-{uuid.uuid4().hex[:12]}")
+    partial = target.with_name(storage.temporary_name(target.name))
     digest = blake3()
     try:
         with storage.open_input(uri, compression=None) as stream, open(partial, "wb") as out:

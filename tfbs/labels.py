@@ -40,7 +40,7 @@ from tfbs.bed import read_bed
 from tfbs.bedtools import run_bedtools
 from tfbs.dream import BIN_SIZE, BIN_STEP, read_chrom_sizes
 from tfbs.errors import BadInputError, MissingInputError
-from tfbs.storage import local_path
+from tfbs.storage import PARTIAL_SUFFIX, local_path
 
 #: Rows formatted per slice when writing TSV (about 25 MB of text).
 _WRITE_ROWS = 1 << 20
@@ -314,7 +314,7 @@ def _write_labels(
         columns[cell] = _codes_to_strings(codes[cell])
         tally = np.bincount(codes[cell], minlength=256)
         counts[cell] = {label: int(tally[ord(label)]) for label in "UBA"}
-    partial = out.with_name(out.name + ".partial")
+    partial = out.with_name(out.name + PARTIAL_SUFFIX)
     _write_tsv(pa.table(columns), partial, header="\t".join(["chr", "start", "stop", *cells]), gzip_level=6)
     os.replace(partial, out)
     return counts

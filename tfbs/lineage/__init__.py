@@ -76,6 +76,7 @@ from tfbs.lineage.records import (
     write_lineage,
 )
 from tfbs.lineage.retention import (
+    prunable_versions,
     prune_versions,
 )
 
@@ -110,6 +111,7 @@ __all__ = [
     "manifest_tree",
     "model_uri",
     "models_uri",
+    "prunable_versions",
     "prune_versions",
     "read_export_metadata",
     "read_floor_failure",

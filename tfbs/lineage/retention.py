@@ -8,6 +8,18 @@ from tfbs.lineage.pointers import read_latest
 from tfbs.lineage.records import list_versions
 
 
+def prunable_versions(run_dir: str, keep: int | None) -> list[str]:
+    """The versions :func:`prune_versions` would delete, oldest first (none when ``keep`` is None)."""
+    latest = read_latest(run_dir)
+    if keep is None or latest is None:
+        return []
+    names = [lineage.version for lineage in list_versions(run_dir)]
+    if latest.version not in names:
+        return []
+    older = names[: names.index(latest.version)]
+    return older[: max(0, len(older) - (keep - 1))]
+
+
 def prune_versions(run_dir: str, keep: int) -> list[str]:
     """Delete the model versions older than ``LATEST`` beyond the newest ``keep - 1`` of them.
 
@@ -29,15 +41,7 @@ def prune_versions(run_dir: str, keep: int) -> list[str]:
     list of str
         The deleted versions, oldest first.
     """
-    latest = read_latest(run_dir)
-    if latest is None:
-        return []
-    versions = list_versions(run_dir)
-    names = [lineage.version for lineage in versions]
-    if latest.version not in names:
-        return []
-    older = names[: names.index(latest.version)]
-    doomed = older[: max(0, len(older) - (keep - 1))]
+    doomed = prunable_versions(run_dir, keep)
     for version in doomed:
         lineage = lineage_uri(run_dir, version)
         for uri in storage.list_files(model_uri(run_dir, version)):

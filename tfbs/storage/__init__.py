@@ -42,17 +42,15 @@ here reaches only callers outside the package.
 
 from __future__ import annotations
 
-from tfbs.storage import atomic, directories, files, filesystems, hdfs, transfers, uris
+from tfbs.storage import atomic, directories, files, filesystems, hdfs, leftovers, transfers, uris
 from tfbs.storage.atomic import AtomicOutput, is_temporary, replace_file, temporary_name
 from tfbs.storage.directories import (
-    STALE_TEMPORARY_AGE,
     delete_dir,
     delete_file,
     exists,
     list_files,
     list_sizes,
     makedirs,
-    remove_stale_temporaries,
     replace_dir,
 )
 from tfbs.storage.files import (
@@ -72,6 +70,14 @@ from tfbs.storage.files import (
 from tfbs.storage.filesystems import EMULATOR_ENV, HDFS_DEFAULT_PORT, filesystem
 from tfbs.storage.hdfs import HDFS_WRITE_ATTEMPTS
 from tfbs.storage.hdfs import _BytesWriter as _BytesWriter  # tests/test_atomic_writes.py
+from tfbs.storage.leftovers import (
+    PARTIAL_SUFFIX,
+    PARTS_INFIX,
+    STAGING_INFIX,
+    Leftover,
+    find_leftovers,
+    remove_leftovers,
+)
 from tfbs.storage.transfers import (
     download_tree,
     fetch_file,
@@ -87,8 +93,11 @@ __all__ = [
     "HASH_BLOCK_BYTES",
     "HDFS_DEFAULT_PORT",
     "HDFS_WRITE_ATTEMPTS",
-    "STALE_TEMPORARY_AGE",
+    "PARTIAL_SUFFIX",
+    "PARTS_INFIX",
+    "STAGING_INFIX",
     "AtomicOutput",
+    "Leftover",
     "atomic",
     "blake3_of",
     "concatenate",
@@ -98,10 +107,12 @@ __all__ = [
     "download_tree",
     "exists",
     "fetch_file",
+    "find_leftovers",
     "files",
     "filesystem",
     "filesystems",
     "hdfs",
+    "leftovers",
     "is_remote",
     "is_temporary",
     "list_files",
@@ -114,7 +125,7 @@ __all__ = [
     "read_range",
     "read_ranges",
     "read_text",
-    "remove_stale_temporaries",
+    "remove_leftovers",
     "replace_dir",
     "replace_file",
     "require",

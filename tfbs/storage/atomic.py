@@ -85,7 +85,7 @@ def replace_file(fs: pafs.FileSystem, temporary: str, path: str) -> None:
         # No rename on a bucket: a server-side copy replaces the target in one
         # step (a reader gets the old object or the new one), then the hidden
         # source goes. Left behind by a failed delete, it stays out of every
-        # listing and remove_stale_temporaries sweeps it.
+        # listing and remove_leftovers sweeps it.
         fs.copy_file(temporary, path)
         with contextlib.suppress(OSError):
             fs.delete_file(temporary)
@@ -114,7 +114,7 @@ class AtomicOutput:
     the hidden name only that name is finalized, and :meth:`abort` deletes
     it. A writer killed mid-upload leaves nothing (the resumable upload is
     never finalized), or, killed between close and copy, a hidden object
-    that :func:`remove_stale_temporaries` sweeps.
+    that :func:`tfbs.storage.remove_leftovers` sweeps.
     """
 
     def __init__(self, fs: pafs.FileSystem, path: str, compression: str | None) -> None:

@@ -1,18 +1,15 @@
 """Directories: listing, creating, removing, and swapping one in whole.
 
 Listings leave out files still being written (:func:`tfbs.storage.is_temporary`);
-:func:`remove_stale_temporaries` sweeps those killed writers left behind.
+:mod:`tfbs.storage.leftovers` sweeps what killed writers left behind.
 :func:`replace_dir` puts a fully written directory under its final name so
 that readers never find old and new files mixed.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import timedelta
 
 import pyarrow.fs as pafs
 
@@ -90,47 +87,6 @@ def _file_infos(uri: str) -> list[pafs.FileInfo]:
         raise NotADirectoryError(errno.ENOTDIR, "not a directory", uri)
     infos = fs.get_file_info(pafs.FileSelector(path, recursive=True))
     return [info for info in infos if info.type == pafs.FileType.File and not atomic.is_temporary(info.path)]
-
-
-#: A temporary file older than this was left by a killed writer: no write of
-#: one file through this module takes hours.
-STALE_TEMPORARY_AGE = timedelta(hours=6)
-
-
-def _modified_at(fs: pafs.FileSystem, info: pafs.FileInfo) -> float | None:
-    """When the file of ``info`` was last modified (epoch seconds), None if its file system cannot say."""
-    if info.mtime is not None:
-        return info.mtime.timestamp()
-    # hdfs-native's fsspec listing names it modification_time, which pyarrow does not map to mtime.
-    fsspec_fs = getattr(getattr(fs, "handler", None), "fs", None)
-    if fsspec_fs is None:
-        return None
-    return fsspec_fs.modified(info.path).timestamp()
-
-
-def remove_stale_temporaries(uri: str, older_than: timedelta = STALE_TEMPORARY_AGE) -> int:
-    """Delete the temporary files (:func:`is_temporary`) under ``uri`` last modified before ``older_than`` ago.
-
-    A writer killed with SIGKILL cannot remove its temporary sibling;
-    readers never see it, but without this the run directory collects one
-    per kill. Files a live writer is still writing are younger than
-    ``older_than`` and stay. Returns the number removed; nothing if ``uri``
-    does not exist.
-    """
-    fs, path = filesystems.filesystem(uri)
-    if fs.get_file_info(path).type != pafs.FileType.Directory:
-        return 0
-    cutoff = time.time() - older_than.total_seconds()
-    removed = 0
-    for info in fs.get_file_info(pafs.FileSelector(path, recursive=True)):
-        if info.type != pafs.FileType.File or not atomic.is_temporary(info.path):
-            continue
-        modified = _modified_at(fs, info)
-        if modified is not None and modified < cutoff:
-            with contextlib.suppress(FileNotFoundError):
-                fs.delete_file(info.path)
-                removed += 1
-    return removed
 
 
 def delete_file(uri: str) -> bool:
