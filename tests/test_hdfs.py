@@ -18,6 +18,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import timedelta
 
 import pytest
 from airflow_runs import REGIONS
@@ -52,6 +53,19 @@ def test_storage_round_trips(hdfs, webhdfs, tmp_path):
     storage.replace_dir(f"{base}/staging", f"{base}/final", commit_marker="manifest.json")
     assert webhdfs.list("/roundtrip/final") == ["manifest.json"]
     assert not storage.exists(f"{base}/staging")
+
+    # A swap's aside folder and a build's staging folder that killed writers left: found by name, aged by their
+    # newest file (HDFS's modification times), removed whole; the swapped-in folder stays.
+    aside = f"{base}/{storage.temporary_name('final')}"
+    staging = f"{base}/final._staging-0badc0de"
+    storage.write_text(f"{aside}/old.txt", "old")
+    storage.write_text(f"{staging}/records/train-0000.rec", "half")
+    assert storage.find_leftovers(base) == []  # written just now
+    removed = storage.remove_leftovers(base, older_than=timedelta(0))
+    assert sorted((left.uri, left.kind) for left in removed) == sorted([(aside, "temporary"), (staging, "staging")])
+    assert all(left.modified is not None for left in removed)
+    assert not storage.exists(aside) and not storage.exists(staging)
+    assert webhdfs.list("/roundtrip/final") == ["manifest.json"]
 
     # Trees both ways, as the model directory's local mirror uses them.
     (tmp_path / "up" / "checkpoints").mkdir(parents=True)
