@@ -177,3 +177,24 @@ def test_a_class_archive_another_user_owns_is_not_mapped(tmp_path, caplog):
     assert f"class archive {archive} is not this user's own" in caplog.text
     with pytest.raises(PermissionError, match=rf"^{archive}: not this user's own file"):
         build_archive(tmp_path)
+
+
+@needs_root
+@pytest.mark.parametrize("mode", [0o700, 0o755, 0o777, 0o1777])
+def test_another_user_s_folder_at_the_record_cache_s_old_location_is_not_in_its_way(machine, mode, monkeypatch):
+    """The record cache's name carries a key only this user can compute: a squatter's folder at the old,
+    predictable ``<tmp>/tfbs-<user>/records`` neither stops the run nor receives a record."""
+    shared, home = machine
+    monkeypatch.setattr(private_dirs, "RECORDS_ROOT", f"{shared}/tfbs-{{user}}-{{key}}/records")
+    squatted = shared / f"tfbs-{user_name()}"
+    (squatted / "records").mkdir(parents=True)
+    for folder in (squatted / "records", squatted):
+        os.chown(folder, NOBODY, NOBODY)
+        folder.chmod(mode)
+    cache = private_dirs.records_cache(private_dirs.records_cache_location())
+    assert cache.parent.name.startswith(f"tfbs-{user_name()}-") and cache.parent.parent == shared
+    assert cache.stat().st_uid == os.geteuid() and cache.stat().st_mode & 0o777 == 0o700
+    assert list((squatted / "records").iterdir()) == []
+    # Nor can the squatter name the next one: the key is the user's, from a secret only the user reads.
+    secret = home / ".cache" / "tfbs" / "node" / "keys" / private_dirs.NAME_KEY_FILE
+    assert secret.stat().st_uid == os.geteuid() and secret.stat().st_mode & 0o777 == 0o600

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import getpass
+import hashlib
+import hmac
 import os
 import re
 import shutil
@@ -13,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tfbs.private_dirs import private_dir, records_cache
+from tfbs.private_dirs import private_dir, records_cache, records_cache_location
 
 
 def test_a_private_dir_is_made_mode_700_at_every_new_level(tmp_path):
@@ -44,11 +46,26 @@ def test_a_folder_anyone_else_could_write_in_is_refused(tmp_path, defect):
         private_dir(target)
 
 
-def test_records_go_to_a_folder_of_the_user_by_default(monkeypatch, tmp_path):
-    monkeypatch.setattr("tfbs.private_dirs.RECORDS_ROOT", str(tmp_path / "tfbs-{user}" / "records"))
-    folder = records_cache()
-    assert folder == tmp_path / f"tfbs-{getpass.getuser()}" / "records"
+def test_records_go_to_a_folder_of_the_user_named_by_its_own_key_by_default(monkeypatch, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    monkeypatch.setattr("tfbs.private_dirs.RECORDS_ROOT", str(tmp_path / "tfbs-{user}-{key}" / "records"))
+    monkeypatch.setattr("tfbs.private_dirs.user_cache_home", lambda: home / ".cache" / "tfbs")
+    location = records_cache_location()
+    secret = home / ".cache" / "tfbs" / "node" / "keys" / "name-key"
+    key = hmac.new(secret.read_bytes(), b"records", hashlib.sha256).hexdigest()[:16]
+    assert location == f"{tmp_path}/tfbs-{{user}}-{key}/records"  # each node's own user fills it in
+    assert secret.stat().st_mode & 0o777 == 0o600 and len(secret.read_bytes()) == 32
+    assert records_cache_location() == location  # the same secret: the same folder, run after run
+    folder = records_cache(location)
+    assert folder == tmp_path / f"tfbs-{getpass.getuser()}-{key}" / "records"
     assert folder.stat().st_mode & 0o777 == 0o700 and folder.stat().st_uid == os.geteuid()
+    mine = records_cache(records_cache_location(str(tmp_path / "mine-{user}")))
+    assert mine == tmp_path / f"mine-{getpass.getuser()}"
+    # A secret others may read names nothing: whoever read it could take the folder first.
+    secret.chmod(0o644)
+    with pytest.raises(PermissionError, match=rf"^{secret}: not this user's alone"):
+        records_cache_location()
 
 
 @pytest.fixture
@@ -68,8 +85,8 @@ def test_another_user_can_neither_read_nor_take_the_cache(shared_tmp, code_for_e
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path\n"
         "try:\n    print(list(Path(sys.argv[2]).iterdir()))\nexcept PermissionError as e:\n    print('refused')\n"
-        "from tfbs.private_dirs import records_cache\n"
-        "print(records_cache(sys.argv[3] + '/tfbs-{user}/records'))\n"
+        "from tfbs.private_dirs import records_cache, records_cache_location\n"
+        "print(records_cache(records_cache_location(sys.argv[3] + '/tfbs-{user}/records')))\n"
     )
     done = subprocess.run(
         ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", script,

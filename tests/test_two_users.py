@@ -22,7 +22,7 @@ import pytest
 from conftest import DEMO_CONFIG, MOTIFS_FOR_EVERYONE, REPO, SHARED_TMP, SMALL_OVERRIDES
 
 from tfbs.config import load_config
-from tfbs.private_dirs import RECORDS_ROOT
+from tfbs.private_dirs import PREDICTABLE_RECORDS_ROOT, records_cache_location
 from tfbs.storage import local_path
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
@@ -51,7 +51,7 @@ def shared_inputs(spark, small_dataset, code_for_everyone) -> Iterator[Path]:
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
-        shutil.rmtree(RECORDS_ROOT.format(user=OTHER_USER).removesuffix("/records"), ignore_errors=True)
+        shutil.rmtree(PREDICTABLE_RECORDS_ROOT.format(user=OTHER_USER).removesuffix("/records"), ignore_errors=True)
 
 
 def _train(folder: Path, code: Path, user: str) -> subprocess.Popen[str]:
@@ -72,14 +72,22 @@ def _train(folder: Path, code: Path, user: str) -> subprocess.Popen[str]:
 def test_two_users_train_at_once_each_with_a_cache_of_its_own(shared_inputs, code_for_everyone):
     runs = {user: _train(shared_inputs, code_for_everyone, user) for user in ("root", OTHER_USER)}
     outputs = {user: run.communicate(timeout=900)[0] for user, run in runs.items()}
+    # root's cache has a name only root can compute (a key from a secret in its home); nobody has no home
+    # for the secret, so its cache keeps the predictable name, and the run says so.
+    caches = {
+        "root": records_cache_location().format(user="root"),
+        OTHER_USER: PREDICTABLE_RECORDS_ROOT.format(user=OTHER_USER),
+    }
+    assert caches["root"].startswith("/tmp/tfbs-root-") and len(caches["root"]) == len("/tmp/tfbs-root-/records") + 16
+    assert "a name another user could take first" in outputs[OTHER_USER]
     for user, run in runs.items():
         assert run.returncode == 0, (user, outputs[user][-4000:])
         (export,) = (shared_inputs / user / "run").glob("models/*/export/saved_model.pb")
         assert export.stat().st_uid == pwd.getpwnam(user).pw_uid
-        cache = Path(RECORDS_ROOT.format(user=user))
+        cache = Path(caches[user])
         assert cache.stat().st_uid == pwd.getpwnam(user).pw_uid and cache.stat().st_mode & 0o777 == 0o700
     peek = subprocess.run(
-        [*AS_OTHER_USER, sys.executable, "-c", f"import os; os.listdir({RECORDS_ROOT.format(user='root')!r})"],
+        [*AS_OTHER_USER, sys.executable, "-c", f"import os; os.listdir({caches['root']!r})"],
         capture_output=True, text=True, timeout=60, cwd="/",
     )  # fmt: skip
     assert peek.returncode != 0 and "PermissionError" in peek.stderr

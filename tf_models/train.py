@@ -144,26 +144,29 @@ def node_executor_conf(train: TrainConfig) -> dict[str, str]:
     }
 
 
-def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...], inputs: dict | None = None):
+def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...], inputs: dict):
     """The manifest's training run, its remote record files copied where this node reads them.
 
-    ``inputs``: what the driver read for the model, :func:`driver_inputs`.
+    ``inputs``: what the driver chose and read for the nodes, :func:`driver_inputs`.
     """
     from tf_models.training_run import TrainingRun
     from tfbs.private_dirs import records_cache
 
-    cache = str(records_cache(config.train.placement.record_cache_dir))
+    model_inputs = dict(inputs)
+    cache = str(records_cache(model_inputs.pop("records_cache")))
     run = TrainingRun.from_manifest(manifest).readable_by_tensorflow(cache, download)
-    return dataclasses.replace(run, **(inputs or {}))
+    return dataclasses.replace(run, **model_inputs)
 
 
 def driver_inputs(config: PipelineConfig, manifest: Manifest) -> dict:
-    """What the model starts from besides the records, read once on the driver and sent to the nodes:
-    ``{"motif_seeds": known_motif_seeds(...), "constants": ModelConstants(cell_expression_table(...),
-    known_motif_kernel_of(...))}``."""
+    """What the nodes start from besides the records, chosen or read once on the driver:
+    ``{"records_cache": records_cache_location(...), "motif_seeds": known_motif_seeds(...),
+    "constants": ModelConstants(cell_expression_table(...), known_motif_kernel_of(...))}``."""
     from tf_models.model import ModelConstants
+    from tfbs.private_dirs import records_cache_location
 
     return {
+        "records_cache": records_cache_location(config.train.placement.record_cache_dir),
         "motif_seeds": known_motif_seeds(config, manifest.tfs),
         "constants": ModelConstants(cell_expression_table(config, manifest.cells), known_motif_kernel_of(config)),
     }
@@ -322,13 +325,13 @@ def node_main(args: dict, info) -> None:
     if placement.strategy == "multi_worker_mirrored":
         strategy = tf.distribute.MultiWorkerMirroredStrategy()
         cpus.after_server_is_up()
-        run = _readable_run(config, manifest, ("train", "valid"), args.get("inputs"))
+        run = _readable_run(config, manifest, ("train", "valid"), args["inputs"])
         _train_and_export(config, version_lineage, manifest, run, strategy, is_chief=info.is_chief)
         return
     if info.job_name in ("ps", "worker"):
         # Workers run the input graph the chief builds: their record files first.
         if info.job_name == "worker":
-            _readable_run(config, manifest, ("train",))
+            _readable_run(config, manifest, ("train",), args["inputs"])
         # The ps waits like a worker instead of server.join(), which never
         # returns and would keep the process alive until the application ends.
         start_server(info)
@@ -342,7 +345,7 @@ def node_main(args: dict, info) -> None:
         resolver = tf.distribute.cluster_resolver.TFConfigClusterResolver()
         strategy = tf.distribute.ParameterServerStrategy(resolver)
         cpus.after_server_is_up()
-        run = _readable_run(config, manifest, ("valid",), args.get("inputs"))
+        run = _readable_run(config, manifest, ("valid",), args["inputs"])
         _train_and_export(config, version_lineage, manifest, run, strategy, is_chief=True)
         status = "ok"
     finally:

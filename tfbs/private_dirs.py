@@ -19,6 +19,8 @@ it could swap a record file or a model between its check and its use.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import logging
 import os
 import pwd
@@ -27,8 +29,13 @@ import tempfile
 from pathlib import Path
 
 #: Where a run's record copies go on every node: one path on all of them
-#: (the chief builds the input graph the workers run), one folder per user.
-RECORDS_ROOT = "/tmp/tfbs-{user}/records"
+#: (the chief builds the input graph the workers run), one folder per user,
+#: named with a key only that user can compute (:func:`records_cache_location`).
+RECORDS_ROOT = "/tmp/tfbs-{user}-{key}/records"
+#: The record cache of a user with no home to keep the key's secret in (``nobody``): a name others can take first.
+PREDICTABLE_RECORDS_ROOT = "/tmp/tfbs-{user}/records"
+#: In ``<home>/.cache/tfbs/node/keys``: the secret the user's unguessable folder names are keyed with.
+NAME_KEY_FILE = "name-key"
 
 
 log = logging.getLogger("tfbs.private_dirs")
@@ -130,9 +137,57 @@ def _check_container(folder: Path) -> None:
         )
 
 
-def records_cache(configured: str | None = None) -> Path:
-    """This user's folder of record copies on this node (``train.placement.record_cache_dir``, default :data:`RECORDS_ROOT`)."""
-    return private_dir((configured or RECORDS_ROOT).format(user=user_name()))
+def user_key(purpose: str) -> str:
+    """16 hex digits no other user can compute: an HMAC of ``purpose`` under this user's secret.
+
+    The secret is 32 random bytes in ``<home>/.cache/tfbs/node/keys/name-key``,
+    made once (mode 600, in a folder of mode 700) and refused when anyone
+    else could read or replace it. The same user on the same home gets the same
+    key every time, so the folder it names is reused run after run.
+
+    Raises
+    ------
+    PermissionError
+        If the secret is not this user's own file, or others may read it.
+    """
+    secret_file = private_dir(user_cache_home() / "node" / "keys") / NAME_KEY_FILE
+    with contextlib.suppress(FileExistsError):  # made before, or meanwhile by another process
+        descriptor = os.open(secret_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as out:
+            out.write(os.urandom(32))
+    if not is_own_file(secret_file) or secret_file.stat().st_mode & 0o077:
+        raise PermissionError(f"{secret_file}: not this user's alone (mode 600, owned by this user); remove it")
+    return hmac.new(secret_file.read_bytes(), purpose.encode(), hashlib.sha256).hexdigest()[:16]
+
+
+def records_cache_location(configured: str | None = None) -> str:
+    """Where every node of a run keeps its copies of remote record files, chosen once on the driver.
+
+    ``train.placement.record_cache_dir``, or by default :data:`RECORDS_ROOT`
+    named with the driver's :func:`user_key`: a name no other user can take
+    first, so none can stop the run or feed it records by making the folder
+    before it (a predictable ``/tmp/tfbs-<user>`` could be). ``{user}`` is
+    left for each node to fill in with its own user (:func:`records_cache`):
+    a container may run as another user than the driver.
+    """
+    if configured is not None:
+        return configured
+    home = user_cache_home().parent.parent
+    if not user_cache_home().is_dir() and not (home.is_dir() and os.access(home, os.W_OK)):
+        log.warning(
+            "%s: no home to keep a secret in, so the record cache is %s, a name another user could take first "
+            "(set train.placement.record_cache_dir to a folder of your own)",
+            home,
+            PREDICTABLE_RECORDS_ROOT.format(user=user_name()),
+        )
+        return PREDICTABLE_RECORDS_ROOT
+    return RECORDS_ROOT.replace("{key}", user_key("records"))
+
+
+def records_cache(location: str) -> Path:
+    """This node's folder of record copies at ``location`` (:func:`records_cache_location`), ``{user}`` this
+    process's user, made and checked."""
+    return private_dir(location.format(user=user_name()))
 
 
 def _taken_by_another(folder: Path) -> bool:
