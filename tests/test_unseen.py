@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import model_inputs, small_config
+from conftest import DEMO_CONFIG, model_inputs, small_config
 
 from tf_models import MODEL_FORMAT
 from tf_models.unseen.domains import domains_only
@@ -61,6 +61,28 @@ def test_nearest_protein_is_the_one_sharing_a_domain():
     assert nearest_protein("FOXB", proteins)[0] == "FOXA"
     with pytest.raises(ValueError, match="no protein besides"):
         nearest_protein("ZNF", {"ZNF": proteins["ZNF"]})
+
+
+def test_a_family_label_gives_family_members_one_stand_in_and_other_families_another(small_shards):
+    """``unseen.protein_inputs: [family]``: the demo's forkhead paralogues share one stand-in protein, every other
+    family has its own, none carries a residue run of the real proteins."""
+    from synthetic.proteins import synthetic_protein
+    from tf_models.unseen.run import with_protein_input
+    from tfbs.config import load_config
+
+    config, manifest = small_shards
+    demo = load_config(DEMO_CONFIG)
+    proteins = {tf.name: synthetic_protein(tf.name, tf.family, demo.generate.seed)[0] for tf in demo.generate.tfs}
+    given = with_protein_input(config, manifest.model_copy(update={"proteins": proteins}), "family").proteins
+    assert given["FOXA1"] == given["FOXA2"] and len({given["CTCF"], given["EGR1"], given["FOXA1"]}) == 3
+    assert all(len(given[tf]) == 300 and set(given[tf]) <= set("ACDEFGHIKLMNPQRSTVWY") for tf in given)
+    assert all(protein_identity(given[tf], proteins[tf]) < 0.1 for tf in given)
+    assert INPUTS["family"] == "family label only"
+    assert load_config(DEMO_CONFIG, ["unseen.protein_inputs=[full, family]"]).unseen.protein_inputs == [
+        "full",
+        "family",
+    ]
+    assert demo.unseen.protein_inputs == ["full", "dbd"]
 
 
 def test_held_out_config_trains_in_one_process_in_its_own_folder(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 import numpy as np
 
 #: Local alignment scores: identical residues gain, others and gaps cost.
@@ -95,3 +97,43 @@ def nearest_protein(name: str, proteins: dict[str, str]) -> tuple[str, float]:
     identities = {other: protein_identity(proteins[name], proteins[other]) for other in others}
     best = max(others, key=lambda other: (identities[other], -others.index(other)))
     return best, identities[best]
+
+
+#: Residues of a family label's stand-in protein (:func:`family_label_protein`).
+AMINO_ACIDS = "ACDEFGHIKLMNPQRSTVWY"
+
+
+def protein_families(proteins: dict[str, str], identity: float) -> dict[str, str]:
+    """Each protein's family, named by its first member in sorted order: proteins at least
+    ``identity`` identical (:func:`protein_identity`) are one family, and so is a chain of them.
+
+    Examples
+    --------
+    >>> protein_families({"FOXB": "MKVLAWHH", "FOXA": "MKVLAWGG", "ZNF": "CCCCCCCC"}, identity=0.5)
+    {'FOXB': 'FOXA', 'FOXA': 'FOXA', 'ZNF': 'ZNF'}
+    """
+    names = sorted(proteins)
+    family = {name: name for name in names}
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            if protein_identity(proteins[first], proteins[second]) >= identity:
+                joined, into = family[second], family[first]
+                family = {name: into if lead == joined else lead for name, lead in family.items()}
+    return {name: min(n for n in names if family[n] == family[name]) for name in proteins}
+
+
+def family_label_protein(family: str, length: int = 300) -> str:
+    """A stand-in protein that says only which family a TF is of: random residues seeded by the family's name.
+
+    Every member of a family gets the same sequence and no two families
+    share one, so a model given these reads a family label and nothing of
+    the protein itself (the control the protein branch has to beat).
+
+    Examples
+    --------
+    >>> family_label_protein("FOXA1") == family_label_protein("FOXA1") != family_label_protein("CTCF")
+    True
+    """
+    seed = int.from_bytes(hashlib.sha256(family.encode()).digest()[:8], "little")
+    residues = np.random.default_rng(seed).choice(list(AMINO_ACIDS), length)
+    return "".join(residues)

@@ -21,7 +21,7 @@ import json
 import logging
 import time
 
-from tf_models.unseen.proteins import nearest_protein, shuffled_protein
+from tf_models.unseen.proteins import family_label_protein, nearest_protein, protein_families, shuffled_protein
 from tf_models.unseen.score import auprc_by_cell, load_exported_model, read_test_rows, score_rows
 from tf_models.unseen.shards import without_tf
 from tf_models.unseen.table import INPUTS, SITES, control_note, family_note, table_rows, verdict, write_table
@@ -110,13 +110,20 @@ def _seen_report(config: PipelineConfig) -> tuple[str, dict]:
 
 
 def with_protein_input(config: PipelineConfig, manifest: Manifest, protein_input: str) -> Manifest:
-    """The manifest whose proteins are what the model is given: whole, or cut to their DNA-binding domains."""
+    """The manifest whose proteins are what the model is given: whole, cut to their DNA-binding domains,
+    or a family label (:func:`~tf_models.unseen.proteins.family_label_protein` of the family
+    :func:`~tf_models.unseen.proteins.protein_families` finds at :data:`FAMILY_IDENTITY`)."""
     if protein_input == "full":
         return manifest
-    from tf_models.unseen.domains import domains_only
+    if protein_input == "family":
+        families = protein_families(manifest.proteins, FAMILY_IDENTITY)
+        proteins = {tf: family_label_protein(families[tf]) for tf in manifest.proteins}
+    else:
+        from tf_models.unseen.domains import domains_only
 
+        proteins = domains_only(manifest.proteins, config.data.proteins_fasta)
     # model_copy does not validate: only the proteins change, so the model version does too.
-    return manifest.model_copy(update={"proteins": domains_only(manifest.proteins, config.data.proteins_fasta)})
+    return manifest.model_copy(update={"proteins": proteins})
 
 
 def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, seen: dict) -> dict:

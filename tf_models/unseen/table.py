@@ -22,7 +22,7 @@ CONDITIONS = (
     ("seen", "seen-TF model"),
 )
 #: What the model was given of each protein, as the table names it.
-INPUTS = {"full": "whole protein", "dbd": "DNA-binding domain"}
+INPUTS = {"full": "whole protein", "dbd": "DNA-binding domain", "family": "family label only"}
 #: The data a block was measured on, as the table names it: the run's own data set, where a
 #: family member's sites are mostly its lead's, or the family control, whose sites are planted apart.
 SITES = {"shared": "shared with family (run data)", "apart": "apart (family control)"}

@@ -111,11 +111,12 @@ class UnseenConfig(Section):
         "their sites planted apart (generate.family_share 0), so transfer through the protein is told from "
         "transfer through shared sites (generated data only)",
     )
-    protein_inputs: list[Literal["full", "dbd"]] = Field(
+    protein_inputs: list[Literal["full", "dbd", "family"]] = Field(
         ["full"],
         min_length=1,
         description="what the model is given of each protein, one table block each: the whole sequence, "
-        "or its DNA-binding domain (dbd=START-END in the protein FASTA's headers)",
+        "its DNA-binding domain (dbd=START-END in the protein FASTA's headers), or a family label only (one "
+        "stand-in sequence per family of proteins at least 20% identical: the control the protein must beat)",
     )
 
 
