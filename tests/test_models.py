@@ -488,65 +488,15 @@ if __name__ == "__main__":
     print(json.dumps(_train_under_strategy(sys.argv[1], sys.argv[2])))
 
 
-def test_known_motifs_are_scanned_with_fixed_weights_gated_by_expression_and_kept_in_the_export(tmp_path):
-    """The known motifs' kernel scores a planted match 1 in the widths that hold it, either strand; their
-    features times expression differ by cell; the export keeps the kernel; config and kernel must agree."""
-    from tf_models.encoding import reverse_complement
-    from tf_models.export import export_model
-    from tf_models.model import ModelConstants, build_model
-    from tf_models.motif_cnn import known_motif_kernel
-    from tf_models.train import known_motif_kernel_of
-    from tfbs.expression import run_genes
-
-    # A motif of 8 bases, "ACGTTGCA" at log-odds 1 per base, and a second one never planted.
-    motif = np.full((8, 4), -1.0)
-    motif[np.arange(8), [0, 1, 2, 3, 3, 2, 1, 0]] = 1.0
-    kernel = known_motif_kernel([motif, np.full((6, 4), -1.0) + np.eye(4)[[0, 0, 0, 0, 0, 0]] * 2])
-    table = np.array([[8.0, 0.0], [0.0, 0.0], [4.0, 8.0]], np.float32)
-    config = _model_config(
-        "motif_cnn",
-        "train.model.motif_cnn.positional_bp=null",
-        "train.model.motif_cnn.scales_bp=[20, 200]",
-        "train.model.motif_cnn.known_motifs=true",
-        "train.model.use_expression=true",
-    )
-    tf.random.set_seed(0)
-    model = build_model(config, N_CELLS, WINDOW, constants=ModelConstants(table, kernel))
-    dna = np.random.default_rng(1).choice(list(b"ACG"), [2, WINDOW]).astype(np.uint8)  # no T: no chance match
-    dna[0, 30:38] = np.frombuffer(b"ACGTTGCA", np.uint8)  # outside the central 20 bp
-    dna[1, 96:104] = np.frombuffer(b"TGCAACGT", np.uint8)  # its reverse complement, inside them
-    one_hot = tf.one_hot(np.searchsorted(np.frombuffer(b"ACGT", np.uint8), dna), 4)
-    for strand in (one_hot, reverse_complement(one_hot)):
-        best = model._known_matches(strand).numpy()  # (batch, widths, motifs)
-        assert best[0, 1, 0] == pytest.approx(1.0) and best[0, 0, 0] < 0.5
-        assert best[1, 0, 0] == pytest.approx(1.0) and best[1, 1, 0] == pytest.approx(1.0)
-    inputs = {**_inputs(config, batch=3), "dna": tf.repeat(one_hot[:1], 3, axis=0), "tf_index": tf.zeros([3], tf.int32)}
-    by_cell = model({**inputs, "cell_index": tf.constant([0, 1, 2])}).numpy()
-    assert len(set(np.round(by_cell, 6))) == 3  # the same window and TF, three cells' expression
-    served = tf.saved_model.load(
-        export_model(
-            model, config, N_CELLS, WINDOW, ["ACDEFGHIKL" * 3], {}, str(tmp_path / "x"), ModelConstants(table, kernel)
-        )
-    )
-    exported = served.signatures["indexed"](
-        dna=tf.constant([bytes(dna[0])] * 3),
-        tf_index=tf.zeros([3], tf.int32),
-        cell_index=tf.constant([0, 1, 2]),
-        dnase=tf.zeros([3]),
-    )["logit"]
-    direct = model(
-        model_inputs([bytes(dna[0])] * 3, ["ACDEFGHIKL" * 3], config.aa_max_length, [0] * 3, [0, 1, 2], [0.0] * 3)
-    )
-    np.testing.assert_allclose(exported, direct.numpy(), rtol=1e-5, atol=1e-5)
-    with pytest.raises(ValueError, match="needs the known motifs' kernel"):
-        build_model(config, N_CELLS, WINDOW, constants=ModelConstants(table))
-    with pytest.raises(ValueError, match="3 known motifs for 2 expressed genes"):
-        build_model(
-            config, N_CELLS, WINDOW, constants=ModelConstants(table, np.concatenate([kernel, kernel[..., :1]], -1))
-        )
-
-    # From the configuration: one motif per gene whose expression the run reads, in that order, best match 1.
-    demo = load_config(DEMO_CONFIG, ["train.model.motif_cnn.known_motifs=true"])
-    scanned = known_motif_kernel_of(demo)
-    assert scanned.shape[1:] == (4, len(run_genes(demo))) == (4, 8)
-    np.testing.assert_allclose(scanned.max(axis=1).sum(axis=0), 1.0, rtol=1e-5)
+def test_linear_matches_keep_a_weak_match_graded_where_relu_floors_it():
+    """``motif_cnn.match_activation: linear``: each filter's best score below its threshold stays (negative),
+    where the ReLU's is 0 for every window without a match."""
+    relu, config = _build("motif_cnn")
+    linear, _ = _build("motif_cnn", "train.model.motif_cnn.match_activation=linear")
+    linear.motifs.set_weights(relu.motifs.get_weights())
+    linear.motifs.bias.assign(tf.fill(linear.motifs.bias.shape, -100.0))  # nothing clears the threshold
+    relu.motifs.bias.assign(tf.fill(relu.motifs.bias.shape, -100.0))
+    dna = _inputs(config, batch=4)["dna"]
+    floored, graded = relu._best_matches(dna).numpy(), linear._best_matches(dna).numpy()
+    assert (floored == 0).all()
+    assert (graded < 0).all() and len(np.unique(graded.round(4))) > graded.shape[1]  # windows told apart

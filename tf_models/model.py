@@ -87,13 +87,9 @@ class ModelConstants:
     cell_features
         ``(n_cells, k)`` log2(1 + TPM) by ``cell_index``, which ``use_expression`` feeds
         (``motif_cnn`` only; :func:`tf_models.train.cell_expression_table`), or None.
-    known_motifs
-        The fixed kernel ``motif_cnn.known_motifs`` scans, a motif per column of
-        ``cell_features`` in order (:func:`tf_models.train.known_motif_kernel_of`), or None.
     """
 
     cell_features: np.ndarray | None = None
-    known_motifs: np.ndarray | None = None
 
 
 #: A model without tables (the default of every architecture's configuration).
@@ -123,16 +119,9 @@ def build_model(
     ValueError
         If ``config`` and ``constants`` disagree.
     """
-    cell_features, known_motifs = constants.cell_features, constants.known_motifs
+    cell_features = constants.cell_features
     if config.use_expression != (cell_features is not None):
         raise ValueError("train.model.use_expression needs the cells' expression table, and only it gives one")
-    reads_known = config.architecture == "motif_cnn" and config.motif_cnn.known_motifs
-    if reads_known != (known_motifs is not None):
-        raise ValueError("train.model.motif_cnn.known_motifs needs the known motifs' kernel, and only it gives one")
-    if known_motifs is not None and cell_features is not None and cell_features.shape[1] != known_motifs.shape[-1]:
-        raise ValueError(
-            f"{known_motifs.shape[-1]} known motifs for {cell_features.shape[1]} expressed genes: one each, in order"
-        )
     from tf_models.gpus import mixed_precision_policy
 
     with mixed_precision_policy(mixed_precision):
@@ -140,7 +129,7 @@ def build_model(
         if config.architecture == "motif_cnn":
             from tf_models.motif_cnn import MotifCNN
 
-            model = MotifCNN(config, n_cells, window, cell_features=cell_features, known_motifs=known_motifs)
+            model = MotifCNN(config, n_cells, window, cell_features=cell_features)
         elif config.architecture == "factornet":
             from tf_models.factornet import FactorNet
 

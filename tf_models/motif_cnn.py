@@ -134,29 +134,6 @@ def motif_seeds(log_odds: list[np.ndarray], kernel: int) -> tuple[np.ndarray, np
     return weights, np.full(len(log_odds), -1.0, dtype=np.float32)
 
 
-def known_motif_kernel(log_odds: list[np.ndarray]) -> np.ndarray:
-    """A fixed Conv1D kernel ``(width, 4, k)`` that scores ``log_odds`` motifs, each scaled so its best match is 1.
-
-    Every motif is centred in the width of the longest, its missing columns
-    zero, so the kernel's score at a position is the motif's log-odds there
-    over its best possible score (negative for a poor match).
-
-    Examples
-    --------
-    >>> kernel = known_motif_kernel([np.log(np.full((4, 4), 0.1) + np.eye(4) * 0.6) + np.log(4), np.zeros((6, 4)) + 1])
-    >>> kernel.shape
-    (6, 4, 2)
-    >>> float(kernel[1:5, :, 0].max(axis=1).sum()), float(kernel[:, :, 1].max(axis=1).sum())
-    (1.0, 1.0)
-    """
-    width = max(matrix.shape[0] for matrix in log_odds)
-    kernel = np.zeros((width, 4, len(log_odds)), dtype=np.float32)
-    for index, matrix in enumerate(log_odds):
-        offset = (width - matrix.shape[0]) // 2
-        kernel[offset : offset + matrix.shape[0], :, index] = matrix / matrix.max(axis=1).sum()
-    return kernel
-
-
 def scale_slices(window: int, scales_bp: list[int], kernel: int) -> tuple[int, int, list[tuple[int, int]]]:
     """The scanned region of the widest of ``scales_bp`` and, per width, the slice of its maps inside it.
 
@@ -198,9 +175,6 @@ class MotifCNN(keras.Model):
         Length of the DNA windows the model is given.
     cell_features
         ``(n_cells, k)`` log2(1 + TPM) by ``cell_index`` (``config.use_expression``), or None.
-    known_motifs
-        The fixed kernel of ``config.motif_cnn.known_motifs`` (:func:`known_motif_kernel`), or None;
-        with ``cell_features``, its motifs are the genes of their columns, in order.
 
     Notes
     -----
@@ -214,23 +188,14 @@ class MotifCNN(keras.Model):
         n_cells: int,
         window: int,
         cell_features: np.ndarray | None = None,
-        known_motifs: np.ndarray | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
         self.config = config
         self.n_cells = n_cells
-        # Constants of the model, saved with its export: a row per cell_index, expression scaled to about [0, 1];
-        # the known motifs' fixed kernel.
+        # A constant of the model, saved with its export: a row per cell_index, expression scaled to about [0, 1].
         self.cell_features = None if cell_features is None else tf.constant(cell_features / 10.0, tf.float32)
         scan = config.motif_cnn
-        self.known_kernel = None
-        if known_motifs is not None:
-            self.known_kernel = tf.constant(known_motifs, tf.float32)
-            self.known_first, self.known_length, self.known_slices = scale_slices(
-                window, scan.scales_bp or [config.dna_center_bp or window], known_motifs.shape[0]
-            )
-            self.known_gate = keras.layers.Dense(known_motifs.shape[-1], activation="sigmoid", name="known_gate")
         self.positions = None
         #: Per width of ``scales_bp``, the slice of the motif maps whose matches lie inside it.
         self.scale_slices: list[tuple[int, int]] = []
@@ -271,15 +236,6 @@ class MotifCNN(keras.Model):
             maps = self.positions(maps)
         return tf.reduce_max(maps, axis=1)
 
-    def _known_matches(self, dna: tf.Tensor) -> tf.Tensor:
-        """Each known motif's best scaled log-odds per width, either strand: (batch, widths, motifs), float32."""
-        dna = tf.cast(dna[:, self.known_first : self.known_first + self.known_length], tf.float32)
-        best = []
-        for strand in (dna, reverse_complement(dna)):
-            maps = tf.nn.conv1d(strand, self.known_kernel, stride=1, padding="VALID")
-            best.append(tf.stack([tf.reduce_max(maps[:, a : a + n], axis=1) for a, n in self.known_slices], axis=1))
-        return tf.maximum(*best)
-
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
         dna = tf.cast(inputs["dna"][:, self.first : self.first + self.length], self.compute_dtype)
         matches = tf.maximum(self._best_matches(dna), self._best_matches(reverse_complement(dna)))
@@ -292,13 +248,6 @@ class MotifCNN(keras.Model):
         if self.scale_slices:
             matches = tf.reshape(matches, [-1, len(self.scale_slices) * self.motifs.filters])
         parts = [matches, protein]
-        if self.known_kernel is not None:
-            known = self._known_matches(inputs["dna"]) * tf.cast(self.known_gate(protein), tf.float32)[:, None, :]
-            parts.append(tf.reshape(known, [-1, known.shape[1] * known.shape[2]]))
-            if self.cell_features is not None:
-                # A partner's motif where its gene is expressed: the expression columns follow the known motifs.
-                expressed = tf.gather(self.cell_features, tf.cast(inputs["cell_index"], tf.int32))
-                parts.append(tf.reshape(known * expressed[:, None, :], [-1, known.shape[1] * known.shape[2]]))
         if self.config.use_cell_type:
             parts.append(tf.one_hot(tf.cast(inputs["cell_index"], tf.int32), self.n_cells))
         if self.config.use_dnase:

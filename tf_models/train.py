@@ -161,44 +161,15 @@ def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[st
 def driver_inputs(config: PipelineConfig, manifest: Manifest) -> dict:
     """What the nodes start from besides the records, chosen or read once on the driver:
     ``{"records_cache": records_cache_location(...), "motif_seeds": known_motif_seeds(...),
-    "constants": ModelConstants(cell_expression_table(...), known_motif_kernel_of(...))}``."""
+    "constants": ModelConstants(cell_expression_table(...))}``."""
     from tf_models.model import ModelConstants
     from tfbs.private_dirs import records_cache_location
 
     return {
         "records_cache": records_cache_location(config.train.placement.record_cache_dir),
         "motif_seeds": known_motif_seeds(config, manifest.tfs),
-        "constants": ModelConstants(cell_expression_table(config, manifest.cells), known_motif_kernel_of(config)),
+        "constants": ModelConstants(cell_expression_table(config, manifest.cells)),
     }
-
-
-def known_motif_kernel_of(config: PipelineConfig) -> np.ndarray | None:
-    """The fixed kernel of ``train.model.motif_cnn.known_motifs`` (:func:`tf_models.motif_cnn.known_motif_kernel`).
-
-    One motif per gene of :func:`tfbs.expression.run_genes` (the run's TFs'
-    and their partners'), in its order, so motif ``i`` is the gene of the
-    expression table's column ``i``. None when the model scans no known motif.
-
-    Raises
-    ------
-    ConfigError
-        If the model asks for known motifs and ``evaluate.motif_db`` or ``evaluate.motifs`` gives none.
-    """
-    from tf_models.baselines import motif_log_odds
-    from tf_models.motif_cnn import known_motif_kernel
-    from tfbs.expression import run_genes
-
-    model = config.train.model
-    if model.architecture != "motif_cnn" or not model.motif_cnn.known_motifs:
-        return None
-    motifs = {**config.evaluate.motifs, **config.evaluate.partner_motifs}
-    if not motifs or not config.evaluate.motif_db:
-        raise ConfigError(
-            "train.model.motif_cnn.known_motifs: no known motif to scan (set evaluate.motif_db and evaluate.motifs)"
-        )
-    matrices = motif_log_odds(config.evaluate.motif_db, motifs)
-    log.info("the model scans the known motifs of %s (train.model.motif_cnn.known_motifs)", ", ".join(motifs))
-    return known_motif_kernel([matrices[gene] for gene in run_genes(config)])
 
 
 def cell_expression_table(config: PipelineConfig, cells: list[str]) -> np.ndarray | None:

@@ -57,14 +57,6 @@ class MotifCNNConfig(Section):
     match_dropout: float = Field(
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
     )
-    known_motifs: bool = Field(
-        False,
-        description="beside the learned filters, scan the known motifs of the run's TFs and their partners "
-        "(evaluate.motifs, evaluate.partner_motifs in evaluate.motif_db) with fixed weights: each one's best "
-        "log-odds match per width of scales_bp (or in dna_center_bp), gated by the TF's protein, and with "
-        "use_expression the same again times the motif's gene's expression in the row's cell, so a partner's motif "
-        "counts where the partner is expressed (what the gradient-boosted baseline reads, as a layer of the model)",
-    )
     seed_motifs: bool = Field(
         False,
         description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db; "

@@ -103,21 +103,13 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
     ``seed_motif_db`` reads as null: the same bytes elsewhere are the same
     recipe). A model reading expression (``train.model.use_expression``)
     has the BLAKE3 of each RNA-seq file of ``data.rnaseq_dir`` in its
-    recipe, under ``expression_from``: new RNA-seq trains a new version. A
-    model scanning known motifs (``train.model.motif_cnn.known_motifs``)
-    has the motifs it scans and the bytes of ``evaluate.motif_db`` under
-    ``known_motifs_from``.
+    recipe, under ``expression_from``: new RNA-seq trains a new version.
     """
     tree: dict[str, Any] = config.content_settings({"train"})["train"]
     tree["model"]["motif_cnn"]["seed_motif_db"] = None
     model, evaluate = config.train.model, config.evaluate
     if model.use_expression:
         tree["expression_from"] = _expression_digests(config.data.rnaseq_dir)
-    if model.architecture == "motif_cnn" and model.motif_cnn.known_motifs and evaluate.motif_db:
-        tree["known_motifs_from"] = {
-            "motifs": {**evaluate.motifs, **evaluate.partner_motifs},
-            "motif_db_blake3": _motif_file_digest(evaluate.motif_db, "evaluate.motif_db"),
-        }
     if model.architecture != "motif_cnn" or not model.motif_cnn.seed_motifs:
         return tree
     if model.motif_cnn.seed_motif_db is not None:
