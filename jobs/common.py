@@ -75,11 +75,14 @@ def run_stage(
     stage: Callable[[PipelineConfig, argparse.Namespace], object],
     argv: list[str] | None = None,
     extra_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+    sweep: bool = True,
 ) -> int:
-    """Parse arguments, load the configuration and run ``stage``.
+    """Parse arguments, load the configuration, sweep the run folder's stale leftovers and run ``stage``.
 
     Returns the process exit code: 0 on success, 2 on a user error (bad
     configuration or input, reported in one line naming the file).
+    ``sweep=False`` for a stage that collects the leftovers itself (``tfbs gc``):
+    one listing of the run folder, not two.
     """
     parser = argparse.ArgumentParser(description=description)
     add_config_arguments(parser)
@@ -90,7 +93,8 @@ def run_stage(
     configure_logging(args.verbose)
     try:
         config = load_config(args.config, args.overrides)
-        _remove_leftovers(config.run_dir)
+        if sweep:
+            _remove_leftovers(config.run_dir)
         stage(config, args)
     except TfbsError as err:  # the user's to fix: one clear line, no traceback
         print(f"error: {err}", file=sys.stderr)

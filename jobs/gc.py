@@ -44,7 +44,7 @@ def run(config: PipelineConfig, args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> int:
     from jobs.common import run_stage
 
-    return run_stage(__doc__, run, argv, extra_arguments=_arguments)
+    return run_stage(__doc__, run, argv, extra_arguments=_arguments, sweep=False)
 
 
 if __name__ == "__main__":
