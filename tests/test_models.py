@@ -370,19 +370,17 @@ def test_expression_tells_the_cells_apart_and_goes_into_the_export(tmp_path):
     """With use_expression the model reads its cells' table by cell_index (it alone differs between
     cells here); the export keeps the table; other architectures and a missing table are refused."""
     from tf_models.export import export_model
-    from tf_models.model import ModelConstants, build_model
+    from tf_models.model import build_model
 
     table = np.array([[0.0, 8.0], [8.0, 0.0], [4.0, 4.0]], np.float32)
     config = _model_config("motif_cnn", "train.model.use_expression=true", "train.model.use_dnase=false")
     tf.random.set_seed(0)
-    model = build_model(config, N_CELLS, WINDOW, constants=ModelConstants(cell_features=table))
+    model = build_model(config, N_CELLS, WINDOW, cell_features=table)
     inputs = _inputs(config)
     by_cell = [model({**inputs, "cell_index": tf.fill([6], cell)}).numpy() for cell in range(N_CELLS)]
     assert np.abs(by_cell[0] - by_cell[1]).max() > 1e-4 and np.abs(by_cell[0] - by_cell[2]).max() > 1e-4
     proteins = ["ACDEFGHIKL" * 3, "MNPQRSTVWY" * 3, "ACDEFGHIKL" * 2]
-    served = tf.saved_model.load(
-        export_model(model, config, N_CELLS, WINDOW, proteins, {}, str(tmp_path / "x"), ModelConstants(table))
-    )
+    served = tf.saved_model.load(export_model(model, config, N_CELLS, WINDOW, proteins, {}, str(tmp_path / "x"), table))
     dna = [bytes(np.random.default_rng(5).choice(list(b"ACGT"), WINDOW).astype(np.uint8)) for _ in range(3)]
     for cell in range(N_CELLS):
         cells, tf_index, dnase = [cell] * 3, [0, 1, 2], [0.0] * 3

@@ -21,7 +21,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_models.encoding import dna_one_hot, protein_bytes_to_indices, protein_one_hot
-from tf_models.model import NO_CONSTANTS, ModelConstants, TFBSModel, build_model
+from tf_models.model import TFBSModel, build_model
 from tfbs.config import ModelConfig
 from tfbs.content_keys import record_digests
 from tfbs.lineage import EXPORT_METADATA as METADATA_NAME
@@ -89,7 +89,7 @@ def export_model(
     proteins: list[str],
     metadata: dict,
     export_dir: str,
-    constants: ModelConstants = NO_CONSTANTS,
+    cell_features: np.ndarray | None = None,
 ) -> str:
     """Copy the trained weights into a local model and save it for serving.
 
@@ -108,15 +108,15 @@ def export_model(
     ----------
     export_dir
         A local folder (the model directory's local side), replaced whole.
-    constants
-        The trained model's tables (:class:`tf_models.model.ModelConstants`), kept in the export.
+    cell_features
+        The trained model's table by ``cell_index`` (:func:`tf_models.model.build_model`), kept in the export.
 
     Returns
     -------
     str
         The export directory.
     """
-    local = build_model(model_config, n_cells, window, constants=constants)
+    local = build_model(model_config, n_cells, window, cell_features=cell_features)
     local.set_weights([np.asarray(w) for w in trained.get_weights()])
     module = ServingModule(local, proteins, window, model_config.aa_max_length)
     partial = Path(f"{export_dir}{PARTIAL_SUFFIX}")

@@ -10,7 +10,6 @@ the same result as running it per example at a fraction of the cost.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TypeAlias
 
 import keras
@@ -78,30 +77,12 @@ class EasyFlowNet(keras.Model):
         return tf.squeeze(self.logit(hidden), axis=-1)
 
 
-@dataclass(frozen=True)
-class ModelConstants:
-    """What a model holds besides its weights, read once on the driver and saved with its export.
-
-    Attributes
-    ----------
-    cell_features
-        ``(n_cells, k)`` log2(1 + TPM) by ``cell_index``, which ``use_expression`` feeds
-        (``motif_cnn`` only; :func:`tf_models.train.cell_expression_table`), or None.
-    """
-
-    cell_features: np.ndarray | None = None
-
-
-#: A model without tables (the default of every architecture's configuration).
-NO_CONSTANTS = ModelConstants()
-
-
 def build_model(
     config: ModelConfig,
     n_cells: int,
     window: int,
     mixed_precision: bool = False,
-    constants: ModelConstants = NO_CONSTANTS,
+    cell_features: np.ndarray | None = None,
 ) -> TFBSModel:
     """Create the model of ``config.architecture`` and its variables (called inside a strategy scope).
 
@@ -111,15 +92,14 @@ def build_model(
 
     With ``mixed_precision`` the layers compute in float16 and keep float32
     variables; the logit layer stays float32 (:func:`tf_models.gpus.mixed_precision_policy`).
-    ``constants``: the model's tables (:class:`ModelConstants`), each present
-    exactly when the configuration reads it.
+    ``cell_features``: ``(n_cells, k)`` by ``cell_index``, which ``config.use_expression``
+    feeds (``motif_cnn`` only; :func:`tf_models.train.cell_expression_table`).
 
     Raises
     ------
     ValueError
-        If ``config`` and ``constants`` disagree.
+        If ``config.use_expression`` and ``cell_features`` disagree.
     """
-    cell_features = constants.cell_features
     if config.use_expression != (cell_features is not None):
         raise ValueError("train.model.use_expression needs the cells' expression table, and only it gives one")
     from tf_models.gpus import mixed_precision_policy

@@ -112,7 +112,7 @@ def _export(config: PipelineConfig, version_lineage: Lineage, run, manifest: Man
             [manifest.proteins[tf] for tf in manifest.tfs],
             metadata,
             f"{directory.local}/export",
-            constants=run.constants,
+            cell_features=run.cell_features,
         )
         if directory.mirrored:
             # The metadata marks a whole export (finished_export): it goes up
@@ -161,14 +161,13 @@ def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[st
 def driver_inputs(config: PipelineConfig, manifest: Manifest) -> dict:
     """What the nodes start from besides the records, chosen or read once on the driver:
     ``{"records_cache": records_cache_location(...), "motif_seeds": known_motif_seeds(...),
-    "constants": ModelConstants(cell_expression_table(...))}``."""
-    from tf_models.model import ModelConstants
+    "cell_features": cell_expression_table(...)}``."""
     from tfbs.private_dirs import records_cache_location
 
     return {
         "records_cache": records_cache_location(config.train.placement.record_cache_dir),
         "motif_seeds": known_motif_seeds(config, manifest.tfs),
-        "constants": ModelConstants(cell_expression_table(config, manifest.cells)),
+        "cell_features": cell_expression_table(config, manifest.cells),
     }
 
 

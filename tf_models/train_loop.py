@@ -101,7 +101,7 @@ def build_training_step(cfg: TrainConfig, run: TrainingRun):
     The same model, loss and optimizer as :func:`train`, without a strategy
     or checkpoints: the baseline for benchmarks.
     """
-    model = build_model(run.model_config(cfg), run.n_cells, run.layout.window, constants=run.constants)
+    model = build_model(run.model_config(cfg), run.n_cells, run.layout.window, cell_features=run.cell_features)
     optimizer = LockedAdam(cfg.learning_rate)
     proteins = protein_one_hot(tf.constant(protein_table(run.proteins, cfg.model.aa_max_length)))
     return tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1))
@@ -240,7 +240,7 @@ def _build_model_and_optimizer(
             run.n_cells,
             run.layout.window,
             mixed_precision=cfg.mixed_precision,
-            constants=run.constants,
+            cell_features=run.cell_features,
         )
         if run.motif_seeds is not None:
             seed_filters(model, run.motif_seeds)

@@ -23,7 +23,6 @@ import tensorflow as tf
 from blake3 import blake3
 
 from tf_models.input_pipeline import make_dataset, positives_per_batch
-from tf_models.model import NO_CONSTANTS, ModelConstants
 from tfbs import storage
 from tfbs.config import ModelConfig, TrainConfig
 from tfbs.errors import BadInputError
@@ -91,8 +90,8 @@ class TrainingRun:
     checksums: dict[str, str] = field(default_factory=dict)
     #: Known motifs the first filters start as (tf_models.train.known_motif_seeds), or None.
     motif_seeds: tuple[np.ndarray, np.ndarray] | None = None
-    #: The model's tables read on the driver (tf_models.train.driver_inputs).
-    constants: ModelConstants = NO_CONSTANTS
+    #: (n_cells, n_genes) log2(1 + TPM) by ``cell_index`` (tf_models.train.cell_expression_table), or None.
+    cell_features: np.ndarray | None = None
 
     @classmethod
     def from_manifest(cls, manifest: Manifest) -> TrainingRun:
