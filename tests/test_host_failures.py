@@ -8,10 +8,13 @@ as an operator submits a stage by hand, on the shards of the DAG's run
   DataNode, NodeManager, containers): the run stops within a minute naming
   the node and its host; the same command again resumes from the last
   checkpoint on HDFS, on the hosts left, and finishes.
-* A DataNode host lost during preprocessing: the shards come out whole, the
-  same bytes as the DAG's undisturbed run.
-* A host cut off for 30 s during training (its link down, then up): the run
-  finishes within its timeout.
+* A DataNode host lost during preprocessing while a shard is being written
+  to it (its DataNode paused until HDFS's fsck shows one, then the host
+  killed): the shards come out whole, the same bytes as the DAG's
+  undisturbed run.
+* A worker's host cut off for 15 s during training (its link down, then up,
+  shorter than YARN's expiry of a silent host): the run finishes all its
+  steps within its timeout.
 * From the ``outsider`` host (on the bridge, named by no one, no secret):
   every port the run's processes listen on is scanned; only Hadoop's
   daemons, Spark's authenticated endpoints and TF's gRPC servers answer;
@@ -21,8 +24,11 @@ as an operator submits a stage by hand, on the shards of the DAG's run
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import re
+import signal
 import sys
 import time
 from dataclasses import dataclass
@@ -65,8 +71,12 @@ TRAINING = [*PIPELINE_OVERRIDES, f"train.steps={TRAINING_STEPS}", "train.placeme
 CUT_OFF_TRAINING_STEPS = 1200
 #: From a host's loss to the stopped run.
 STOP_WITHIN_S = 60
-#: How long the link of a host stays down.
-CUT_OFF_S = 30
+#: How long the link of a host stays down: under the ResourceManager's 30 s
+#: NodeManager expiry (hadoop/host_daemons.py), so YARN keeps the host and its
+#: containers and the one outcome is a finished run. A cut as long as the
+#: expiry raced it (one run in three lost the node); a host that stays lost
+#: is the lost-host test's.
+CUT_OFF_S = 15
 #: A TF node's placement port: its tunnel agent (tf_models/tfos/tunnel.py).
 TUNNEL_AGENT = "TF tunnel agent"
 #: What a host that holds no secret may reach: the realm's KDC (which issues
@@ -391,25 +401,68 @@ def _shard_digests(root: str) -> dict[str, str]:
     }
 
 
+def _hosts_holding_open_blocks(hadoop, path: str) -> dict[str, str]:
+    """The hosts whose DataNode holds a replica of a block being written under ``path``, and the file.
+
+    HDFS's own fsck, as the tenant: ``-openforwrite`` lists the files still
+    being written, ``-blocks -locations`` each block's DataNodes.
+    """
+    java_and_classpath = hadoop.hdfs_shell([])[:3]
+    options = ["-openforwrite", "-files", "-blocks", "-locations"]
+    fsck = [*java_and_classpath, "org.apache.hadoop.hdfs.tools.DFSck", path, *options]
+    env = {**hadoop.host_env(), **hadoop.login(TENANT)}
+    done = hadoop.run(GATEWAY, fsck, env=env, capture_output=True, text=True, timeout=120)
+    by_address = {hadoop.address(name): name for name in hadoop.nodes}
+    holding: dict[str, str] = {}
+    for entry in re.split(r"\n(?=/)", done.stdout):
+        if "OPENFORWRITE" in entry:
+            for address in re.findall(r"DatanodeInfoWithStorage\[(\d+\.\d+\.\d+\.\d+):", entry):
+                holding.setdefault(by_address.get(address, address), entry.split(" ", 1)[0])
+    return holding
+
+
+def _datanode_pid(hadoop, host: str) -> int:
+    """The process id of ``host``'s DataNode."""
+    for pid in hadoop.network.pids(host):
+        with contextlib.suppress(OSError):
+            if b"org.apache.hadoop.hdfs.server.datanode.DataNode" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+    raise AssertionError(f"no DataNode runs on {host}")
+
+
 def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop, yarn_env, dag_on_yarn):
     run_uri = f"{hadoop.fs_default_fs}/datanode-loss/run"
     overrides = [*PIPELINE_OVERRIDES, f"data.root={hadoop.fs_default_fs}/dream/data", f"run_dir={run_uri}"]
     preprocess = _submit(hadoop, yarn_env, "preprocess", _stage_arguments(overrides), "--num-executors", "3")
-    victim = ""
+    victim = written = ""
+    killed = False
     try:
-        _wait_for(preprocess, r"\[Stage 1:")  # the labels read, the shards being written
+        _wait_for(preprocess, r"\[Stage 1:")  # the labels read, the shards about to be written
         executors = set(re.findall(r"Registered executor .*?\((\d+\.\d+\.\d+\.\d+):\d+\)", preprocess.output))
         hosts = {name for name in hadoop.nodes if hadoop.address(name) in executors}
-        spare = {_application_master_host(hadoop, preprocess.output)}
-        victim = sorted(hosts - spare or hosts)[0]
+        victim = sorted(hosts - {_application_master_host(hadoop, preprocess.output)} or hosts)[0]
+        # The kill must hit a write: the victim's DataNode paused, every shard written through it
+        # waits, until HDFS's fsck shows one open with a block on the victim. The writes take
+        # two seconds in all otherwise, shorter than a poll.
+        os.kill(_datanode_pid(hadoop, victim), signal.SIGSTOP)
+        deadline = time.monotonic() + 300
+        while not written:
+            assert preprocess.proc.poll() is None and time.monotonic() < deadline, (
+                f"no shard seen open on {victim} while preprocessing wrote:\n{preprocess.output[-4000:]}"
+            )
+            written = _hosts_holding_open_blocks(hadoop, "/datanode-loss/run").get(victim, "")
         hadoop.kill_host(victim)
+        killed = True
         code = preprocess.wait(timeout=900)
     finally:
         preprocess.kill()
         if victim:
+            if not killed:
+                hadoop.kill_host(victim)  # its DataNode may be paused
             hadoop.restart_host(victim)
     assert code == 0, preprocess.output[-6000:]
-    print(f"preprocessing lost {victim} (a DataNode, a NodeManager and its executors) and finished")
+    print(f"preprocessing lost {victim} (a DataNode holding a block of {written}, being written; a NodeManager "
+          "and its executors) and finished")  # fmt: skip
     undisturbed = hadoop.by_address(f"{dag_on_yarn.run_uri}/shards")
     disturbed = hadoop.by_address(f"{run_uri}/shards")
     digests = _shard_digests(disturbed)
@@ -423,7 +476,7 @@ def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop
 # ---------------------------------------------------------------------------
 
 
-def test_a_host_cut_off_for_30_s_during_training_leaves_a_run_that_finishes_in_time(hadoop, yarn_env, dag_on_yarn):
+def test_a_worker_s_host_cut_off_shorter_than_yarn_s_expiry_leaves_a_run_that_finishes(hadoop, yarn_env, dag_on_yarn):
     run_uri = f"{hadoop.fs_default_fs}/cut-off/run"
     overrides = [*TRAINING, f"train.steps={CUT_OFF_TRAINING_STEPS}", f"data.root={hadoop.fs_default_fs}/dream/data",
                  f"run_dir={run_uri}", f"shards_dir={dag_on_yarn.run_uri}/shards"]  # fmt: skip
@@ -432,10 +485,11 @@ def test_a_host_cut_off_for_30_s_during_training_leaves_a_run_that_finishes_in_t
     victim = ""
     try:
         _wait_for(training, r"chief: step [1-9]\d\d/")
-        node, victim = _victim(placement_hosts(training.output), set())
+        placed = placement_hosts(training.output)
+        node, victim = _victim(placed, {placed["ps:0"]})
         hadoop.cut_off(victim)
         cut_at = time.monotonic()
-        time.sleep(CUT_OFF_S)
+        time.sleep(CUT_OFF_S)  # the cut itself
         hadoop.reconnect(victim)
         code = training.wait(timeout=400)
         finished = time.monotonic()
@@ -443,17 +497,14 @@ def test_a_host_cut_off_for_30_s_during_training_leaves_a_run_that_finishes_in_t
         if victim:
             hadoop.reconnect(victim)
         training.kill()
-    print(f"{node}'s host {victim} cut off for {CUT_OFF_S} s: the run ended {finished - cut_at:.0f} s after the cut")
+    on_host = sorted(name for name, host in placed.items() if host == victim)
+    print(f"{victim} ({', '.join(on_host)}) cut off for {CUT_OFF_S} s: the run ended {finished - cut_at:.0f} s after")
+    assert "ps:0" not in on_host, f"every worker shares its host with the ps: {placed}"
     assert finished - started < 400  # train.placement.timeout_s, start-up included: it never hangs past it
-    if code == 0:
-        assert f"chief: step {CUT_OFF_TRAINING_STEPS}/{CUT_OFF_TRAINING_STEPS}" in training.output
-    else:
-        # ParameterServerStrategy waits for an unreachable worker and takes it back; in one run of
-        # three the chief's next step then ended in "End of sequence" (TensorFlow's recovery of
-        # the worker's dataset): the run stopped naming a node, resumable.
-        # Or the driver found the node's executor lost with the cut ("lost: its first attempt was lost").
-        stopped = r"training stopped: TF node \w+:\d \(.*\) (failed|lost): .*Run the same command again"
-        assert re.search(stopped, training.output), training.output[-6000:]
+    # ParameterServerStrategy waits for the unreachable worker and takes it back; a worker whose
+    # read was cut gets its stream built anew (tf_models.train_loop.STREAM_REBUILDS).
+    assert code == 0, training.output[-6000:]
+    assert f"chief: step {CUT_OFF_TRAINING_STEPS}/{CUT_OFF_TRAINING_STEPS}" in training.output
 
 
 # ---------------------------------------------------------------------------

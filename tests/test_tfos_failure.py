@@ -332,6 +332,67 @@ def test_without_node_files_the_failed_task_is_named_from_spark():
     )
 
 
+class _Closure:
+    """A scheduled step's result, as ``RemoteValue.fetch`` gives it."""
+
+    def __init__(self, loss: float | None, error: Exception | None = None) -> None:
+        self.loss, self.error = loss, error
+
+    def fetch(self) -> float | None:
+        if self.error is not None:
+            raise self.error
+        return self.loss
+
+
+class _Coordinator:
+    """Runs each closure as it is scheduled. A stream past its ``ends_after``-th read has ended, as a worker's
+    does after a lost connection cancelled its read: that step ends in "End of sequence", which the next
+    ``join`` raises, and the steps after it are cancelled."""
+
+    def __init__(self) -> None:
+        self.error: Exception | None = None
+
+    def schedule(self, train_steps, args: tuple) -> _Closure:
+        (stream,) = args
+        stream["read"] += 1
+        if stream["read"] <= stream["ends_after"]:
+            return _Closure(train_steps(stream))
+        if self.error is None:
+            self.error = tf.errors.OutOfRangeError(None, None, "End of sequence\n\t [[{{node IteratorGetNext}}]]")
+            return _Closure(None, self.error)
+        return _Closure(None, tf.errors.CancelledError(None, None, "cancelled"))
+
+    def join(self) -> None:
+        error, self.error = self.error, None
+        if error is not None:
+            raise error
+
+
+def test_a_worker_stream_ended_by_a_lost_connection_is_built_anew_and_the_steps_left_run(caplog):
+    from tf_models.train_loop import STREAM_REBUILDS, _run_closures
+
+    rebuilt_at: list[int] = []
+
+    def streams_from(step: int, ends_after: float = float("inf")) -> dict:
+        rebuilt_at.append(step)
+        return {"read": 0, "ends_after": ends_after}
+
+    def train_steps(stream: dict) -> float:
+        return 1.0 / stream["read"]
+
+    # Two steps per closure, from step 4 to 24: the first stream ends after 3 closures.
+    step, losses, stream = _run_closures(train_steps, streams_from(4, 3), _Coordinator(), 4, 24, 2, streams_from)
+    assert step == 24 and len(losses) == 10 and rebuilt_at == [4, 10]
+    assert losses == [1.0, 0.5, 1 / 3, *(1.0 / n for n in range(1, 8))] and stream["read"] == 7
+    assert "a worker's stream ended at step 10 (End of sequence): every worker's stream built anew" in caplog.text
+
+    # A stream that truly ends, however often it is built anew: the error, after STREAM_REBUILDS tries.
+    rebuilt_at.clear()
+    with pytest.raises(tf.errors.OutOfRangeError, match="End of sequence"):
+        _run_closures(train_steps, streams_from(0, 1), _Coordinator(), 0, 24, 2, lambda step: streams_from(step, 1))
+    assert rebuilt_at == [2 * n for n in range(STREAM_REBUILDS + 1)]  # one closure ran on each stream
+
+
 def test_killed_worker_fails_fast_then_the_rerun_resumes(small_shards, tmp_path):
     run_dir = tmp_path / "run"
     output, seconds = _fail_fast(small_shards, run_dir, "worker", 1)

@@ -44,6 +44,13 @@ from tfbs.proteins import protein_table
 
 log = logging.getLogger("tfbs.train")
 
+#: How often in one checkpoint's window the workers' streams are built anew
+#: after one ended. A training stream never ends, but when a worker's
+#: connection is lost while a step reads its batch, TensorFlow cancels the
+#: read and leaves that worker's stream ended for good ("End of sequence"
+#: on every later step there); a stream that truly ends fails past this.
+STREAM_REBUILDS = 3
+
 
 @dataclass
 class TrainingResult:
@@ -181,6 +188,12 @@ def _train_in(
     resumed_step = int(step_counter.numpy())
     dataset_fn = _dataset_fn(cfg, run, per_replica_batch, resumed_step, uses_coordinator)
     coordinator, iterator = _distributed_iterator(strategy, dataset_fn, uses_coordinator)
+
+    def streams_from(at_step: int) -> Any:
+        """Every worker's stream built anew, each skipping its share of ``at_step``, as on a resume."""
+        assert coordinator is not None
+        return iter(coordinator.create_per_worker_dataset(_dataset_fn(cfg, run, per_replica_batch, at_step, True)))
+
     validate = validation(model, run, proteins, cfg)
     writer = tf.summary.create_file_writer(f"{model_dir}/tensorboard") if is_chief else None
     if is_chief:
@@ -192,7 +205,12 @@ def _train_in(
     window_start, window_step = time.monotonic(), step
     while step < schedule.total_steps and not stopping.stopped:
         target = min(schedule.total_steps, step + schedule.checkpoint_every)
-        step, losses = _run_closures(train_steps, iterator, coordinator, step, target, cfg.steps_per_execution)
+        if coordinator is None:
+            step, losses = _run_steps(train_steps, iterator, step, target, cfg.steps_per_execution)
+        else:
+            step, losses, iterator = _run_closures(
+                train_steps, iterator, coordinator, step, target, cfg.steps_per_execution, streams_from
+            )
         step_counter.assign(step)
         elapsed = time.monotonic() - window_start
         rate = (step - window_step) * per_replica_batch * max(1, _num_workers(strategy)) / max(elapsed, 1e-9)
@@ -315,34 +333,70 @@ def _distributed_iterator(
     return coordinator, iterator
 
 
-def _run_closures(
-    train_steps: Callable,
-    iterator: Any,
-    coordinator: tf.distribute.coordinator.ClusterCoordinator | None,
-    step: int,
-    target: int,
-    steps_per_execution: int,
+def _run_steps(
+    train_steps: Callable, iterator: Any, step: int, target: int, steps_per_execution: int
 ) -> tuple[int, list[float]]:
-    """Run ``train_steps`` from ``step`` until ``target`` (on the workers when there is a coordinator).
+    """Run ``train_steps`` from ``step`` until ``target`` in this process (all-reduce or one process).
 
     Returns
     -------
     tuple
-        The step reached and the loss of each closure.
+        The step reached and the loss of each call.
     """
     pending = []
     while step < target:
-        if coordinator is not None:
-            pending.append(coordinator.schedule(train_steps, args=(iterator,)))
-        else:
-            pending.append(train_steps(iterator))
+        pending.append(train_steps(iterator))
         step += steps_per_execution
-    if coordinator is not None:
-        coordinator.join()
-        losses = [float(p.fetch()) for p in pending]
-    else:
-        losses = [float(p) for p in pending]
-    return step, losses
+    return step, [float(loss) for loss in pending]
+
+
+def _run_closures(
+    train_steps: Callable,
+    iterator: Any,
+    coordinator: tf.distribute.coordinator.ClusterCoordinator,
+    step: int,
+    target: int,
+    steps_per_execution: int,
+    streams_from: Callable[[int], Any],
+) -> tuple[int, list[float], Any]:
+    """Run ``train_steps`` on the workers from ``step`` until ``target``.
+
+    A worker's stream found ended (:data:`STREAM_REBUILDS`) is not the end
+    of training: the steps that ran count, every worker's stream is built
+    anew from there, and the steps left are scheduled again. A step cut
+    short may have applied some of its ``steps_per_execution`` updates
+    uncounted: a few more updates than the schedule's, never fewer.
+
+    Returns
+    -------
+    tuple
+        The step reached, the loss of each closure that ran, and the iterator now in use.
+    """
+    losses: list[float] = []
+    rebuilds = 0
+    while step < target:
+        pending: list[Any] = []
+        ended: tf.errors.OutOfRangeError | None = None
+        try:
+            while step + len(pending) * steps_per_execution < target:
+                pending.append(coordinator.schedule(train_steps, args=(iterator,)))
+            coordinator.join()
+        except tf.errors.OutOfRangeError as error:
+            if rebuilds == STREAM_REBUILDS:
+                raise
+            rebuilds, ended = rebuilds + 1, error
+        for closure in pending:
+            try:
+                losses.append(float(closure.fetch()))
+                step += steps_per_execution
+            except (tf.errors.OutOfRangeError, tf.errors.CancelledError):
+                if ended is None:
+                    raise
+        if ended is not None:
+            reason = (ended.message or "").splitlines()[0] if ended.message else type(ended).__name__
+            log.warning("a worker's stream ended at step %d (%s): every worker's stream built anew", step, reason)
+            iterator = streams_from(step)
+    return step, losses, iterator
 
 
 def _num_workers(strategy: tf.distribute.Strategy) -> int:
