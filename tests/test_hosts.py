@@ -14,8 +14,10 @@ encryption); a run without it stops in one line.
 
 Tenants apart on the secured hosts: bob, with his own ticket, can neither
 list, read, overwrite nor delete alice's run in her home, nor delete her
-folder at the namespace's root (sticky), while alice can; no tenant may
-administer YARN, its administrator may.
+folder at the namespace's root (sticky), while alice can; nor kill or view
+her YARN application, nor see her Spark UI through the ResourceManager's
+proxy (Spark's ACL refuses him); no tenant may administer YARN, its
+administrator may.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES
+from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES, SMALL_RUN_MIN_MEAN_AUPRC, small_config
 from hostnet import outsider_exchanges, placement_hosts
 from hosts import GATEWAY, OUTSIDER
 from netwatch import SPARK_RPC_WITHOUT_AUTH, is_refusal
@@ -139,7 +141,9 @@ def _train_on_gateway(
     )
 
 
-def test_a_standalone_master_trains_across_three_hosts(hadoop, standalone, small_shards, tmp_path):
+def test_a_standalone_master_trains_across_three_hosts(hadoop, standalone, small_shards, spark, tmp_path):
+    from tf_models.evaluate import evaluate
+
     started = time.monotonic()
     done = _train_on_gateway(hadoop, standalone, tmp_path / "run", small_shards)
     print(f"standalone training across hosts: {time.monotonic() - started:.0f} s")
@@ -161,6 +165,12 @@ def test_a_standalone_master_trains_across_three_hosts(hadoop, standalone, small
     secret = secret_file.read_text().strip()
     assert len(secret) == 64 and secret not in done.stderr + done.stdout
     assert "spark.allow_insecure" not in done.stderr  # nothing was opted out
+    # A model that learnt: what the hosts trained, evaluated here, passes the small runs' floor.
+    config, manifest = small_shards
+    run_config = small_config(tmp_path, f"data.root={config.data.root}", f"shards_dir={config.shards_uri}")
+    report = evaluate(spark, run_config, manifest)
+    mean_auprc = sum(result["auprc"] for result in report["results"].values()) / len(report["results"])
+    assert mean_auprc > SMALL_RUN_MIN_MEAN_AUPRC, report["results"]
 
 
 def test_a_standalone_run_without_the_cluster_secret_is_refused_in_one_line(hadoop, standalone, small_shards, tmp_path):
@@ -275,15 +285,24 @@ _HELD_APPLICATION = """
 import sys
 from tfbs.config import SparkConfig
 from tfbs.session import build_session
-conf = {"spark.ui.enabled": "false", "spark.executor.instances": "1", "spark.executor.memory": "512m",
-        "spark.yarn.am.memory": "512m"}
+conf = {"spark.executor.instances": "1", "spark.executor.memory": "512m", "spark.yarn.am.memory": "512m"}
 session = build_session(SparkConfig(master="yarn", conf=conf))
 print("application", session.sparkContext.applicationId, flush=True)
 sys.stdin.read()
 """
 
 
-def test_a_tenant_cannot_kill_another_s_yarn_application(hadoop):
+def _web_as(hadoop, user: str, url: str, cookie: str = "") -> tuple[int, str]:
+    """GET ``url`` with ``user``'s own ticket (SPNEGO, ``curl --negotiate``): the status and the page."""
+    env = {**hadoop.host_env(), **hadoop.login(user)}
+    command = ["curl", "-sS", "--negotiate", "-u", ":", "-b", cookie, "-w", "\n%{http_code}", url]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    page, _, code = done.stdout.rpartition("\n")
+    assert done.returncode == 0, done.stderr
+    return int(code), page
+
+
+def test_a_tenant_cannot_kill_or_view_another_s_yarn_application(hadoop):
     assert hadoop.security is not None, "YARN's ACLs need its users authenticated: the suite's hosts are secured"
     env = {**hadoop.host_env(), **hadoop.login("alice"), "PYTHONPATH": str(REPO)}
     driver = hadoop.popen(
@@ -305,6 +324,20 @@ def test_a_tenant_cannot_kill_another_s_yarn_application(hadoop):
         refused = kill_as("bob")
         assert refused.returncode != 0, refused.stdout[-2000:]
         assert f"User bob cannot perform operation MODIFY_APP on {app}" in refused.stderr + refused.stdout
+        # Viewing: the ResourceManager shows bob no more than the application's name and state
+        # (YARN's VIEW_APP ACL), and its proxy hands bob's requests for her Spark UI to Spark,
+        # whose ACL (spark.acls.enable) refuses them; alice sees both. The cookie says the proxy's
+        # warning page (another user's application) was seen and approved.
+        report = f"{hadoop.rm_url}/ws/v1/cluster/apps/{app}"
+        owner_view, bob_view = (json.loads(_web_as(hadoop, user, report)[1])["app"] for user in ("alice", "bob"))
+        assert owner_view["amContainerLogs"].startswith("http") and "amContainerLogs" not in bob_view
+        assert bob_view["user"] == "alice" and bob_view["state"] == "RUNNING"
+        ui = f"{hadoop.rm_url}/proxy/{app}/jobs/"
+        approved = f"checked_{app}=true"
+        code, page = _web_as(hadoop, "alice", ui, approved)
+        assert code == 200 and "Spark Jobs" in page, page[-2000:]
+        code, page = _web_as(hadoop, "bob", ui, approved)
+        assert code == 403 and "User bob is not authorized to access this page" in page, page[-2000:]
         state = hadoop.get_json(f"{hadoop.rm_url}/ws/v1/cluster/apps/{app}")["app"]  # as alice, its owner
         assert state["state"] == "RUNNING" and state["user"] == "alice", state
         killed = kill_as("alice")
