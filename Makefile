@@ -10,7 +10,7 @@ RUN_STAMP := $(VENV)/.installed-run
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
-.PHONY: demo test test-unit lint format bench bench-single-motif dist minicluster cluster-up cluster-down system-deps class-archive clean
+.PHONY: demo test test-broken-model test-unit lint format bench bench-single-motif dist minicluster cluster-up cluster-down system-deps class-archive clean
 
 demo: $(RUN_STAMP) class-archive
 	$(BIN)/tfbs demo --config conf/demo.yaml
@@ -21,6 +21,12 @@ demo: $(RUN_STAMP) class-archive
 test: lint class-archive
 	@TEST_DEPS=1 bash scripts/system_deps.sh
 	$(BIN)/python tests/run_suite.py $(PYTEST_ARGS)
+
+# The suite with every training's labels shuffled: the tests that judge a
+# model must fail, the rest pass (docs/testing.md lists which is which).
+test-broken-model: lint class-archive
+	@TEST_DEPS=1 bash scripts/system_deps.sh
+	bash scripts/broken_model_suite.sh -rA $(PYTEST_ARGS)
 
 # No Spark, no cluster, nothing slow: about a minute.
 test-unit: $(STAMP)

@@ -74,10 +74,13 @@ def main(args: list[str]) -> int:
         with log.open("w") as out:
             running[name] = (subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT), log)
         print(f"{name}: {' '.join(command[1:])} > {log}", flush=True)
+    next_progress = started + PROGRESS_EVERY_S
     while any(process.poll() is None for process, _ in running.values()):
         time.sleep(1)
-        elapsed = time.monotonic() - started
-        if int(elapsed) % PROGRESS_EVERY_S == 0:
+        # By the clock, not by the loop's turns: a busy machine makes a turn last more than a second.
+        if time.monotonic() >= next_progress:
+            next_progress += PROGRESS_EVERY_S
+            elapsed = time.monotonic() - started
             states = "; ".join(
                 f"{name} {'running' if process.poll() is None else f'exited {process.returncode}'}: {_last_line(log)}"
                 for name, (process, log) in running.items()

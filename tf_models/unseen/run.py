@@ -142,7 +142,8 @@ def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, 
     dict
         ``{"tf", "nearest", "identity", "version", "seconds", "auprc": {cell: {condition: auPRC}}}``;
         the conditions ``own``, ``shuffled_<i>`` (``unseen.shuffles`` of them) and their mean
-        ``shuffled``, ``nearest``, ``motif_scan`` and ``seen``.
+        ``shuffled``, ``nearest``, ``motif_scan``, ``seen`` and ``trained`` (the held-out model on
+        the TFs it trained on, :func:`_trained_tfs_auprc`).
     """
     from tf_models.baselines import motif_log_odds
     from tf_models.train import train_on_spark
@@ -176,8 +177,11 @@ def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, 
         config.evaluate.batch_size,
     )
     auprc = auprc_by_cell(rows, scores)
+    trained = _trained_tfs_auprc(config, manifest, derived.tfs, model, model_config.aa_max_length)
     for cell, values in auprc.items():
         values["shuffled"] = sum(values[name] for name in shuffles) / len(shuffles)
+        if cell in trained:
+            values["trained"] = trained[cell]
         reference = seen.get("results", {}).get(f"{held_out}/{cell}")
         if reference is not None:
             values["seen"] = reference["auprc"]
@@ -190,6 +194,32 @@ def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, 
         "seconds": round(time.monotonic() - started, 1),
         "auprc": auprc,
     }
+
+
+def _trained_tfs_auprc(
+    config: PipelineConfig, manifest: Manifest, tfs: list[str], model, aa_max_length: int
+) -> dict[str, float]:
+    """Per cell, the held-out model's mean test auPRC over the TFs it trained on, each given its own protein.
+
+    What the model learnt where it could: a held-out model that learnt nothing (a broken
+    training) reads as one here, whatever the unseen TF's figures are.
+    """
+    by_cell: dict[str, list[float]] = {}
+    for tf_name in tfs:
+        rows = read_test_rows([entry.path for entry in manifest.parquet[TEST]], tf_name)
+        scores = score_rows(
+            model,
+            rows,
+            config.data.genome_fasta,
+            manifest.window,
+            {"own": manifest.proteins[tf_name]},
+            aa_max_length,
+            None,
+            config.evaluate.batch_size,
+        )
+        for cell, values in auprc_by_cell(rows, scores).items():
+            by_cell.setdefault(cell, []).append(values["own"])
+    return {cell: sum(values) / len(values) for cell, values in by_cell.items()}
 
 
 def measure_block(

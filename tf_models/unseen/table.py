@@ -20,6 +20,7 @@ CONDITIONS = (
     ("nearest", "nearest TF's protein"),
     ("motif_scan", "own motif scan"),
     ("seen", "seen-TF model"),
+    ("trained", "trained TFs (held-out model)"),
 )
 #: What the model was given of each protein, as the table names it.
 INPUTS = {"full": "whole protein", "dbd": "DNA-binding domain", "family": "family label only"}
@@ -122,6 +123,11 @@ def verdict(rows: list[list], margin: float) -> list[str]:
         )
     if "seen" in average:
         notes.append(f"{given}: the model trained with the TF (seen) scores {average['seen'] - own:.3f} more.")
+    if "trained" in average:
+        notes.append(
+            f"{given}: the held-out models score the TFs they trained on {average['trained']:.3f} "
+            "(what they learnt where they could)."
+        )
     return notes
 
 
@@ -182,7 +188,7 @@ def write_table(report_dirs: list[str], rows: list[list], notes: list[str], plot
         label = f"{row[0]}/{row[1]}" + (" (sites apart)" if row[2] == SITES["apart"] else "")
         for offset, (key, heading) in enumerate(CONDITIONS, start=FIRST):
             # The motif scan and the seen model do not depend on the protein input: one bar each.
-            name = f"{heading} ({row[3]})" if several and key in ("own", "shuffled", "nearest") else heading
+            name = f"{heading} ({row[3]})" if several and key in ("own", "shuffled", "nearest", "trained") else heading
             if row[offset] is not None:
                 series.setdefault(name, {})[label] = row[offset]
     for report_dir in report_dirs:
