@@ -138,9 +138,9 @@ def server_settings(security: Security, master: str, keytab: Path) -> dict[str, 
 def tenant_folders(users: tuple[str, ...]) -> list[tuple[str, str, str]]:
     """What the HDFS superuser sets up for the tenants at start: (path, owner, mode) in order.
 
-    The root stays the superuser's, sticky and open to all (the suite's runs
-    make their folders there, and no tenant can remove another's); each
-    tenant's home (Spark on YARN stages each application there) is the
+    The root stays the superuser's, sticky and open to all (shared archives
+    go there, and no tenant can remove another's folder); each tenant's home
+    (its data and runs; Spark on YARN stages each application there) is the
     tenant's alone.
     """
     homes = [(f"/user/{user}", user, "700") for user in users]

@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from conftest import PIPELINE_OVERRIDES, REPO, TENANT
+from conftest import PIPELINE_OVERRIDES, REPO, TENANT, TENANT_HOME
 from hosts import GATEWAY
 
 from tfbs.launch import QUICK_JVM_OPTIONS
@@ -153,7 +153,7 @@ def run_dag_on_yarn(airflow_env: dict[str, str], hosts, yarn_archives: dict[str,
         # application master is no JVM of the configuration's.
         "spark.yarn.am.extraJavaOptions": QUICK_JVM_OPTIONS,
     }
-    base = f"{hosts.fs_default_fs}/tfbs"
+    base = f"{hosts.fs_default_fs}{TENANT_HOME}/tfbs"
     write_text(hosts.by_address(f"{base}/regions/regions.bed"), REGIONS)
     env = {
         **hosts.host_env(airflow_env),

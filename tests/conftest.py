@@ -366,6 +366,9 @@ def motif_shards(spark, tmp_path_factory) -> tuple[PipelineConfig, dict]:
 
 #: The tenant the tests run as on the secure cluster: its Kerberos principal and HDFS user.
 TENANT = "alice"
+#: Where the tenant's data and runs go on HDFS: its home, its own (700), as an administrator sets
+#: tenants up (hadoop/secure_conf.py). Only the shared archives (/dist) are outside it.
+TENANT_HOME = f"/user/{TENANT}"
 #: Delegation tokens of the secure cluster expire unless renewed this often: the DAG's run outlives several.
 TOKEN_RENEW_S = 60
 
@@ -455,13 +458,15 @@ def yarn_archives(hadoop, dist_archive) -> dict[str, str]:
 def hdfs_dataset(hadoop, pipeline_dataset) -> str:
     """The end-to-end runs' data set, uploaded to the cluster's HDFS; its root as the hosts name it.
 
-    ``hdfs://master:8020/dream/data``: for runs on the gateway; the
+    ``hdfs://master:8020/user/alice/dream/data``: for runs on the gateway; the
     machine's own namespace reaches it at ``hadoop.by_address(...)``.
     """
     from tfbs import storage
 
-    storage.upload_tree(storage.local_path(pipeline_dataset.data.root), f"{hadoop.fs_by_address}/dream/data")
-    return f"{hadoop.fs_default_fs}/dream/data"
+    storage.upload_tree(
+        storage.local_path(pipeline_dataset.data.root), f"{hadoop.fs_by_address}{TENANT_HOME}/dream/data"
+    )
+    return f"{hadoop.fs_default_fs}{TENANT_HOME}/dream/data"
 
 
 @pytest.fixture(scope="session")

@@ -30,6 +30,7 @@ from typing import Any
 
 import psutil
 from hosts import OUTSIDER, HostCluster
+from netwatch import SPARK_RPC_WITHOUT_AUTH, is_refusal
 
 
 class WebHdfs:
@@ -121,6 +122,8 @@ _JAVA_KINDS = {
     "ExecutorLauncher": "Spark application master",
     "ApplicationMaster": "Spark application master",
     "SparkSubmit": "Spark driver",
+    "deploy.master.Master": "Spark standalone master",
+    "deploy.worker.Worker": "Spark standalone worker",
 }
 
 
@@ -281,6 +284,94 @@ def outsider_exchanges(cluster: HostCluster, targets: Sequence[tuple[str, int]],
         address, port, *answer = line.split()
         answers[(address, int(port))] = bytes.fromhex(answer[0] if answer else "")
     return answers
+
+
+#: A TF node's placement port: its tunnel agent (tf_models/tfos/tunnel.py).
+TUNNEL_AGENT = "TF tunnel agent"
+#: What a gRPC client sends first (HTTP/2's connection preface): what a caller of a TF server would send.
+GRPC_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(9)
+#: The Spark processes of a run (a standalone cluster's master and workers are the cluster's).
+RUN_SPARK_KINDS = {"Spark driver", "Spark executor", "Spark application master"}
+#: What a host that holds no secret may reach: the realm's KDC (which issues
+#: tickets only to who knows a principal's key), Hadoop's daemons, Spark's
+#: authenticated endpoints, the TF nodes' tunnel agents (which answer nothing
+#: without the run's secret). TensorFlow's gRPC servers listen in private
+#: networks, reachable by no host.
+ALLOWED_KINDS = {
+    "Kerberos KDC",
+    "Hadoop NameNode",
+    "Hadoop DataNode",
+    "Hadoop ResourceManager",
+    "Hadoop NodeManager",
+    "Spark driver",
+    "Spark executor",
+    TUNNEL_AGENT,
+}
+#: A web client's first bytes: Spark's RPC endpoints close on them, its web UIs answer in HTTP.
+HTTP_GET = b"GET / HTTP/1.0\r\n\r\n"
+
+
+@dataclass(frozen=True)
+class OutsiderScan:
+    """What the outsider reached of a training run as it trained, and what each endpoint answered it."""
+
+    seen: list[HostListener]
+    reachable: set[tuple[str, int]]
+    #: Spark's RPC endpoints (the driver's, the executors'): their answer to an unauthenticated message.
+    spark_answers: dict[tuple[str, int], bytes]
+    #: Spark's web UIs: their answer to a plain GET.
+    web_answers: dict[tuple[str, int], bytes]
+    #: The TF nodes' tunnel agents: their answer to a gRPC client's first bytes.
+    agent_answers: dict[tuple[str, int], bytes]
+
+
+def outsider_scan(cluster: HostCluster, output: str) -> OutsiderScan:
+    """Every socket the hosts listen on while the run whose log is ``output`` trains, probed from the outsider.
+
+    A TF node's placement port (in the log) is its tunnel agent's. Each of Spark's
+    reachable ports is asked for a web page first: those that answer in HTTP are web
+    UIs; the rest get an RPC message without the application's secret.
+    """
+    agents = {int(port): TUNNEL_AGENT for port in re.findall(r"tfbs placement: .* port=(\d+)", output)}
+    seen = listeners(cluster, agents)
+    reachable = reachable_from_outsider(cluster, seen)
+    spark = [(i.address, i.port) for i in seen if i.kind in RUN_SPARK_KINDS and (i.address, i.port) in reachable]
+    web = {
+        endpoint: got for endpoint, got in outsider_exchanges(cluster, spark, HTTP_GET).items() if got[:5] == b"HTTP/"
+    }
+    rpc = [endpoint for endpoint in spark if endpoint not in web]
+    tunnels = [(i.address, i.port) for i in seen if i.kind == TUNNEL_AGENT]
+    return OutsiderScan(
+        seen,
+        reachable,
+        outsider_exchanges(cluster, rpc, SPARK_RPC_WITHOUT_AUTH),
+        web,
+        outsider_exchanges(cluster, tunnels, GRPC_PREFACE),
+    )
+
+
+def assert_outsider_refused(scan: OutsiderScan, allowed_kinds: set[str], n_agents: int) -> None:
+    """What the outsider reached is of ``allowed_kinds`` only, and nothing of a run answered it but a refusal.
+
+    Every socket beyond loopback answers a connect (no firewall: this is what
+    the processes expose); ``n_agents`` TF tunnel agents answer a TF client's
+    first bytes with nothing; Spark's RPC endpoints with nothing or the error
+    that refused the message; Spark's web UIs with 403 (no session key);
+    nothing of TFoS or TensorFlow listens beyond loopback.
+    """
+    reached = [item for item in scan.seen if (item.address, item.port) in scan.reachable]
+    print("listening:", count_by_kind(scan.seen))
+    print("reached from the outsider:", count_by_kind(reached))
+    assert {item.kind for item in reached} <= allowed_kinds, [i for i in reached if i.kind not in allowed_kinds]
+    assert {(i.address, i.port) for i in scan.seen if not i.loopback} == scan.reachable
+    assert count_by_kind(reached)[TUNNEL_AGENT] == n_agents
+    assert set(scan.agent_answers.values()) == {b""} and len(scan.agent_answers) == n_agents
+    for endpoint, answer in scan.spark_answers.items():
+        assert is_refusal(answer), (endpoint, answer[:200])
+    for endpoint, answer in scan.web_answers.items():
+        assert answer.split(b"\r\n", 1)[0].split()[1] == b"403", (endpoint, answer[:300])
+    # No manager, the reservation server closed once every node had the cluster; nothing of TensorFlow.
+    assert not [i for i in scan.seen if not i.loopback and ("TFoS" in i.kind or i.kind.startswith("other"))]
 
 
 def placement_hosts(output: str) -> dict[str, str]:

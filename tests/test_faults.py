@@ -39,7 +39,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import DEMO_CONFIG, SMALL_OVERRIDES, StreamedProcess
+from conftest import DEMO_CONFIG, SMALL_OVERRIDES, TENANT_HOME, StreamedProcess
 
 from tfbs import storage
 from tfbs.config import load_config
@@ -565,7 +565,7 @@ def _chief_with_checkpoint(run_uri: str) -> Callable[[str], object]:
 
 @pytest.mark.cluster
 def test_a_killed_chief_resumes_from_hdfs(hadoop, hdfs, hdfs_dataset, tmp_path):
-    base = f"{hdfs}/faults"
+    base = f"{hdfs}{TENANT_HOME}/faults"
     data_uri = hadoop.by_address(hdfs_dataset)  # local Spark on this machine reaches the hosts by address
     shards_uri = f"{base}/shards"
     # In a process of its own, as a user runs it: its JVM logs in to the secure cluster from the ticket cache.
@@ -680,7 +680,7 @@ def test_a_chief_killed_while_pushing_its_checkpoint_state_leaves_a_resumable_ru
     step = tf.Variable(20)
     manager = tf.train.CheckpointManager(tf.train.Checkpoint(step=step), str(local / "checkpoints"), 3)
     manager.save(checkpoint_number=20)
-    model_uri = f"{hdfs}/faults/dying-push/model"
+    model_uri = f"{hdfs}{TENANT_HOME}/faults/dying-push/model"
     ModelDirectory(model_uri, str(local)).push()  # the push after the previous checkpoint, whole
     step.assign(30)
     manager.save(checkpoint_number=30)

@@ -35,17 +35,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from conftest import PIPELINE_OVERRIDES, REPO, TENANT, StreamedProcess
+from conftest import PIPELINE_OVERRIDES, REPO, TENANT, TENANT_HOME, StreamedProcess
 from hostnet import (
-    HostListener,
-    count_by_kind,
-    listeners,
+    ALLOWED_KINDS,
+    OutsiderScan,
+    assert_outsider_refused,
     outsider_exchanges,
+    outsider_scan,
     placement_hosts,
-    reachable_from_outsider,
 )
 from hosts import GATEWAY
-from netwatch import SPARK_RPC_WITHOUT_AUTH, files_naming, is_refusal, read_spy, secret_forms
+from netwatch import files_naming, is_refusal, read_spy, secret_forms
 
 from tfbs import storage
 from tfbs.launch import QUICK_JVM_OPTIONS
@@ -77,25 +77,6 @@ STOP_WITHIN_S = 60
 #: expiry raced it (one run in three lost the node); a host that stays lost
 #: is the lost-host test's.
 CUT_OFF_S = 15
-#: A TF node's placement port: its tunnel agent (tf_models/tfos/tunnel.py).
-TUNNEL_AGENT = "TF tunnel agent"
-#: What a host that holds no secret may reach: the realm's KDC (which issues
-#: tickets only to who knows a principal's key), Hadoop's daemons, Spark's
-#: authenticated endpoints, the TF nodes' tunnel agents (which answer nothing
-#: without the run's secret). TensorFlow's gRPC servers listen in private
-#: networks, reachable by no host.
-ALLOWED_KINDS = {
-    "Kerberos KDC",
-    "Hadoop NameNode",
-    "Hadoop DataNode",
-    "Hadoop ResourceManager",
-    "Hadoop NodeManager",
-    "Spark driver",
-    "Spark executor",
-    TUNNEL_AGENT,
-}
-#: What a gRPC client sends first (HTTP/2's connection preface): what a caller of a TF server would send.
-GRPC_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes(9)
 APPLICATION = re.compile(r"application_\d+_\d+")
 
 
@@ -164,10 +145,7 @@ class HostLoss:
     code: int
     output: str
     seconds_to_stop: float
-    seen: list[HostListener]
-    reachable: set[tuple[str, int]]
-    spark_answers: dict[tuple[str, int], bytes]
-    agent_answers: dict[tuple[str, int], bytes]
+    scan: OutsiderScan
     rerun_code: int
     rerun_output: str
     run_uri: str
@@ -185,24 +163,15 @@ def _train_watched(hadoop, env, overrides: list[str], spy: Path) -> StreamedProc
 @pytest.fixture(scope="module")
 def host_loss(hadoop, yarn_env, dag_on_yarn, tmp_path_factory) -> HostLoss:
     scratch = tmp_path_factory.mktemp("host-loss")
-    run_uri = f"{hadoop.fs_default_fs}/host-loss/run"
-    overrides = [*TRAINING, f"data.root={hadoop.fs_default_fs}/dream/data", f"run_dir={run_uri}",
+    run_uri = f"{hadoop.fs_default_fs}{TENANT_HOME}/host-loss/run"
+    overrides = [*TRAINING, f"data.root={hadoop.fs_default_fs}{TENANT_HOME}/dream/data", f"run_dir={run_uri}",
                  f"shards_dir={dag_on_yarn.run_uri}/shards"]  # fmt: skip
     first = _train_watched(hadoop, yarn_env, overrides, scratch / "spy-1.jsonl")
     victim_host = ""
     try:
         _wait_for(first, r"chief: step [1-9]\d\d/")  # a checkpoint on HDFS
         placed = placement_hosts(first.output)
-        # A TF node's placement port is its tunnel agent's: its TF server listens in a private network.
-        agents = {int(port): TUNNEL_AGENT for port in re.findall(r"tfbs placement: .* port=(\d+)", first.output)}
-        # What an outsider reaches while the run trains.
-        seen = listeners(hadoop, agents)
-        reachable = reachable_from_outsider(hadoop, seen)
-        spark = [(i.address, i.port) for i in seen if i.kind.startswith("Spark") and (i.address, i.port) in reachable]
-        spark_answers = outsider_exchanges(hadoop, spark, SPARK_RPC_WITHOUT_AUTH)
-        agent_answers = outsider_exchanges(
-            hadoop, [(i.address, i.port) for i in seen if i.kind == TUNNEL_AGENT], GRPC_PREFACE
-        )
+        scan = outsider_scan(hadoop, first.output)  # what an outsider reaches while the run trains
         node, victim_host = _victim(placed, {_application_master_host(hadoop, first.output)})
         hadoop.kill_host(victim_host)
         killed_at = time.monotonic()
@@ -230,7 +199,7 @@ def host_loss(hadoop, yarn_env, dag_on_yarn, tmp_path_factory) -> HostLoss:
     secrets, authkeys = read_spy(scratch / "spy-1.jsonl")
     secrets2, authkeys2 = read_spy(scratch / "spy-2.jsonl") if (scratch / "spy-2.jsonl").exists() else ([], [])
     return HostLoss(
-        node, victim_host, code, first.output, seconds, seen, reachable, spark_answers, agent_answers, rerun_code,
+        node, victim_host, code, first.output, seconds, scan, rerun_code,
         again.output,
         run_uri, secrets + secrets2, authkeys + authkeys2,
         sorted(set(APPLICATION.findall(first.output)) | set(APPLICATION.findall(again.output))),
@@ -270,23 +239,13 @@ def test_the_same_command_resumes_on_the_hosts_left_and_finishes(host_loss, hado
 
 
 def test_an_outsider_reaches_only_hadoop_spark_and_tf_servers(host_loss):
-    loss = host_loss
-    reached = [item for item in loss.seen if (item.address, item.port) in loss.reachable]
-    print("listening:", count_by_kind(loss.seen))
-    print("reached from the outsider:", count_by_kind(reached))
-    assert {item.kind for item in reached} <= ALLOWED_KINDS, [i for i in reached if i.kind not in ALLOWED_KINDS]
-    assert count_by_kind(reached)[TUNNEL_AGENT] == 4
-    # A TF client's first bytes at each agent: nothing back, the connection closed.
-    assert set(loss.agent_answers.values()) == {b""} and len(loss.agent_answers) == 4
-    # Every socket beyond loopback answers the outsider (no firewall: this is what the processes expose).
-    assert {(i.address, i.port) for i in loss.seen if not i.loopback} == loss.reachable
-    # Nothing of TFoS listens while training: no manager, the reservation server closed once every node had the cluster;
-    # nothing of TensorFlow on any host's network.
-    assert not [i for i in loss.seen if not i.loopback and ("TFoS" in i.kind or i.kind.startswith("other"))]
+    scan = host_loss.scan
+    assert_outsider_refused(scan, ALLOWED_KINDS, n_agents=4)
+    assert not scan.web_answers  # spark.ui.enabled=false (SPARK_OPTIONS)
 
 
 def test_sparks_endpoints_refuse_a_peer_without_the_applications_secret(host_loss):
-    answers = host_loss.spark_answers
+    answers = host_loss.scan.spark_answers
     assert len(answers) >= 4, "the driver's and the executors' endpoints were reachable"
     for endpoint, answer in answers.items():
         # Nothing, or one RpcFailure frame (the error that refused it): never a response.
@@ -431,8 +390,8 @@ def _datanode_pid(hadoop, host: str) -> int:
 
 
 def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop, yarn_env, dag_on_yarn):
-    run_uri = f"{hadoop.fs_default_fs}/datanode-loss/run"
-    overrides = [*PIPELINE_OVERRIDES, f"data.root={hadoop.fs_default_fs}/dream/data", f"run_dir={run_uri}"]
+    run_uri = f"{hadoop.fs_default_fs}{TENANT_HOME}/datanode-loss/run"
+    overrides = [*PIPELINE_OVERRIDES, f"data.root={hadoop.fs_default_fs}{TENANT_HOME}/dream/data", f"run_dir={run_uri}"]
     preprocess = _submit(hadoop, yarn_env, "preprocess", _stage_arguments(overrides), "--num-executors", "3")
     victim = written = ""
     killed = False
@@ -450,7 +409,7 @@ def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop
             assert preprocess.proc.poll() is None and time.monotonic() < deadline, (
                 f"no shard seen open on {victim} while preprocessing wrote:\n{preprocess.output[-4000:]}"
             )
-            written = _hosts_holding_open_blocks(hadoop, "/datanode-loss/run").get(victim, "")
+            written = _hosts_holding_open_blocks(hadoop, f"{TENANT_HOME}/datanode-loss/run").get(victim, "")
         hadoop.kill_host(victim)
         killed = True
         code = preprocess.wait(timeout=900)
@@ -477,8 +436,8 @@ def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop
 
 
 def test_a_worker_s_host_cut_off_shorter_than_yarn_s_expiry_leaves_a_run_that_finishes(hadoop, yarn_env, dag_on_yarn):
-    run_uri = f"{hadoop.fs_default_fs}/cut-off/run"
-    overrides = [*TRAINING, f"train.steps={CUT_OFF_TRAINING_STEPS}", f"data.root={hadoop.fs_default_fs}/dream/data",
+    run_uri = f"{hadoop.fs_default_fs}{TENANT_HOME}/cut-off/run"
+    overrides = [*TRAINING, f"train.steps={CUT_OFF_TRAINING_STEPS}", f"data.root={hadoop.fs_default_fs}{TENANT_HOME}/dream/data",
                  f"run_dir={run_uri}", f"shards_dir={dag_on_yarn.run_uri}/shards"]  # fmt: skip
     started = time.monotonic()
     training = _submit(hadoop, yarn_env, "train", _stage_arguments(overrides))
@@ -515,8 +474,8 @@ def test_a_worker_s_host_cut_off_shorter_than_yarn_s_expiry_leaves_a_run_that_fi
 def test_a_yarn_session_with_authentication_off_is_refused_in_one_line(hadoop, yarn_env, dag_on_yarn):
     """As a deployment's ``tfbs_spark_conf`` or a spark-submit option could turn it off: the job
     refuses before its session starts (preprocessing into a new run folder needs one at once)."""
-    overrides = [*PIPELINE_OVERRIDES, f"data.root={hadoop.fs_default_fs}/dream/data",
-                 f"run_dir={hadoop.fs_default_fs}/auth-off/run"]  # fmt: skip
+    overrides = [*PIPELINE_OVERRIDES, f"data.root={hadoop.fs_default_fs}{TENANT_HOME}/dream/data",
+                 f"run_dir={hadoop.fs_default_fs}{TENANT_HOME}/auth-off/run"]  # fmt: skip
     stage = _submit(hadoop, yarn_env, "preprocess", _stage_arguments(overrides), "--conf", "spark.authenticate=false")
     code = stage.wait(timeout=300)
     assert code == 2, stage.output[-4000:]

@@ -10,7 +10,11 @@ On a standalone master the training job sizes its application itself (one
 single-core executor per TF node), so ps, chief and workers land on three
 hosts; a count the workers cannot give is a one-line error. The master,
 its workers and the run share the cluster's secret (authentication, AES/GCM
-encryption); a run without it stops in one line.
+encryption); a run without it stops in one line. While such a run trains,
+the outsider scanning every port of every host gets nothing but refusals
+from the run: nothing from the TF nodes' tunnel agents, an RPC error or
+nothing from Spark's endpoints, 403 from the driver's web UI. What the hosts
+trained, evaluated here, passes the small runs' floor.
 
 Tenants apart on the secured hosts: bob, with his own ticket, can neither
 list, read, overwrite nor delete alice's run in her home, nor delete her
@@ -24,14 +28,23 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import pytest
-from conftest import DEMO_CONFIG, REPO, SMALL_OVERRIDES, SMALL_RUN_MIN_MEAN_AUPRC, small_config
-from hostnet import outsider_exchanges, placement_hosts
+from conftest import (
+    DEMO_CONFIG,
+    REPO,
+    SMALL_OVERRIDES,
+    SMALL_RUN_MIN_MEAN_AUPRC,
+    StreamedProcess,
+    small_config,
+    wait_until,
+)
+from hostnet import ALLOWED_KINDS, assert_outsider_refused, outsider_exchanges, outsider_scan, placement_hosts
 from hosts import GATEWAY, OUTSIDER
 from netwatch import SPARK_RPC_WITHOUT_AUTH, is_refusal
 
@@ -171,6 +184,29 @@ def test_a_standalone_master_trains_across_three_hosts(hadoop, standalone, small
     report = evaluate(spark, run_config, manifest)
     mean_auprc = sum(result["auprc"] for result in report["results"].values()) / len(report["results"])
     assert mean_auprc > SMALL_RUN_MIN_MEAN_AUPRC, report["results"]
+
+
+def test_an_outsider_gets_only_refusals_from_a_standalone_run(hadoop, standalone, small_shards, tmp_path):
+    """While a run trains on the standalone master with the cluster's secret, the outsider scans every port."""
+    config, _ = small_shards
+    command = [sys.executable, "-m", "jobs.train", "--config", str(DEMO_CONFIG)]
+    overrides = [*SMALL_OVERRIDES, f"data.root={config.data.root}", f"shards_dir={config.shards_uri}",
+                 f"run_dir={tmp_path / 'run'}", f"spark.master={standalone}", "train.steps=100000"]  # fmt: skip
+    for override in overrides:
+        command += ["--set", override]
+    training = StreamedProcess(hadoop.command(GATEWAY, command), hadoop.host_env())
+    try:
+        wait_until(lambda: re.search(r"chief: step \d+/100000", training.output), "training", timeout=300)
+        scan = outsider_scan(hadoop, training.output)  # long before the last step: the run is stopped
+    finally:
+        training.proc.send_signal(signal.SIGINT)
+        try:
+            training.wait(timeout=120)
+        finally:
+            training.kill()
+    # The cluster's own master and workers: refusing an outsider is the next test's.
+    assert_outsider_refused(scan, ALLOWED_KINDS | {"Spark standalone master", "Spark standalone worker"}, n_agents=4)
+    assert len(scan.spark_answers) >= 4 and len(scan.web_answers) == 1  # the driver's endpoints, the executors'; its UI
 
 
 def test_a_standalone_run_without_the_cluster_secret_is_refused_in_one_line(hadoop, standalone, small_shards, tmp_path):

@@ -77,3 +77,13 @@ def test_the_stages_outputs_chain(submitted):
     # in three CI runs; the same job with train.shuffle_labels=true 0.51 (the
     # DNase input alone ranks about that well, 1 row in 4 bound).
     assert history[-1]["valid_auprc"] > 0.58, history
+
+
+@pytest.mark.parametrize("stage", ["preprocess", "train"])
+def test_a_job_submitted_on_one_machine_authenticates_and_keeps_its_ui_private(submitted, stage):
+    """No command line may carry a secret, so the session draws it, and the web UI's key, as outside spark-submit."""
+    _, runs = submitted
+    run = runs[stage]
+    assert "SecurityManager: authentication enabled" in run.stderr, run.stderr[-3000:]
+    assert "private to this run: send 'Authorization: Bearer <token>'" in run.stdout, run.stdout[-3000:]
+    assert "spark.authenticate.secret" not in run.stdout + run.stderr

@@ -95,13 +95,15 @@ def build_session(
     driver_options = jvm_options.get("spark.driver.extraJavaOptions", "")
     # Under spark-submit the JVM is already up (PYSPARK_GATEWAY_PORT is set)
     # and its --master must win over the configuration file; the submitter
-    # sets its network policy (scripts/submit_yarn.sh).
+    # sets its network policy (scripts/submit_yarn.sh), but no command line
+    # may carry a secret: on one machine (the DAG's local deployment) the
+    # session adds the policy's secrets itself, and what the submitter left
+    # unset of the rest.
     # The master this process chooses: none under spark-submit, whose own wins.
     chosen: dict[str, str] = {}
-    if "PYSPARK_GATEWAY_PORT" not in os.environ:
-        chosen_master = master or spark.master
-        chosen = {"spark.master": chosen_master}
-        builder = builder.master(chosen_master)
+    submitted = _submitted_conf()
+    chosen_master = submitted.get("spark.master", "") if submitted else master or spark.master
+    if not submitted or is_one_machine(chosen_master):
         network = yarn_conf() if is_yarn(chosen_master) else network_conf(chosen_master)
         if not is_yarn(chosen_master):
             # One machine: a secret of this session's own. A standalone cluster: the one its
@@ -111,6 +113,10 @@ def build_session(
                 network[AUTH_SECRET] = secret
             ui_conf, ui_token = private_ui_conf(app_name)
             network.update(ui_conf)
+        network = {key: value for key, value in network.items() if key not in submitted}
+    if not submitted:
+        chosen = {"spark.master": chosen_master}
+        builder = builder.master(chosen_master)
         if is_one_machine(chosen_master):
             # Read by the JVM at start-up, and inherited by executor JVMs,
             # PySpark workers and TF nodes (tf_models.tfos.tfos_patches).
@@ -128,7 +134,7 @@ def build_session(
         settings["spark.driver.extraJavaOptions"] = driver_options
     for key, value in settings.items():
         builder = builder.config(key, value)
-    _check_security({**_submitted_conf(), **settings, **chosen}, spark.allow_insecure)
+    _check_security({**submitted, **settings, **chosen}, spark.allow_insecure)
     if AUTH_SECRET in settings and SparkContext._gateway is None:
         # pyspark starts the JVM with every setting given so far on its command
         # line, which any user may read: start it without the secrets, which then
