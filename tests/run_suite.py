@@ -28,7 +28,7 @@ from pathlib import Path
 
 #: Each session's name and its marker expression.
 # The hosts' tests mostly wait on daemons; so do those marked ``waits`` (Airflow's
-# sensors and failure runs), which go beside them to even out the two sessions.
+# sensors and failure runs, killed TF nodes), which go beside them to even out the two sessions.
 SESSIONS = {"hosts": "hosts or waits", "machine": "not hosts and not waits"}
 #: Seconds between two progress lines.
 PROGRESS_EVERY_S = 60

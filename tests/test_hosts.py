@@ -133,10 +133,8 @@ def standalone(hadoop):
     hadoop.stop_spark()
 
 
-def _train_on_gateway(
-    hadoop, master: str, run_dir: Path, small_shards, *extra: str, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    """``tfbs train`` on the gateway against ``master``, on the session's shards (the hosts share its file system)."""
+def _training_command(master: str, run_dir: Path, small_shards, *extra: str) -> list[str]:
+    """``tfbs train`` against ``master`` on the session's shards (the hosts share its file system)."""
     config, _ = small_shards
     command = [sys.executable, "-m", "jobs.train", "--config", str(DEMO_CONFIG)]
     overrides = [
@@ -149,6 +147,14 @@ def _train_on_gateway(
     ]
     for override in overrides:
         command += ["--set", override]
+    return command
+
+
+def _train_on_gateway(
+    hadoop, master: str, run_dir: Path, small_shards, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """:func:`_training_command` on the gateway, to its end."""
+    command = _training_command(master, run_dir, small_shards, *extra)
     return hadoop.run(
         GATEWAY, command, cwd=REPO, env=env or hadoop.host_env(), capture_output=True, text=True, timeout=900
     )
@@ -188,12 +194,7 @@ def test_a_standalone_master_trains_across_three_hosts(hadoop, standalone, small
 
 def test_an_outsider_gets_only_refusals_from_a_standalone_run(hadoop, standalone, small_shards, tmp_path):
     """While a run trains on the standalone master with the cluster's secret, the outsider scans every port."""
-    config, _ = small_shards
-    command = [sys.executable, "-m", "jobs.train", "--config", str(DEMO_CONFIG)]
-    overrides = [*SMALL_OVERRIDES, f"data.root={config.data.root}", f"shards_dir={config.shards_uri}",
-                 f"run_dir={tmp_path / 'run'}", f"spark.master={standalone}", "train.steps=100000"]  # fmt: skip
-    for override in overrides:
-        command += ["--set", override]
+    command = _training_command(standalone, tmp_path / "run", small_shards, "train.steps=100000")
     training = StreamedProcess(hadoop.command(GATEWAY, command), hadoop.host_env())
     try:
         wait_until(lambda: re.search(r"chief: step \d+/100000", training.output), "training", timeout=300)

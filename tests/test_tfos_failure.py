@@ -393,6 +393,8 @@ def test_a_worker_stream_ended_by_a_lost_connection_is_built_anew_and_the_steps_
     assert rebuilt_at == [2 * n for n in range(STREAM_REBUILDS + 1)]  # one closure ran on each stream
 
 
+# Kills, waits for the failure's detection, runs again: in make test beside the hosts' tests, which mostly wait.
+@pytest.mark.waits
 def test_killed_worker_fails_fast_then_the_rerun_resumes(small_shards, tmp_path):
     run_dir = tmp_path / "run"
     output, seconds = _fail_fast(small_shards, run_dir, "worker", 1)
@@ -428,6 +430,7 @@ def test_killed_worker_fails_fast_then_the_rerun_resumes(small_shards, tmp_path)
     _assert_no_processes_left(run_dir)
 
 
+@pytest.mark.waits
 def test_killed_ps_fails_fast(small_shards, tmp_path):
     _, seconds = _fail_fast(small_shards, tmp_path / "run", "ps", 0)
     print(f"ps:0 killed: the command exited {seconds:.1f} s later")

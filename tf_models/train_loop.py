@@ -393,7 +393,7 @@ def _run_closures(
                 if ended is None:
                     raise
         if ended is not None:
-            reason = (ended.message or "").splitlines()[0] if ended.message else type(ended).__name__
+            reason = ended.message.splitlines()[0] if ended.message else type(ended).__name__
             log.warning("a worker's stream ended at step %d (%s): every worker's stream built anew", step, reason)
             iterator = streams_from(step)
     return step, losses, iterator

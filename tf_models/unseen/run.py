@@ -165,18 +165,7 @@ def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, 
     motif = None
     if held_out in config.evaluate.motifs and config.evaluate.motif_db:
         motif = motif_log_odds(config.evaluate.motif_db, {held_out: config.evaluate.motifs[held_out]})[held_out]
-    rows = read_test_rows([entry.path for entry in manifest.parquet[TEST]], held_out)
-    scores = score_rows(
-        model,
-        rows,
-        config.data.genome_fasta,
-        manifest.window,
-        proteins,
-        model_config.aa_max_length,
-        motif,
-        config.evaluate.batch_size,
-    )
-    auprc = auprc_by_cell(rows, scores)
+    auprc = _test_auprc(config, manifest, model, held_out, proteins, model_config.aa_max_length, motif)
     trained = _trained_tfs_auprc(config, manifest, derived.tfs, model, model_config.aa_max_length)
     for cell, values in auprc.items():
         values["shuffled"] = sum(values[name] for name in shuffles) / len(shuffles)
@@ -196,6 +185,31 @@ def measure_held_out(config: PipelineConfig, manifest: Manifest, held_out: str, 
     }
 
 
+def _test_auprc(
+    config: PipelineConfig,
+    manifest: Manifest,
+    model,
+    tf_name: str,
+    proteins: dict[str, str],
+    aa_max_length: int,
+    motif=None,
+) -> dict[str, dict[str, float]]:
+    """Per cell, the test auPRC of ``tf_name``'s rows scored by ``model`` given each of ``proteins``
+    (and by ``motif``'s scan, as ``motif_scan``, when given)."""
+    rows = read_test_rows([entry.path for entry in manifest.parquet[TEST]], tf_name)
+    scores = score_rows(
+        model,
+        rows,
+        config.data.genome_fasta,
+        manifest.window,
+        proteins,
+        aa_max_length,
+        motif,
+        config.evaluate.batch_size,
+    )
+    return auprc_by_cell(rows, scores)
+
+
 def _trained_tfs_auprc(
     config: PipelineConfig, manifest: Manifest, tfs: list[str], model, aa_max_length: int
 ) -> dict[str, float]:
@@ -206,18 +220,8 @@ def _trained_tfs_auprc(
     """
     by_cell: dict[str, list[float]] = {}
     for tf_name in tfs:
-        rows = read_test_rows([entry.path for entry in manifest.parquet[TEST]], tf_name)
-        scores = score_rows(
-            model,
-            rows,
-            config.data.genome_fasta,
-            manifest.window,
-            {"own": manifest.proteins[tf_name]},
-            aa_max_length,
-            None,
-            config.evaluate.batch_size,
-        )
-        for cell, values in auprc_by_cell(rows, scores).items():
+        own = {"own": manifest.proteins[tf_name]}
+        for cell, values in _test_auprc(config, manifest, model, tf_name, own, aa_max_length).items():
             by_cell.setdefault(cell, []).append(values["own"])
     return {cell: sum(values) / len(values) for cell, values in by_cell.items()}
 
