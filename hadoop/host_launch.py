@@ -6,6 +6,7 @@ Standard library only.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import time
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import host_daemons as daemons
 from host_state import HostClusterState
+from host_tls import client_ssl, make_cluster_tls, server_ssl
 from jvm import LOG4J_PROPERTIES, ClusterError, ensure_classpath, ensure_daemon_classes, site_xml
 from kdc import KDC_PORT
 from secure_conf import client_settings, java_options, server_settings, service_principals
@@ -58,6 +60,15 @@ class HostLaunch(HostClusterState):
                     ) from None
                 time.sleep(0.2)
 
+    def _make_tls(self) -> None:
+        """Secure mode: a new authority and a key store for each host with web endpoints (:mod:`host_tls`)."""
+        tls = self.tls
+        assert tls is not None
+        shutil.rmtree(tls.folder, ignore_errors=True)
+        daemon_hosts = {where for where, _ in self._hadoop_daemons()}
+        hosts = {host: address for host, address in self._started().hosts.items() if host in daemon_hosts}
+        make_cluster_tls(tls.folder, hosts, Path(self._started().java_home))
+
     def _write_client_conf(self) -> None:
         """The gateway's ``HADOOP_CONF_DIR`` (with the secure mode's client settings), and the machine's.
 
@@ -70,6 +81,9 @@ class HostLaunch(HostClusterState):
         if security is not None:
             for name, properties in client_settings(security, daemons.MASTER).items():
                 files[name] = {**files[name], **properties}
+        tls = self.tls
+        if tls is not None:
+            files["ssl-client.xml"] = client_ssl(tls)
         self.machine_conf_dir.mkdir(parents=True, exist_ok=True)
         for name, properties in files.items():
             (self.conf_dir / name).write_text(site_xml(properties))
@@ -85,6 +99,9 @@ class HostLaunch(HostClusterState):
         if security is not None:
             for name, properties in server_settings(security, daemons.MASTER, self.keytab(host)).items():
                 files[name] = {**files[name], **properties}
+        tls = self.tls
+        if tls is not None:
+            files |= {"ssl-server.xml": server_ssl(tls, host), "ssl-client.xml": client_ssl(tls)}
         for name, properties in files.items():
             (dirs.conf / name).write_text(site_xml(properties))
         (dirs.conf / "log4j.properties").write_text(LOG4J_PROPERTIES)

@@ -25,7 +25,7 @@ class HostReadiness(HostClusterState):
     """The daemons' web endpoints (through SPNEGO in secure mode) and the wait until HDFS, YARN and Spark serve."""
 
     def get(self, url: str) -> bytes:
-        """GET a daemon's web endpoint; in secure mode through SPNEGO (``curl --negotiate``) as the first user.
+        """GET a daemon's web endpoint; in secure mode over verified HTTPS and SPNEGO as the first user.
 
         Raises
         ------
@@ -40,7 +40,7 @@ class HostReadiness(HostClusterState):
             self._tickets[user] = self.login(user)
         env = {**os.environ, **self._tickets[user]}
         done = subprocess.run(
-            ["curl", "-sS", "--negotiate", "-u", ":", "-w", "\n%{http_code}", url],
+            [*self.web_client(), "-w", "\n%{http_code}", url],
             env=env, capture_output=True, timeout=30,
         )  # fmt: skip
         body, _, code = done.stdout.rpartition(b"\n")

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import host_daemons as daemons
 from host_layout import HostsInfo, layout
+from host_tls import ClusterTls
 from jvm import ClusterError, ensure_classpath
 from kdc import REALM, Kdc
 from netns import HostNetwork
@@ -56,6 +57,24 @@ class HostClusterState:
     def kdc(self) -> Kdc:
         """The realm's KDC (secure mode), on ``master``."""
         return Kdc(self.workdir / "kdc", self.address(daemons.MASTER), self._started().realm or REALM)
+
+    @property
+    def tls(self) -> ClusterTls | None:
+        """Secure mode: the authority and key stores of the daemons' HTTPS endpoints (:mod:`host_tls`), or None."""
+        return ClusterTls(self.workdir / "tls") if self.security is not None else None
+
+    def web_client(self, *, with_ticket: bool = True) -> list[str]:
+        """``curl`` for the daemons' web endpoints: in secure mode with SPNEGO and the cluster's authority.
+
+        SPNEGO uses the ticket of the caller's ``KRB5CCNAME`` (see :meth:`login`);
+        ``--cacert`` verifies each daemon's certificate against the cluster's
+        authority alone, its name or address included.
+        """
+        tls = self.tls
+        if tls is None:
+            return ["curl", "-sS"]
+        spnego = ["--negotiate", "-u", ":"] if with_ticket else []
+        return ["curl", "-sS", *spnego, "--cacert", str(tls.ca_file)]
 
     def keytab(self, name: str) -> Path:
         """The keytab of a host's daemons or of a user (secure mode)."""
@@ -153,19 +172,24 @@ class HostClusterState:
         netloc = hosts[parts.hostname] + (f":{parts.port}" if parts.port else "")
         return urlunsplit(parts._replace(netloc=netloc))
 
+    def _web_url(self, host: str, http_port: int, https_port: int) -> str:
+        if self.security is None:
+            return f"http://{self.address(host)}:{http_port}"
+        return f"https://{self.address(host)}:{https_port}"
+
     @property
     def webhdfs_url(self) -> str:
-        """The NameNode's HTTP address (``/webhdfs/v1``, ``/jmx``), by address."""
-        return f"http://{self.address(daemons.MASTER)}:{daemons.NAMENODE_HTTP_PORT}"
+        """The NameNode's web address (``/webhdfs/v1``, ``/jmx``, ``/fsck``), by address; HTTPS in secure mode."""
+        return self._web_url(daemons.MASTER, daemons.NAMENODE_HTTP_PORT, daemons.NAMENODE_HTTPS_PORT)
 
     @property
     def rm_url(self) -> str:
-        """The ResourceManager's web address (``/ws/v1/cluster``), by address."""
-        return f"http://{self.address(daemons.MASTER)}:{daemons.RESOURCEMANAGER_HTTP_PORT}"
+        """The ResourceManager's web address (``/ws/v1/cluster``, ``/proxy``), by address; HTTPS in secure mode."""
+        return self._web_url(daemons.MASTER, daemons.RESOURCEMANAGER_HTTP_PORT, daemons.RESOURCEMANAGER_HTTPS_PORT)
 
     def nm_url(self, host: str) -> str:
-        """The web address of ``host``'s NodeManager (``/ws/v1/node``), by address."""
-        return f"http://{self.address(host)}:{daemons.NODEMANAGER_HTTP_PORT}"
+        """The web address of ``host``'s NodeManager (``/ws/v1/node``), by address; HTTPS in secure mode."""
+        return self._web_url(host, daemons.NODEMANAGER_HTTP_PORT, daemons.NODEMANAGER_HTTPS_PORT)
 
     @property
     def spark_master_url(self) -> str:

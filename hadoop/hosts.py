@@ -163,6 +163,7 @@ class HostCluster(HostLaunch, HostReadiness):
             self.network.create()
             if secure:
                 self._start_kdc()
+                self._make_tls()
             self._write_client_conf()
             for host in hosts:
                 self._write_host_conf(host.name)
@@ -187,14 +188,14 @@ class HostCluster(HostLaunch, HostReadiness):
         """Secure mode: as the HDFS superuser, the root open to all but sticky and each tenant's home its own (700).
 
         What an administrator does for tenants (:func:`secure_conf.tenant_folders`),
-        through WebHDFS (SPNEGO, ``curl``): a JVM per command would take seconds each.
+        through WebHDFS (``curl``, :meth:`web_client`): a JVM per command would take seconds each.
         """
         env = {**os.environ, **self.login(HDFS_SUPERUSER, daemons.MASTER)}
         for path, owner, mode in tenant_folders(tuple(self._started().users)):
             for operation in ("MKDIRS", f"SETOWNER&owner={owner}", f"SETPERMISSION&permission={mode}"):
                 url = f"{self.webhdfs_url}/webhdfs/v1{path}?op={operation}"
                 done = subprocess.run(
-                    ["curl", "-sS", "--negotiate", "-u", ":", "-X", "PUT", "-w", "\n%{http_code}", url],
+                    [*self.web_client(), "-X", "PUT", "-w", "\n%{http_code}", url],
                     env=env, capture_output=True, text=True, timeout=30,
                 )  # fmt: skip
                 body, _, code = done.stdout.rpartition("\n")
@@ -362,6 +363,7 @@ def _announce(cluster: HostCluster) -> str:
             f"# Kerberos realm {info.realm}: log in as {user} (keytabs of {', '.join(info.users)} in {cluster.kdc.folder}/keytabs)",
             f"#   kinit -kt {shlex.quote(str(cluster.keytab(user)))} {cluster.kdc.principal(user)}",
             f"#   or: export TFBS_PRINCIPAL={cluster.kdc.principal(user)} TFBS_KEYTAB={shlex.quote(str(cluster.keytab(user)))}",
+            f"# web endpoints over HTTPS alone: {' '.join(map(shlex.quote, cluster.web_client()))} {cluster.rm_url}/ws/v1/cluster",
         ]
     return "\n".join(lines)
 

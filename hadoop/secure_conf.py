@@ -8,7 +8,11 @@ when the cluster is secure, and the principals each host's keytab holds:
 * HDFS block tokens, and SASL on the DataNodes' data transfer
   (``dfs.data.transfer.protection privacy``), so DataNodes need no
   privileged ports; every daemon's web endpoints, WebHDFS included,
-  through SPNEGO (``HTTP/*`` principals);
+  through SPNEGO (``HTTP/*`` principals) and over HTTPS alone
+  (``dfs.http.policy`` and ``yarn.http.policy`` ``HTTPS_ONLY``; the
+  cluster's authority and key stores are :mod:`host_tls`'s), so neither
+  SPNEGO's cookies nor WebHDFS's delegation tokens cross the network in
+  clear;
 * YARN's daemons on their own principals; containers get delegation tokens
   from the application (``HADOOP_TOKEN_FILE_LOCATION``), never a keytab;
 * delegation tokens to be renewed every ``token_renew_s`` seconds, so a
@@ -30,6 +34,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+import host_daemons as daemons
 
 #: YARN's administrators (``yarn.admin.acl``): the ResourceManager's own user, no tenant.
 YARN_ADMINS = "rm"
@@ -73,6 +79,8 @@ def client_settings(security: Security, master: str) -> dict[str, dict[str, str]
             ),
         },
         "hdfs-site.xml": {
+            "dfs.http.policy": "HTTPS_ONLY",
+            "dfs.namenode.https-address": f"{master}:{daemons.NAMENODE_HTTPS_PORT}",
             "dfs.namenode.kerberos.principal": f"nn/{master}@{realm}",
             "dfs.datanode.kerberos.principal": f"dn/_HOST@{realm}",
             "dfs.block.access.token.enable": "true",
@@ -82,6 +90,10 @@ def client_settings(security: Security, master: str) -> dict[str, dict[str, str]
             "dfs.encrypt.data.transfer.cipher.suites": "AES/CTR/NoPadding",
         },
         "yarn-site.xml": {
+            # Clients learn the scheme here too: Spark's application master filters its UI for
+            # the ResourceManager's proxy at this address.
+            "yarn.http.policy": "HTTPS_ONLY",
+            "yarn.resourcemanager.webapp.https.address": f"{master}:{daemons.RESOURCEMANAGER_HTTPS_PORT}",
             "yarn.resourcemanager.principal": f"rm/{master}@{realm}",
             "yarn.nodemanager.principal": f"nm/_HOST@{realm}",
         },
@@ -110,6 +122,7 @@ def server_settings(security: Security, master: str, keytab: Path) -> dict[str, 
             **client["hdfs-site.xml"],
             "dfs.namenode.keytab.file": str(keytab),
             "dfs.datanode.keytab.file": str(keytab),
+            "dfs.datanode.https.address": f"0.0.0.0:{daemons.DATANODE_HTTPS_PORT}",
             "dfs.web.authentication.kerberos.principal": "*",
             "dfs.web.authentication.kerberos.keytab": str(keytab),
             # SASL on data transfer stands for the privileged ports Hadoop's launcher would need (jsvc).
@@ -120,6 +133,7 @@ def server_settings(security: Security, master: str, keytab: Path) -> dict[str, 
             **client["yarn-site.xml"],
             "yarn.resourcemanager.keytab": str(keytab),
             "yarn.nodemanager.keytab": str(keytab),
+            "yarn.nodemanager.webapp.https.address": f"0.0.0.0:{daemons.NODEMANAGER_HTTPS_PORT}",
             "yarn.resourcemanager.delegation.token.renew-interval": renew_ms,
             # Applications' ACLs (Spark's view and modify ACLs) and the queues' enforced.
             "yarn.acl.enable": "true",

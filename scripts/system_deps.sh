@@ -5,7 +5,8 @@
 # TEST_DEPS=1 (`make test`) adds headless Chromium and its WebDriver, which
 # render the HTML report in tests/test_report_html.py; iproute2 and
 # util-linux (ip, unshare, setpriv), which make the hosts of hadoop/hosts.py;
-# MIT Kerberos (a KDC, kinit) and curl (SPNEGO), which secure them.
+# MIT Kerberos (a KDC, kinit), curl (SPNEGO) and OpenSSL (their certificates),
+# which secure them.
 # The demo needs none of them.
 set -euo pipefail
 
@@ -30,6 +31,7 @@ if [ "${TEST_DEPS:-0}" = "1" ]; then
   command -v kadmin.local >/dev/null 2>&1 || missing+=(krb5-admin-server)
   command -v kinit >/dev/null 2>&1 || missing+=(krb5-user)
   command -v curl >/dev/null 2>&1 || missing+=(curl)
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "installing: ${missing[*]}"

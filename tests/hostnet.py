@@ -29,12 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+from host_daemons import DATANODE_HTTPS_PORT, NAMENODE_HTTPS_PORT
 from hosts import OUTSIDER, HostCluster
 from netwatch import SPARK_RPC_WITHOUT_AUTH, is_refusal
 
 
 class WebHdfs:
-    """WebHDFS through ``curl --negotiate``: SPNEGO with the session's Kerberos ticket.
+    """WebHDFS through ``curl --negotiate``: SPNEGO with the session's Kerberos ticket, over verified HTTPS.
 
     The checks' HDFS client, independent of the pipeline's (hdfs-native in
     the driver and the tasks, Spark's Java client for DataFrames). The
@@ -44,17 +45,18 @@ class WebHdfs:
     """
 
     def __init__(self, cluster: HostCluster) -> None:
+        self.cluster = cluster
         self.base = f"{cluster.webhdfs_url}/webhdfs/v1"
         self.resolve = [
             option
             for name, address in cluster.info.hosts.items()
-            for port in (9864, 9870)
+            for port in (DATANODE_HTTPS_PORT, NAMENODE_HTTPS_PORT)
             for option in ("--resolve", f"{name}:{port}:{address}")
         ]
 
     def _get(self, path: str, op: str, *, with_ticket: bool = True) -> subprocess.CompletedProcess[bytes]:
-        auth = ["--negotiate", "-u", ":"] if with_ticket else []
-        command = ["curl", "-sS", "-L", *auth, *self.resolve, "-w", "\n%{http_code}", f"{self.base}{path}?op={op}"]
+        client = self.cluster.web_client(with_ticket=with_ticket)
+        command = [*client, "-L", *self.resolve, "-w", "\n%{http_code}", f"{self.base}{path}?op={op}"]
         return subprocess.run(command, capture_output=True, timeout=120)
 
     def call(self, path: str, op: str, *, with_ticket: bool = True) -> tuple[int, bytes]:

@@ -16,6 +16,10 @@ from the run: nothing from the TF nodes' tunnel agents, an RPC error or
 nothing from Spark's endpoints, 403 from the driver's web UI. What the hosts
 trained, evaluated here, passes the small runs' floor.
 
+Hadoop's web endpoints speak HTTPS alone, verified by the cluster's own
+authority: without it, or under a name its certificates lack, curl refuses;
+plain HTTP gets no page.
+
 Tenants apart on the secured hosts: bob, with his own ticket, can neither
 list, read, overwrite nor delete alice's run in her home, nor delete her
 folder at the namespace's root (sticky), while alice can; nor kill or view
@@ -34,6 +38,7 @@ import sys
 import time
 from pathlib import Path
 
+import host_daemons as daemons
 import pytest
 from conftest import (
     DEMO_CONFIG,
@@ -80,6 +85,42 @@ def test_each_host_has_its_own_address_and_name(hadoop):
     assert hadoop.run("master", ["getent", "hosts", OUTSIDER], capture_output=True).returncode == 2
     # The machine itself resolves none of the names: it reaches the hosts by address.
     assert subprocess.run(["getent", "hosts", "node1"], capture_output=True).returncode == 2
+
+
+def _curl_exit(command: list[str], url: str, *options: str) -> tuple[int, str]:
+    """``command`` (curl) on ``url``: its exit code, and the status of the last answer (``000``: none)."""
+    done = subprocess.run([*command, *options, "-o", "/dev/null", "-w", "%{http_code}", url], capture_output=True,
+                          text=True, timeout=60)  # fmt: skip
+    return done.returncode, done.stdout
+
+
+def test_hadoop_s_web_endpoints_speak_only_https_that_the_cluster_s_authority_verifies(hadoop):
+    assert hadoop.security is not None and hadoop.tls is not None, "the suite's hosts are secured"
+    env_client = hadoop.web_client()
+    endpoints = {
+        "NameNode": (hadoop.webhdfs_url, daemons.NAMENODE_HTTP_PORT),
+        "ResourceManager": (hadoop.rm_url, daemons.RESOURCEMANAGER_HTTP_PORT),
+        "DataNode": (f"https://{hadoop.address('node1')}:{daemons.DATANODE_HTTPS_PORT}", 9864),
+        "NodeManager": (hadoop.nm_url("node1"), daemons.NODEMANAGER_HTTP_PORT),
+    }
+    without_ca = [option for option in env_client if option not in ("--cacert", str(hadoop.tls.ca_file))]
+    for daemon, (url, http_port) in endpoints.items():
+        host = url.split("//")[1].split(":")[0]
+        # Verified against the cluster's authority, by address, with the first tenant's ticket.
+        assert _curl_exit(env_client, f"{url}/jmx?qry=java.lang:type=Runtime") == (0, "200"), daemon
+        # The machine's own authorities do not know the cluster's: curl refuses the certificate (60).
+        assert _curl_exit(without_ca, f"{url}/jmx")[0] == 60, daemon
+        # A name the certificate does not carry fails verification too.
+        port = url.rsplit(":", 1)[1]
+        assert _curl_exit(env_client, f"https://impostor:{port}/jmx", "--resolve", f"impostor:{port}:{host}")[0] == 60
+        # Plain HTTP gets no page, on the TLS port or the standard HTTP one (nothing listens there: 7).
+        code, status = _curl_exit(["curl", "-sS"], f"http://{host}:{port}/jmx")
+        assert code != 0 and status == "000", (daemon, code, status)
+        assert _curl_exit(["curl", "-sS"], f"http://{host}:{http_port}/jmx")[0] == 7, daemon
+    # The authority's key is gone once the hosts' certificates are signed; what is left is root's alone.
+    files = {path.name: path.stat().st_mode & 0o777 for path in hadoop.tls.folder.iterdir()}
+    assert "ca.key" not in files and {"ca.pem", "truststore.p12", "master.p12", "node1.p12"} <= set(files)
+    assert set(files.values()) == {0o600}
 
 
 def test_the_command_line_reports_the_hosts_and_runs_on_them(hadoop):
@@ -330,9 +371,9 @@ sys.stdin.read()
 
 
 def _web_as(hadoop, user: str, url: str, cookie: str = "") -> tuple[int, str]:
-    """GET ``url`` with ``user``'s own ticket (SPNEGO, ``curl --negotiate``): the status and the page."""
+    """GET ``url`` with ``user``'s own ticket (SPNEGO, verified HTTPS): the status and the page."""
     env = {**hadoop.host_env(), **hadoop.login(user)}
-    command = ["curl", "-sS", "--negotiate", "-u", ":", "-b", cookie, "-w", "\n%{http_code}", url]
+    command = [*hadoop.web_client(), "-b", cookie, "-w", "\n%{http_code}", url]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
     page, _, code = done.stdout.rpartition("\n")
     assert done.returncode == 0, done.stderr
