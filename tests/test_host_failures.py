@@ -8,8 +8,10 @@ as an operator submits a stage by hand, on the shards of the DAG's run
   DataNode, NodeManager, containers): the run stops within a minute naming
   the node and its host; the same command again resumes from the last
   checkpoint on HDFS, on the hosts left, and finishes.
-* A DataNode host lost during preprocessing: the shards come out whole, the
-  same bytes as the DAG's undisturbed run.
+* A DataNode host lost during preprocessing while a shard is being written
+  through it (its DataNode paused until the NameNode's fsck lists a file
+  open for write with a block there, then the host killed): the shards come
+  out whole, the same bytes as the DAG's undisturbed run.
 * A worker's host cut off for 15 s during training (its link down, then up,
   shorter than YARN's expiry of a silent host): the run finishes all its
   steps within its timeout.
@@ -23,7 +25,10 @@ as an operator submits a stage by hand, on the shards of the DAG's run
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -72,6 +77,9 @@ STOP_WITHIN_S = 60
 #: expiry raced it (one run in three lost the node); a host that stays lost
 #: is the lost-host test's.
 CUT_OFF_S = 15
+#: The longest a DataNode stays paused for a write to reach it: under the
+#: NameNode's minute before it calls a silent DataNode dead.
+DATANODE_PAUSE_S = 50
 APPLICATION = re.compile(r"application_\d+_\d+")
 
 
@@ -355,25 +363,71 @@ def _shard_digests(root: str) -> dict[str, str]:
     }
 
 
+def _hosts_holding_open_blocks(hadoop, path: str) -> dict[str, str]:
+    """The hosts whose DataNode is to hold a block of a file being written under ``path``, and the file.
+
+    The NameNode's own fsck, over HTTPS as the tenant (``curl --negotiate``;
+    the ``hdfs fsck`` command asks the same servlet but starts a JVM, which
+    took 90 s on a loaded machine, longer than the writes wait):
+    ``openforwrite`` lists the files still being written, ``blocks`` and
+    ``locations`` each block's DataNodes, an unfinished one included.
+    """
+    url = f"{hadoop.webhdfs_url}/fsck?path={path}&openforwrite=1&files=1&blocks=1&locations=1"
+    env = {**hadoop.host_env(), **hadoop.login(TENANT)}
+    done = subprocess.run([*hadoop.web_client(), "--fail", url], env=env, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    by_address = {hadoop.address(name): name for name in hadoop.nodes}
+    holding: dict[str, str] = {}
+    for entry in re.split(r"\n(?=/)", done.stdout):
+        if "OPENFORWRITE" in entry:
+            for address in re.findall(r"DatanodeInfoWithStorage\[(\d+\.\d+\.\d+\.\d+):", entry):
+                holding.setdefault(by_address.get(address, address), entry.split(" ", 1)[0])
+    return holding
+
+
+def _datanode_pid(hadoop, host: str) -> int:
+    """The process id of ``host``'s DataNode."""
+    for pid in hadoop.network.pids(host):
+        try:
+            if b"org.apache.hadoop.hdfs.server.datanode.DataNode" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                return pid
+        except OSError:  # gone meanwhile
+            continue
+    raise AssertionError(f"no DataNode runs on {host}")
+
+
 def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop, yarn_env, dag_on_yarn):
     run_uri = f"{hadoop.fs_default_fs}{TENANT_HOME}/datanode-loss/run"
     overrides = [*PIPELINE_OVERRIDES, f"data.root={hadoop.fs_default_fs}{TENANT_HOME}/dream/data", f"run_dir={run_uri}"]
     preprocess = _submit(hadoop, yarn_env, "preprocess", _stage_arguments(overrides), "--num-executors", "3")
-    victim = ""
+    victim = written = ""
     try:
-        _wait_for(preprocess, r"\[Stage 1:")  # the labels read, the shards being written
+        _wait_for(preprocess, r"\[Stage 1:")  # the labels read, the shards about to be written
         executors = set(re.findall(r"Registered executor .*?\((\d+\.\d+\.\d+\.\d+):\d+\)", preprocess.output))
         hosts = {name for name in hadoop.nodes if hadoop.address(name) in executors}
-        spare = {_application_master_host(hadoop, preprocess.output)}
-        victim = sorted(hosts - spare or hosts)[0]
-        hadoop.kill_host(victim)
+        victim = sorted(hosts - {_application_master_host(hadoop, preprocess.output)} or hosts)[0]
+        # The kill must hit a write. All of them take about two seconds, shorter than a poll,
+        # so the victim's DataNode is paused: a write through it waits until fsck shows it
+        # open with a block there. The NameNode gives new blocks to a paused DataNode until it
+        # calls it dead (a minute without heartbeats, hadoop/host_daemons.py).
+        os.kill(_datanode_pid(hadoop, victim), signal.SIGSTOP)
+        deadline = time.monotonic() + DATANODE_PAUSE_S
+        while not written:
+            assert preprocess.proc.poll() is None and time.monotonic() < deadline, (
+                f"no file seen open for write on {victim} within {DATANODE_PAUSE_S} s:\n{preprocess.output[-4000:]}"
+            )
+            written = _hosts_holding_open_blocks(hadoop, f"{TENANT_HOME}/datanode-loss/run").get(victim, "")
+            time.sleep(0.2)
+        hadoop.kill_host(victim)  # SIGKILL reaches the paused DataNode too
         code = preprocess.wait(timeout=900)
     finally:
         preprocess.kill()
         if victim:
+            hadoop.kill_host(victim)  # a no-op when killed above; else its DataNode may be paused
             hadoop.restart_host(victim)
     assert code == 0, preprocess.output[-6000:]
-    print(f"preprocessing lost {victim} (a DataNode, a NodeManager and its executors) and finished")
+    print(f"preprocessing lost {victim} (a DataNode holding a block of {written}, being written; a NodeManager "
+          "and its executors) and finished")  # fmt: skip
     undisturbed = hadoop.by_address(f"{dag_on_yarn.run_uri}/shards")
     disturbed = hadoop.by_address(f"{run_uri}/shards")
     digests = _shard_digests(disturbed)
