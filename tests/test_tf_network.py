@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tf_models.tfos import private_network
+from tf_models.tfos.network_tls import task_name, tunnel_contexts
 from tf_models.tfos.sealed import Refused, accept_sealed, connect_sealed
 from tf_models.tfos.tunnel import TunnelAgent
 
@@ -95,8 +97,8 @@ def test_a_caller_without_the_secret_or_replaying_a_conversation_is_refused(call
     sock.close()
 
 
-def _echo_server() -> socket.socket:
-    """A stand-in for a node's TF server: echoes what it gets, upper-cased, on loopback."""
+def _echo_server(accepted: list | None = None) -> socket.socket:
+    """A stand-in for a node's TF server: echoes what it gets, upper-cased, on loopback; counts into ``accepted``."""
     server = socket.create_server(("127.0.0.1", 0))
 
     def serve() -> None:
@@ -105,6 +107,8 @@ def _echo_server() -> socket.socket:
                 client, _ = server.accept()
             except OSError:
                 return
+            if accepted is not None:
+                accepted.append(client.getpeername())
             with client:
                 while data := client.recv(65536):
                     client.sendall(data.upper())
@@ -157,6 +161,73 @@ def test_two_agents_carry_a_tf_connection_and_refuse_an_outsider():
         a.stop()
         b.stop()
         b_server.close()
+
+
+def _tls_exchange(address: tuple[str, int], context: ssl.SSLContext, name: str) -> tuple[str, bytes]:
+    """Connect over TLS as ``context`` to ``address`` asking for ``name``, send a line: the version and the answer."""
+    raw = socket.create_connection(address, timeout=10)
+    with raw, context.wrap_socket(raw, server_hostname=name) as tls:
+        tls.sendall(b"weights")
+        answer = b""
+        while len(answer) < 7 and (chunk := tls.recv(64)):
+            answer += chunk
+        return str(tls.version()), answer
+
+
+def test_the_tunnels_speak_tls_1_3_to_holders_of_the_run_s_authority_alone():
+    """Probes at a ps agent's address, each with the contexts an agent of some run would have."""
+    accepted: list = []
+    server = _echo_server(accepted)
+    address = ("127.0.0.1", _free_port())
+    agent = TunnelAgent(SECRET, "ps:0", address, {}, {}, server.getsockname()[1], socket.socket)
+    agent.start()
+    try:
+        # A node of the same run: TLS 1.3, its bytes reach the ps's server.
+        _, as_worker = tunnel_contexts(SECRET, "worker:0")
+        assert _tls_exchange(address, as_worker, task_name("ps:0")) == ("TLSv1.3", b"WEIGHTS")
+        assert len(accepted) == 1
+        # The same node asking for another task at this address: the certificate names ps-0, the client refuses.
+        with pytest.raises(ssl.SSLCertVerificationError, match="Hostname mismatch"):
+            _tls_exchange(address, as_worker, task_name("worker:1"))
+        # A node of another run (another secret): neither side accepts the other's authority.
+        _, other_run = tunnel_contexts(bytes(32), "worker:0")
+        with pytest.raises(ssl.SSLCertVerificationError, match="certificate verify failed"):
+            _tls_exchange(address, other_run, task_name("ps:0"))
+        # A client that trusts anything but has no certificate: the agent wants one, nothing gets through.
+        bare = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+        bare.check_hostname, bare.verify_mode = False, ssl.CERT_NONE
+        try:  # TLS 1.3 reports the missing certificate to the client at its first read, or as the end of the stream
+            answer = _tls_exchange(address, bare, task_name("ps:0"))[1]
+        except (ssl.SSLError, ConnectionError) as err:
+            answer = b""
+            print("a client without a certificate:", err)
+        assert answer == b""
+        assert len(accepted) == 1, accepted  # only the run's node ever reached the server
+    finally:
+        agent.stop()
+        server.close()
+
+
+def test_every_node_derives_the_same_authority_and_a_certificate_of_its_own():
+    from cryptography import x509
+
+    from tf_models.tfos import network_tls
+
+    a_key, a_cert = network_tls._authority(SECRET)
+    b_key, b_cert = network_tls._authority(SECRET)
+    assert a_cert.public_bytes(ssl_der()) == b_cert.public_bytes(ssl_der())  # the same bytes, no exchange
+    assert network_tls._authority(bytes(32))[1].public_key() != a_cert.public_key()
+    key_1, cert_1, _ = network_tls._node_certificate(SECRET, "worker:1")
+    key_2, cert_2, _ = network_tls._node_certificate(SECRET, "worker:1")
+    assert key_1 != key_2  # each node draws its own key
+    names = x509.load_pem_x509_certificate(cert_1).extensions.get_extension_for_class(x509.SubjectAlternativeName)
+    assert names.value.get_values_for_type(x509.DNSName) == ["worker-1.tf-network.invalid"]
+
+
+def ssl_der():
+    from cryptography.hazmat.primitives import serialization
+
+    return serialization.Encoding.DER
 
 
 _PROBE_CHILD = r"""

@@ -1,7 +1,7 @@
 """Connections sealed with a run's secret: both ends authenticated, every byte encrypted, no replay.
 
-Used by the reservation exchange (:mod:`tf_models.tfos.reservation`) and the
-TF network's tunnels (:mod:`tf_models.tfos.tunnel`). A connection opens with
+Used by the reservation exchange (:mod:`tf_models.tfos.reservation`); the TF
+network's tunnels speak TLS 1.3 (:mod:`tf_models.tfos.network_tls`). A connection opens with
 a handshake:
 
 1. the client sends 32 random bytes and a hello (what it asks for, e.g. the
@@ -42,7 +42,7 @@ SECRET_BYTES = 32
 NONCE_BYTES = 32
 #: The largest sealed frame accepted (ciphertext), in bytes.
 MAX_FRAME_BYTES = 1 << 20
-#: Plaintext bytes per frame when relaying a stream.
+#: Bytes read from a socket at a time.
 CHUNK_BYTES = 1 << 16
 _LENGTH = struct.Struct(">I")
 _TAG_BYTES = 16

@@ -1,20 +1,19 @@
-"""The tunnel agent of a TF node: its TF connections, sealed, between private networks.
+"""The tunnel agent of a TF node: its TF connections, over mutual TLS 1.3, between private networks.
 
 Runs in the node's watcher, on the host's network, in an event loop of its
 own thread (:class:`TunnelAgent`). It listens
 
 * on ``<host>:<port>``, the node's address in the real cluster spec (the port
-  TensorFlowOnSpark reserved for it): peers' agents connect there, prove
-  they hold the run's secret (:mod:`tf_models.tfos.sealed`) and name this
-  node's task; each such connection is joined to a fresh socket to the
-  node's TF server on its private loopback;
+  TensorFlowOnSpark reserved for it): peers' agents connect there over TLS
+  1.3 with a certificate of the run's authority
+  (:mod:`tf_models.tfos.network_tls`); each such connection is joined to a
+  fresh socket to the node's TF server on its private loopback;
 * inside the node's private network, on each peer's virtual address: a
-  connection from the node's TensorFlow there is carried, sealed, to that
-  peer's agent.
+  connection from the node's TensorFlow there is carried over TLS to that
+  peer's agent, whose certificate must name that peer's task.
 
-A caller without the secret gets no byte back and a closed connection;
-nothing reaches a TF server. Each side of a relay is
-read in chunks of 64 KB and sealed into one frame per chunk.
+A caller without a certificate of the run's authority completes no
+handshake and gets a closed connection; nothing reaches a TF server.
 """
 
 from __future__ import annotations
@@ -23,64 +22,40 @@ import asyncio
 import functools
 import logging
 import socket
+import ssl
 import threading
 from collections.abc import Callable
 
-from tf_models.tfos.sealed import (
-    CHUNK_BYTES,
-    NONCE_BYTES,
-    FrameCipher,
-    Refused,
-    answer,
-    derive_ciphers,
-    frame_length,
-    hello_cipher,
-    opening,
-)
+from tf_models.tfos.network_tls import task_name, tunnel_contexts
 
 log = logging.getLogger("tfbs.tfos.tunnel")
 
-#: Keys of the TF network's tunnels open no other channel's frames, and back.
-CHANNEL = b"tfbs tf network"
-#: Seconds a peer may take over the handshake; to connect to a peer's agent.
+#: Seconds a peer may take over the TLS handshake; to connect to a peer's agent.
 HANDSHAKE_S = 10.0
 CONNECT_S = 10.0
-
-
-async def _read_frame(reader: asyncio.StreamReader) -> bytes:
-    """The next frame's ciphertext (its length checked before it is read)."""
-    return await reader.readexactly(frame_length(await reader.readexactly(4)))
+#: Bytes read at a time on either side of a relay: a TF step's tensors move in few reads.
+READ_BYTES = 1 << 20
 
 
 async def _relay(
-    plain: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-    sealed: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-    send: FrameCipher,
-    receive: FrameCipher,
+    near: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+    far: tuple[asyncio.StreamReader, asyncio.StreamWriter],
 ) -> None:
     """Carry bytes both ways until either side ends, then close both."""
 
-    async def outward() -> None:
-        while data := await plain[0].read(CHUNK_BYTES):
-            sealed[1].write(send.seal(data))
-            await sealed[1].drain()
+    async def carry(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        while data := await source.read(READ_BYTES):
+            sink.write(data)
+            await sink.drain()
 
-    async def inward() -> None:
-        while True:
-            plain[1].write(receive.open(await _read_frame(sealed[0])))
-            await plain[1].drain()
-
-    tasks = [asyncio.ensure_future(outward()), asyncio.ensure_future(inward())]
+    tasks = [asyncio.ensure_future(carry(near[0], far[1])), asyncio.ensure_future(carry(far[0], near[1]))]
     try:
         await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
     finally:
         for task in tasks:
             task.cancel()
-        for _, writer in (plain, sealed):
+        for _, writer in (near, far):
             writer.close()
-        for task in tasks:
-            if not task.cancelled() and task.done() and isinstance(task.exception(), Refused):
-                log.warning("tf network: a frame that does not open: connection closed")
 
 
 class TunnelAgent:
@@ -89,7 +64,7 @@ class TunnelAgent:
     Parameters
     ----------
     secret : bytes
-        The run's TF network secret.
+        The run's TF network secret: the root of the tunnels' TLS authority.
     task : str
         This node's task, ``job:index``.
     address : tuple of str and int
@@ -116,7 +91,7 @@ class TunnelAgent:
         own_port: int,
         fresh_socket: Callable[[], socket.socket],
     ) -> None:
-        self.secret = secret
+        self.server_context, self.client_context = tunnel_contexts(secret, task)
         self.task = task
         self.address = address
         self.peers = peers
@@ -144,8 +119,16 @@ class TunnelAgent:
     def stop(self) -> None:
         """Stop listening and end every relay."""
         if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._loop.stop)
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
             self._thread.join(timeout=10)
+
+    async def _shutdown(self) -> None:
+        """End every relay (each closes its connections as it ends), then the loop."""
+        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+        asyncio.get_running_loop().stop()
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
@@ -162,50 +145,34 @@ class TunnelAgent:
             self._loop.close()
 
     async def _listen(self) -> None:
-        await asyncio.start_server(self._from_peer, *self.address, reuse_address=True)
+        await asyncio.start_server(self._from_peer, *self.address, reuse_address=True, ssl=self.server_context,
+                                   ssl_handshake_timeout=HANDSHAKE_S)  # fmt: skip
         for peer, listener in self.listeners.items():
             listener.setblocking(False)
             await asyncio.start_server(functools.partial(self._to_peer, peer), sock=listener)
 
     async def _from_peer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """A peer agent's connection: its handshake, then this node's TF server on the private loopback."""
-        peer = writer.get_extra_info("peername")
+        """A peer agent's connection, its TLS handshake passed: joined to this node's TF server on the private loopback."""
         try:
-            client_nonce = await asyncio.wait_for(reader.readexactly(NONCE_BYTES), HANDSHAKE_S)
-            frame = await asyncio.wait_for(_read_frame(reader), HANDSHAKE_S)
-            hello = hello_cipher(self.secret, CHANNEL, client_nonce).open(frame)
-            if hello != self.task.encode():
-                raise Refused(f"asked for {hello[:40]!r}, this is {self.task}")
-            reply, ciphers = answer(self.secret, CHANNEL, client_nonce)
-            receive, send = ciphers["to_server"], ciphers["to_client"]
-            writer.write(reply)
-            await writer.drain()
             inside = await asyncio.get_running_loop().run_in_executor(None, self.fresh_socket)
             inside.setblocking(False)
             await asyncio.get_running_loop().sock_connect(inside, ("127.0.0.1", self.own_port))
-            server = await asyncio.open_connection(sock=inside)
-        except Refused as err:
-            log.warning("tf network: refused a connection from %s: %s", peer, err)
+            server = await asyncio.open_connection(sock=inside, limit=READ_BYTES)
+        except OSError:
             writer.close()
             return
-        except (OSError, EOFError, TimeoutError, asyncio.IncompleteReadError):
-            writer.close()
-            return
-        await _relay(server, (reader, writer), send, receive)
+        await _relay(server, (reader, writer))
 
     async def _to_peer(self, peer: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """A connection from this node's TensorFlow to ``peer``'s virtual address: carried to its agent."""
+        """A connection from this node's TensorFlow to ``peer``'s virtual address: carried to its agent over TLS."""
         try:
-            remote = await asyncio.wait_for(asyncio.open_connection(*self.peers[peer]), CONNECT_S)
-            first, client_nonce = opening(self.secret, CHANNEL, peer.encode())
-            remote[1].write(first)
-            server_nonce = await asyncio.wait_for(remote[0].readexactly(NONCE_BYTES), HANDSHAKE_S)
-            ciphers = derive_ciphers(self.secret, CHANNEL, client_nonce, server_nonce)
-            send, receive = ciphers["to_server"], ciphers["to_client"]
-            if receive.open(await asyncio.wait_for(_read_frame(remote[0]), HANDSHAKE_S)) != b"ok":
-                raise Refused(f"{peer}'s agent did not accept")
-        except (Refused, OSError, EOFError, TimeoutError, asyncio.IncompleteReadError) as err:
+            remote = await asyncio.wait_for(
+                asyncio.open_connection(*self.peers[peer], ssl=self.client_context, server_hostname=task_name(peer),
+                                        ssl_handshake_timeout=HANDSHAKE_S, limit=READ_BYTES),
+                CONNECT_S + HANDSHAKE_S,
+            )  # fmt: skip
+        except (OSError, ssl.SSLError, TimeoutError) as err:
             log.warning("tf network: cannot reach %s at %s:%d: %s", peer, *self.peers[peer], err)
             writer.close()
             return
-        await _relay((reader, writer), remote, send, receive)
+        await _relay((reader, writer), remote)
