@@ -17,6 +17,7 @@ MASTER = "master"
 #: Standard ports (Hadoop 3 and Spark defaults, but the NodeManager's RPC port, fixed so a restarted node keeps its id).
 NAMENODE_PORT = 8020
 NAMENODE_HTTP_PORT = 9870
+DATANODE_HTTP_PORT = 9864
 RESOURCEMANAGER_HTTP_PORT = 8088
 NODEMANAGER_PORT = 8041
 NODEMANAGER_HTTP_PORT = 8042

@@ -96,23 +96,23 @@ def _curl_exit(command: list[str], url: str, *options: str) -> tuple[int, str]:
 
 def test_hadoop_s_web_endpoints_speak_only_https_that_the_cluster_s_authority_verifies(hadoop):
     assert hadoop.security is not None and hadoop.tls is not None, "the suite's hosts are secured"
-    env_client = hadoop.web_client()
+    client = hadoop.web_client()
     endpoints = {
         "NameNode": (hadoop.webhdfs_url, daemons.NAMENODE_HTTP_PORT),
         "ResourceManager": (hadoop.rm_url, daemons.RESOURCEMANAGER_HTTP_PORT),
-        "DataNode": (f"https://{hadoop.address('node1')}:{daemons.DATANODE_HTTPS_PORT}", 9864),
+        "DataNode": (f"https://{hadoop.address('node1')}:{daemons.DATANODE_HTTPS_PORT}", daemons.DATANODE_HTTP_PORT),
         "NodeManager": (hadoop.nm_url("node1"), daemons.NODEMANAGER_HTTP_PORT),
     }
-    without_ca = [option for option in env_client if option not in ("--cacert", str(hadoop.tls.ca_file))]
+    without_ca = [option for option in client if option not in ("--cacert", str(hadoop.tls.ca_file))]
     for daemon, (url, http_port) in endpoints.items():
         host = url.split("//")[1].split(":")[0]
         # Verified against the cluster's authority, by address, with the first tenant's ticket.
-        assert _curl_exit(env_client, f"{url}/jmx?qry=java.lang:type=Runtime") == (0, "200"), daemon
+        assert _curl_exit(client, f"{url}/jmx?qry=java.lang:type=Runtime") == (0, "200"), daemon
         # The machine's own authorities do not know the cluster's: curl refuses the certificate (60).
         assert _curl_exit(without_ca, f"{url}/jmx")[0] == 60, daemon
         # A name the certificate does not carry fails verification too.
         port = url.rsplit(":", 1)[1]
-        assert _curl_exit(env_client, f"https://impostor:{port}/jmx", "--resolve", f"impostor:{port}:{host}")[0] == 60
+        assert _curl_exit(client, f"https://impostor:{port}/jmx", "--resolve", f"impostor:{port}:{host}")[0] == 60
         # Plain HTTP gets no page, on the TLS port or the standard HTTP one (nothing listens there: 7).
         code, status = _curl_exit(["curl", "-sS"], f"http://{host}:{port}/jmx")
         assert code != 0 and status == "000", (daemon, code, status)
