@@ -803,7 +803,7 @@ def test_a_reservation_that_runs_out_of_time_is_a_setup_error(tmp_path, monkeypa
     cluster = types.SimpleNamespace(run=timed_out, tf_status={}, InputMode=types.SimpleNamespace(TENSORFLOW=1))
     # Stand-ins for TensorFlowOnSpark (loading it loads TensorFlow) and the reservation server it would start.
     monkeypatch.setitem(sys.modules, "tensorflowonspark", types.SimpleNamespace(TFCluster=cluster))
-    patches = types.SimpleNamespace(driver_reservations=lambda host: contextlib.nullcontext())
+    patches = types.SimpleNamespace(driver_reservations=lambda host, **_: contextlib.nullcontext())
     monkeypatch.setitem(sys.modules, "tf_models.tfos.tfos_patches", patches)
     cancelled = []
 

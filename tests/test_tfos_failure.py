@@ -1,11 +1,11 @@
-"""A TF node that dies mid-training stops ``tfbs train`` fast, naming the node.
+"""A TF node that dies mid-training: a ps stops ``tfbs train`` fast, naming it; a worker is named and left behind.
 
 A real ``SIGKILL`` of the OS process that runs a node's TensorFlow (its pid
 comes from the driver's "tfbs node process" line), on a real
 ``local-cluster`` with one JVM per executor, through the command line users
-run. Without a watchdog the ParameterServerStrategy coordinator waits for a
-lost worker to come back, nothing in TensorFlowOnSpark notices a lost ps, and
-the run would hang until TFoS's 3-day shutdown timeout.
+run. Without a watchdog nothing in TensorFlowOnSpark notices a lost ps, and
+the run would hang until TFoS's 3-day shutdown timeout; a lost worker's
+steps go to the workers left (``train.placement.on_worker_loss``).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from tf_models.tfos import NodeInfo
 from tf_models.tfos.failures import describe_failure, failure_message
 from tf_models.tfos.lost_nodes import loss_reason, lost_node_failure
 from tf_models.tfos.node_files import write_node_file
+from tf_models.tfos.task import run_isolated
 from tfbs.storage import local_path
 
 # TensorFlowOnSpark clusters on local-cluster Spark: minutes each.
@@ -239,6 +240,35 @@ def test_a_node_on_a_lost_host_is_named_before_the_chief_that_could_not_reach_it
     assert failure_message(CHIEF_FAILED, on_hosts, None, "run-b", set).startswith("TF node chief:0 ")
 
 
+def test_the_run_goes_on_without_a_lost_worker_only_while_one_is_left_and_never_without_a_ps(caplog):
+    """The driver's policy per role (tf_models.tfos.lost_nodes), on a node job of stand-ins."""
+    import types
+
+    from tf_models.tfos.driver import _NodeJob
+    from tf_models.tfos.failures import ClusterFailed
+
+    nodes = [*NODES, {**NODES[2], "task_index": 1, "tfos_index": 3, "spark_executor": "3"}]
+    cancelled: list[bool] = []
+    sc = types.SimpleNamespace(cancelAllJobs=lambda: cancelled.append(True))
+    cluster = types.SimpleNamespace(server=types.SimpleNamespace(stop=lambda: None))
+
+    def job(elastic: bool) -> _NodeJob:
+        return _NodeJob(sc, cluster, 0, nodes, "run-a", set(), None, elastic)
+
+    elastic = job(True)
+    elastic.lose(nodes[2], lambda: "TF node worker:0 (...) lost: gone")
+    elastic.lose(nodes[2], lambda: pytest.fail("a loss already known is not asked again"))
+    assert elastic.lost_workers == {"worker:0"} and not cancelled
+    assert "TF node worker:0 (...) lost: gone; training goes on with the 1 worker left" in caplog.text
+    with pytest.raises(ClusterFailed, match="worker:1 .* lost: gone; no worker is left to train on"):
+        elastic.lose(nodes[3], lambda: "TF node worker:1 (...) lost: gone")
+    with pytest.raises(ClusterFailed, match=r"^TF node ps:0 \(Spark executor 2, host 10.0.0.5\) lost"):
+        job(True).lose(nodes[0], lambda: lost_node_failure(nodes[0], None))
+    with pytest.raises(ClusterFailed, match="worker:0"):  # on_worker_loss: stop
+        job(False).lose(nodes[2], lambda: "TF node worker:0 (...) lost: gone")
+    assert cancelled == [True, True, True]
+
+
 def test_a_lost_host_waits_for_spark_s_reason_and_names_the_cause_it_gives():
     """A node's only executor on its host ended: its reason names the cause, not a lost host."""
     worker = {**NODES[2], "host": "10.0.0.13", "hostname": "node3"}
@@ -399,13 +429,57 @@ def test_a_worker_stream_ended_by_a_lost_connection_is_built_anew_and_the_steps_
     assert rebuilt_at == [2 * n for n in range(STREAM_REBUILDS + 1)]  # one closure ran on each stream
 
 
-# Kills, waits for the failure's detection, runs again: in make test beside the hosts' tests, which mostly wait.
+def test_a_worker_that_dies_ends_as_done_only_where_the_run_goes_on_without_it():
+    """The watcher of a node whose process was killed: a lost elastic worker's task succeeds, any other fails."""
+
+    def killed(args: dict, info: NodeInfo) -> None:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    worker = _node_info("worker", 1, "3")
+    assert run_isolated(killed, {"run_id": "r"}, worker, survive_death=True) is None
+    with pytest.raises(
+        RuntimeError, match=r"TF node worker:1 \(Spark executor 3, host vm, pid \d+\) died: its process"
+    ):
+        run_isolated(killed, {"run_id": "r"}, worker)
+
+    def failed(args: dict, info: NodeInfo) -> None:
+        raise ValueError("a bug, not a loss")
+
+    with pytest.raises(RuntimeError, match="failed:"):  # every worker would meet it: the run stops
+        run_isolated(failed, {"run_id": "r"}, worker, survive_death=True)
+
+
+# Kills, waits for the loss's detection, runs on or again: in make test beside the hosts' tests, which mostly wait.
 @pytest.mark.waits
-def test_killed_worker_fails_fast_then_the_rerun_resumes(small_shards, tmp_path):
+def test_a_killed_worker_is_named_and_the_run_finishes_with_the_workers_left(small_shards, tmp_path):
     run_dir = tmp_path / "run"
-    output, seconds = _fail_fast(small_shards, run_dir, "worker", 1)
+    training = StreamedProcess(_command(small_shards, run_dir))
+    try:
+        pid, executor, _ = _kill_mid_training(training, run_dir, "worker", 1)
+        code = training.wait(timeout=600)
+    finally:
+        training.kill()
+    output = training.output
+    assert code == 0, output[-4000:]
+    lost = (
+        rf"tfbs cluster: TF node worker:1 \(Spark executor {executor}, host \S+ \(\S+\)\) died: its process was killed by "
+        r"SIGKILL; training goes on with the 1 worker left"
+    )
+    assert re.search(lost, output), output[-4000:]
     model_dir = _model_dir(run_dir)
-    print(f"worker:1 killed: the command exited {seconds:.1f} s later")
+    assert _checkpoint_step(model_dir) == STEPS
+    history = json.loads((model_dir / "history.json").read_text())
+    assert [h["step"] for h in history] == list(range(CHECKPOINT_EVERY, STEPS + 1, CHECKPOINT_EVERY))
+    assert (model_dir / "export" / "saved_model.pb").exists()
+    _assert_no_processes_left(run_dir)
+
+
+@pytest.mark.waits
+def test_a_killed_ps_stops_the_run_fast_and_the_rerun_resumes(small_shards, tmp_path):
+    run_dir = tmp_path / "run"
+    output, seconds = _fail_fast(small_shards, run_dir, "ps", 0)
+    model_dir = _model_dir(run_dir)
+    print(f"ps:0 killed: the command exited {seconds:.1f} s later")
 
     # Read once every process of the run is gone: the chief may still have
     # checkpointed while Spark was killing it, after the driver's hint.
@@ -434,9 +508,3 @@ def test_killed_worker_fails_fast_then_the_rerun_resumes(small_shards, tmp_path)
     assert history[: len(kept)] == kept
     assert (model_dir / "export" / "saved_model.pb").exists()
     _assert_no_processes_left(run_dir)
-
-
-@pytest.mark.waits
-def test_killed_ps_fails_fast(small_shards, tmp_path):
-    _, seconds = _fail_fast(small_shards, tmp_path / "run", "ps", 0)
-    print(f"ps:0 killed: the command exited {seconds:.1f} s later")

@@ -474,6 +474,8 @@ def _train_on_cluster(
             executors_timeout=placement.executors_timeout_s,
             reservation_timeout=placement.reservation_timeout_s,
             private_network=placement.tf_network == "private",
+            # All-reduce needs every member; a ps strategy's coordinator runs a lost worker's steps on the others.
+            elastic_workers=placement.strategy == "parameter_server" and placement.on_worker_loss == "continue",
             # Each node records the pid of its TF process here, and the
             # driver logs it: which OS process is worker:1.
             node_dir=f"{model_uri}/{NODE_DIR}",

@@ -75,7 +75,10 @@ and how it shaped this package:
   :func:`run_cluster` raises :class:`ClusterFailed` ("TF node worker:1
   (Spark executor 3, host h, pid 42) died: its process was killed by
   SIGKILL"). Measured on 2 loaded cores: 7 s from killing a worker and
-  13 s from killing the ps to the exit of ``tfbs train``.
+  13 s from killing the ps to the exit of ``tfbs train``. With elastic
+  workers (``run_cluster(elastic_workers=True)``) a worker's death instead
+  ends its task as done and the run goes on without it
+  (:mod:`~tf_models.tfos.lost_nodes`).
 * TFoS's shutdown waits until every non-ps task has returned. PSS workers
   therefore poll for a marker that the chief writes
   (:func:`mark_chief_done` / :func:`wait_for_chief`). ps nodes should wait
@@ -88,12 +91,14 @@ and how it shaped this package:
   :func:`run_cluster` waits and enforces the timeout itself, then calls
   ``shutdown(timeout=-1)``. It raises :class:`ClusterFailed` and leaves the
   SparkContext usable.
-* Spark retries failed tasks, and TFoS would re-run the node. A re-run node
-  cannot rejoin the TF cluster, so retries fail at once (see
-  :class:`tf_models.tfos.task.NodeEntry`). A failed node then ends the
-  run after Spark's ``spark.task.maxFailures`` quick attempts. Each attempt
-  still starts a Python worker that imports TF, about 30 s on 2 cores. Set
-  ``spark.task.maxFailures=1`` for faster failure.
+* Spark retries failed tasks, and resubmits a lost executor's task without
+  counting a failure; TFoS would re-run the node. A re-run node cannot
+  rejoin the TF cluster, so retries fail at once, or return at once for an
+  elastic worker (:class:`tf_models.tfos.tfos_patches.NodeTaskGuard`). A
+  failed node then ends the run after Spark's ``spark.task.maxFailures``
+  quick attempts. Each attempt still starts a Python worker that imports
+  TF, about 30 s on 2 cores. Set ``spark.task.maxFailures=1`` for faster
+  failure.
 * ``import tensorflowonspark`` calls ``logging.basicConfig(level=INFO)`` and
   imports TensorFlow (``tensorflowonspark.compat``), so it is imported lazily.
   Importing this package loads neither TFoS, TensorFlow nor pyspark.

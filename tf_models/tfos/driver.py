@@ -14,6 +14,8 @@ import logging
 import secrets
 import time
 import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tf_models.tfos.failures import (
@@ -23,10 +25,11 @@ from tf_models.tfos.failures import (
     describe_failure,
     failure_message,
     nodes_on_lost_hosts,
+    placed_label,
     reservation_failure,
 )
-from tf_models.tfos.lost_nodes import loss_reason, lost_node_failure
-from tf_models.tfos.node import CHIEF, NODE_DIR_ARG, TF_NETWORK_SECRET_ARG, NodeMain
+from tf_models.tfos.lost_nodes import goes_on_note, goes_on_without, loss_reason, lost_node_failure
+from tf_models.tfos.node import CHIEF, ELASTIC_WORKERS_ARG, NODE_DIR_ARG, PS, TF_NETWORK_SECRET_ARG, WORKER, NodeMain
 from tf_models.tfos.node_files import read_node_files
 from tf_models.tfos.sealed import SECRET_BYTES, HiddenBytes
 from tf_models.tfos.spark_status import (
@@ -35,6 +38,7 @@ from tf_models.tfos.spark_status import (
     node_stage_id,
     removed_executors,
     spark_placement,
+    succeeded_partitions,
 )
 from tf_models.tfos.task import NodeEntry
 
@@ -149,18 +153,103 @@ def _fail(sc: SparkContext, cluster: Any, failure: str | ClusterFailed) -> Clust
     return failure if isinstance(failure, ClusterFailed) else ClusterFailed(failure)
 
 
-def _await_nodes(
-    sc: SparkContext,
-    cluster: Any,
-    stage_id: int | None,
-    num_done: int,
-    deadline: float,
-    nodes: list[dict[str, Any]],
-    run_id: str,
-    started_on: set[str],
-    node_dir: str | None = None,
-) -> None:
-    """Block until ``num_done`` node tasks (all but the ps) have succeeded.
+@dataclass
+class _NodeJob:
+    """The running node job, as the driver follows it.
+
+    Attributes
+    ----------
+    sc : SparkContext
+        The application.
+    cluster : TFCluster
+        TFoS's cluster of the reserved nodes.
+    stage_id : int or None
+        The node stage (:func:`~tf_models.tfos.spark_status.node_stage_id`).
+    nodes : list of dict
+        The placement records.
+    run_id : str
+        This run's id.
+    started_on : set of str
+        The executors' hosts before the nodes started.
+    node_dir : str or None
+        The node files' directory.
+    elastic_workers : bool
+        A lost worker leaves the run going (:mod:`tf_models.tfos.lost_nodes`).
+    lost_workers : set of str
+        The workers lost so far (``"worker:1"``), the run gone on without them.
+    """
+
+    sc: SparkContext
+    cluster: Any
+    stage_id: int | None
+    nodes: list[dict[str, Any]]
+    run_id: str
+    started_on: set[str]
+    node_dir: str | None
+    elastic_workers: bool
+    lost_workers: set[str] = field(default_factory=set)
+
+    def fail(self, failure: str | ClusterFailed) -> ClusterFailed:
+        """Cancel the node job and build the error to raise (:func:`_fail`)."""
+        return _fail(self.sc, self.cluster, failure)
+
+    def lost_hosts(self) -> set[str]:
+        """The hosts that ran executors before the nodes started and run none now."""
+        return self.started_on - live_hosts(self.sc)
+
+    def lose(self, node: dict[str, Any], loss: Callable[[], str | ClusterFailed]) -> None:
+        """Go on without ``node`` if the policy lets the run (logged once), else stop it.
+
+        ``loss`` says how the node was lost, asked only when news to the run.
+
+        Raises
+        ------
+        ClusterFailed
+            If ``node`` is a ps or chief, the run is not elastic, or no worker is left.
+        """
+        name = f"{node['job_name']}:{node['task_index']}"
+        if name in self.lost_workers:
+            return
+        if not goes_on_without(node, self.elastic_workers):
+            raise self.fail(loss())
+        self.lost_workers.add(name)
+        left = sum(n["job_name"] == WORKER for n in self.nodes) - len(self.lost_workers)
+        if left == 0:
+            raise self.fail(f"{loss()}; no worker is left to train on")
+        logger.warning("tfbs cluster: %s", goes_on_note(str(loss()), left))
+
+    def others_succeeded(self, roles: set[str]) -> bool:
+        """Whether every node of ``roles`` but the lost workers has a successful task."""
+        wanted = {
+            n["tfos_index"]
+            for n in self.nodes
+            if n["job_name"] in roles and f"{n['job_name']}:{n['task_index']}" not in self.lost_workers
+        }
+        return self.stage_id is not None and wanted <= succeeded_partitions(self.sc, self.stage_id)
+
+
+#: How often the driver of an elastic run looks for workers lost with their process or executor.
+_LOST_WORKERS_EVERY_S = 5.0
+
+
+def _lost_workers(job: _NodeJob) -> None:
+    """Go on without each worker whose process died (its node file says so: an elastic worker's task then
+    succeeds) or whose executor Spark removed (Spark then resubmits its task, which returns at once)."""
+    placed = {(n["job_name"], n["task_index"]): n for n in job.nodes}
+    for record in read_node_files(job.node_dir, job.run_id, job.nodes):
+        if record.get("state") == "died" and record["job_name"] == WORKER:
+            node = placed[(WORKER, record["task_index"])]
+            died = f"{placed_label(node, node.get('spark_executor'))} died: {record.get('reason')}"
+            job.lose(node, lambda died=died: died)
+    removed = removed_executors(job.sc)
+    for node in job.nodes:
+        if node["job_name"] == WORKER and node.get("spark_executor") in removed:
+            reason = removed[node["spark_executor"]][1]
+            job.lose(node, lambda node=node, reason=reason: lost_node_failure(node, reason))
+
+
+def _await_nodes(job: _NodeJob, num_done: int, deadline: float) -> None:
+    """Block until ``num_done`` node tasks (all but the ps) have succeeded, or every node but the lost workers.
 
     ps tasks run until :func:`_stop_cluster` stops them, so "done" means
     that the node stage has ``num_done`` successful tasks. Counting running
@@ -174,46 +263,49 @@ def _await_nodes(
     for it twice a second. A host lost whole is told by its executors'
     block managers, which Spark drops as their connections close: a node
     on a host with none left of ``started_on`` (the executors' hosts before
-    the nodes started) is lost, named with Spark's reason when one comes
-    (:mod:`tf_models.tfos.lost_nodes`).
+    the nodes started) is lost, named with Spark's reason when one comes.
+    Whether the run stops or goes on without it is the role's policy
+    (:mod:`tf_models.tfos.lost_nodes`); an elastic run also looks for
+    workers lost alone, their process or executor (:func:`_lost_workers`).
 
     Raises
     ------
     ClusterFailed
         If the node job failed (the message names the node, its Spark
-        executor and the cause), a node's host has no executor left, or
-        ``deadline`` (on the ``time.monotonic()`` clock) passed. Running jobs
-        are cancelled and the reservation server is stopped.
+        executor and the cause), a node the run cannot go on without was
+        lost, or ``deadline`` (on the ``time.monotonic()`` clock) passed.
+        Running jobs are cancelled and the reservation server is stopped.
     """
+    sc = job.sc
     tracker = sc.statusTracker()
-    if stage_id is None:
+    if job.stage_id is None:
         # The shutdown job's tasks then wait for the executors the nodes hold.
         logger.warning("tfbs cluster: node stage not found; the shutdown waits for the nodes' executors")
         return
     logged: set[str] = set()
-
-    def lost_hosts() -> set[str]:
-        return started_on - live_hosts(sc)
-
+    next_look = 0.0
     while True:
-        _log_node_processes(node_dir, run_id, nodes, logged)
+        _log_node_processes(job.node_dir, job.run_id, job.nodes, logged)
         error = _tfos_error()
         if error is not None:
-            raise _fail(sc, cluster, failure_message(error, nodes, node_dir, run_id, lost_hosts))
-        # Stop as soon as a node's host is gone. Its task fails only when the
+            raise job.fail(failure_message(error, job.nodes, job.node_dir, job.run_id, job.lost_hosts))
+        # Act as soon as a node's host is gone. Its task fails only when the
         # cluster manager gives the loss reason (YARN: the NodeManager's expiry),
         # and a ps strategy's chief trains on with the workers left meanwhile:
-        # one run finished its 2,000 steps 36 s after losing worker:1's host,
-        # then failed, its last checkpoint at the final step.
-        lost = nodes_on_lost_hosts(nodes, lost_hosts)
-        if lost:
-            raise _fail(sc, cluster, lost_node_failure(lost[0], loss_reason(lost[0], lambda: removed_executors(sc))))
+        # one run finished its 2,000 steps 36 s after losing worker:1's host.
+        for node in nodes_on_lost_hosts(job.nodes, job.lost_hosts):
+            job.lose(node, lambda node=node: lost_node_failure(node, loss_reason(node, lambda: removed_executors(sc))))
+        if job.elastic_workers and time.monotonic() >= next_look:
+            _lost_workers(job)
+            next_look = time.monotonic() + _LOST_WORKERS_EVERY_S
         if time.monotonic() > deadline:
-            raise _fail(sc, cluster, "TF cluster did not finish within shutdown_timeout")
-        stage = tracker.getStageInfo(stage_id)
+            raise job.fail("TF cluster did not finish within shutdown_timeout")
+        stage = tracker.getStageInfo(job.stage_id)
         if stage is None or stage.numCompletedTasks >= num_done:
             return
-        if stage_id not in tracker.getActiveStageIds():
+        if job.lost_workers and job.others_succeeded({CHIEF, WORKER}):
+            return
+        if job.stage_id not in tracker.getActiveStageIds():
             # The stage ended. Spark writes a running stage's task counts at
             # most every spark.ui.liveUpdate.period and the final ones when it
             # ends, so the counts read above may predate its last task (an
@@ -222,10 +314,11 @@ def _await_nodes(
             # records the error a moment later.
             time.sleep(2)
             error = _tfos_error()
-            stage = tracker.getStageInfo(stage_id)
+            stage = tracker.getStageInfo(job.stage_id)
             if error is None and (stage is None or stage.numCompletedTasks >= num_done):
                 return
-            raise _fail(sc, cluster, failure_message(error or "node stage failed", nodes, node_dir, run_id, lost_hosts))
+            failure = failure_message(error or "node stage failed", job.nodes, job.node_dir, job.run_id, job.lost_hosts)
+            raise job.fail(failure)
         time.sleep(0.5)
 
 
@@ -241,6 +334,7 @@ def run_cluster(
     node_dir: str | None = None,
     executors_timeout: float = 120,
     private_network: bool = True,
+    elastic_workers: bool = False,
 ) -> list[dict[str, Any]]:
     """Run ``node_main`` on a TF cluster of one chief, ``num_ps`` ps and ``num_workers`` workers.
 
@@ -283,6 +377,11 @@ def run_cluster(
         ``<job>-<index>.json`` there with the pid of the OS process that runs
         its TensorFlow, and the driver logs it as a "tfbs node process"
         line. ``None`` writes nothing.
+    elastic_workers : bool
+        A worker lost with its process, executor or host is logged and the
+        run goes on with the workers left (parameter servers only: TF's
+        coordinator runs the lost worker's steps on the others); the run
+        still stops when no worker is left, or a ps or the chief is lost.
 
     Returns
     -------
@@ -317,21 +416,23 @@ def run_cluster(
     # A host lost whole takes its executors and their watchers with it: it is
     # told by the hosts that ran executors now and run none later.
     started_on = live_hosts(sc)
-    args = _node_args(node_args, private_network, node_dir)
+    args = _node_args(node_args, private_network, node_dir, elastic_workers)
     t0 = time.monotonic()
     cluster = _reserve_nodes(sc, node_main, args, num_nodes, num_ps, log_dir, reservation_timeout)
     logger.info("tfbs cluster: %d nodes reserved in %.1f s", num_nodes, time.monotonic() - t0)
     stage_id = node_stage_id(sc, num_nodes)
     nodes = _placement_records(sc, cluster, stage_id, num_nodes)
     deadline = t0 + shutdown_timeout
-    _await_nodes(sc, cluster, stage_id, num_nodes - num_ps, deadline, nodes, args["run_id"], started_on, node_dir)
-    _stop_cluster(sc, cluster, deadline=deadline)
+    job = _NodeJob(sc, cluster, stage_id, nodes, args["run_id"], started_on, node_dir, elastic_workers)
+    _await_nodes(job, num_nodes - num_ps, deadline)
+    _stop_cluster(job, deadline=deadline)
     logger.info("tfbs cluster: finished in %.1f s", time.monotonic() - t0)
     return nodes
 
 
-def _node_args(node_args: dict, private_network: bool, node_dir: str | None) -> dict[str, Any]:
-    """``node_args`` and what :func:`run_cluster` adds for every node: a run id, the TF network's secret, the node dir.
+def _node_args(node_args: dict, private_network: bool, node_dir: str | None, elastic_workers: bool) -> dict[str, Any]:
+    """``node_args`` and what :func:`run_cluster` adds for every node: a run id, the TF network's secret, the node
+    dir, whether workers are elastic.
 
     Returns
     -------
@@ -350,6 +451,7 @@ def _node_args(node_args: dict, private_network: bool, node_dir: str | None) -> 
         )
     if node_dir:
         args[NODE_DIR_ARG] = node_dir
+    args[ELASTIC_WORKERS_ARG] = elastic_workers
     return args
 
 
@@ -387,7 +489,7 @@ def _reserve_nodes(
     # TFoS keeps the error in a module-level dict that nothing resets.
     TFCluster.tf_status.clear()
     try:
-        with driver_reservations(reservation_host(sc)):
+        with driver_reservations(reservation_host(sc), elastic_workers=bool(args.get(ELASTIC_WORKERS_ARG))):
             cluster = TFCluster.run(
                 sc,
                 NodeEntry(node_main),
@@ -410,7 +512,7 @@ def _reserve_nodes(
 
 def _placement_records(sc: SparkContext, cluster: Any, stage_id: int | None, num_nodes: int) -> list[dict[str, Any]]:
     """One record per reserved node, in TFoS node order, each logged as a "tfbs placement" line (see :func:`run_cluster`)."""
-    placement = spark_placement(sc, stage_id, num_nodes)
+    placement = spark_placement(sc, stage_id)
     nodes = []
     for node in sorted(cluster.cluster_info, key=lambda n: n["executor_id"]):
         record = {
@@ -433,7 +535,7 @@ def _placement_records(sc: SparkContext, cluster: Any, stage_id: int | None, num
     return nodes
 
 
-def _stop_cluster(sc: SparkContext, cluster: Any, deadline: float, poll_seconds: float = 0.2) -> None:
+def _stop_cluster(job: _NodeJob, deadline: float, poll_seconds: float = 0.2) -> None:
     """Wait for the ps tasks to end, then stop the reservation server.
 
     :func:`_await_nodes` has seen every other node's task succeed, so the
@@ -441,19 +543,26 @@ def _stop_cluster(sc: SparkContext, cluster: Any, deadline: float, poll_seconds:
     (:class:`~tf_models.tfos.task.NodeEntry`). TFoS's own shutdown instead
     connects to each ps's manager over the network, so that manager had to
     listen there; and it waits 5 s between its looks, about 20 s of every
-    training run.
+    training run. A lost worker's task may wait for Spark to call its
+    executor lost (YARN: the NodeManager's expiry, 10 minutes by default):
+    once every other node's task has succeeded it is cancelled.
 
     Raises
     ------
     ClusterFailed
         If a ps failed on its way out, or had not stopped by ``deadline``.
     """
-    tracker = sc.statusTracker()
+    tracker = job.sc.statusTracker()
+    cancelled = False
     while tracker.getActiveJobsIds():
         if time.monotonic() > deadline:
-            raise _fail(sc, cluster, "the ps nodes did not stop within shutdown_timeout")
+            raise job.fail("the ps nodes did not stop within shutdown_timeout")
+        if job.lost_workers and not cancelled and job.others_succeeded({PS, CHIEF, WORKER}):
+            logger.info("tfbs cluster: training is over; the lost workers' tasks are cancelled")
+            job.sc.cancelAllJobs()
+            cancelled = True
         time.sleep(poll_seconds)
     error = _tfos_error()
-    if error is not None:
-        raise _fail(sc, cluster, f"a TF node failed during shutdown: {describe_failure(error, [])}")
-    cluster.server.stop()
+    if error is not None and not cancelled:
+        raise job.fail(f"a TF node failed during shutdown: {describe_failure(error, [])}")
+    job.cluster.server.stop()

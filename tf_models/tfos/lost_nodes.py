@@ -12,7 +12,7 @@ the driver waits up to :data:`LOSS_REASON_WAIT_S` for that reason before
 calling the host lost.
 
 What the run does when a node is lost, per role (this module is the one
-place to change it; elastic workers would change the worker's):
+place to change it):
 
 ========  ==================================  =============================================
 role      the run                             because
@@ -21,10 +21,19 @@ ps        stops; the same command resumes     the variables it holds are nowhere
           from the last checkpoint
 chief     stops; resumes so                   it runs the training loop and writes the
                                               checkpoints
-worker    stops; resumes so                   TFoS's node job ends with the worker's task
-                                              (TF's coordinator alone would reschedule
-                                              its steps on the workers left)
+worker    goes on with the workers left       TF's ``ClusterCoordinator`` runs a lost
+          (elastic workers: ps strategy,      worker's steps on the others; the run stops
+          ``on_worker_loss: continue``);      once no worker is left. Under all-reduce
+          else stops and resumes so           every member holds the collective
 ========  ==================================  =============================================
+
+A worker is lost three ways: its TF process dies (its watcher then ends
+the node's task as done, :func:`tf_models.tfos.task.run_isolated`), its
+executor ends (Spark resubmits the task, which then returns at once,
+:class:`tf_models.tfos.tfos_patches.NodeTaskGuard`) or its host goes (the
+driver sees the host's block managers gone). It does not come back: TF's
+coordinator takes a worker back only at the address its cluster was built
+with, and the replacement executor YARN may start is elsewhere.
 
 An executor killed for its memory would be killed again at the same
 point: the advice then names the settings to raise before resuming.
@@ -37,6 +46,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tf_models.tfos.failures import ClusterFailed, lost_node_message, placed_label
+from tf_models.tfos.node import WORKER
 
 #: How long the driver waits for Spark's reason once a node's host has no
 #: executor left (YARN's container report reaches Spark within seconds).
@@ -83,8 +93,33 @@ def loss_reason(node: dict[str, Any], removed: Removed, wait_s: float = LOSS_REA
         time.sleep(0.5)
 
 
+def goes_on_without(node: dict[str, Any], elastic_workers: bool) -> bool:
+    """Whether the run goes on when ``node`` is lost (the table above).
+
+    Examples
+    --------
+    >>> [goes_on_without({"job_name": job}, True) for job in ("ps", "chief", "worker")]
+    [False, False, True]
+    >>> goes_on_without({"job_name": "worker"}, False)
+    False
+    """
+    return elastic_workers and node.get("job_name") == WORKER
+
+
+def goes_on_note(loss: str, workers_left: int) -> str:
+    """The line the driver logs when a worker is lost (``loss`` says how) and training goes on.
+
+    Examples
+    --------
+    >>> node = {"job_name": "worker", "task_index": 1, "spark_executor": "3", "host": "10.0.0.13", "hostname": "node3"}
+    >>> goes_on_note(str(lost_node_failure(node, None)), 1)
+    'TF node worker:1 (Spark executor 3, host node3 (10.0.0.13)) lost: no Spark executor left on its host; training goes on with the 1 worker left'
+    """
+    return f"{loss}; training goes on with the {workers_left} worker{'s' if workers_left != 1 else ''} left"
+
+
 def lost_node_failure(node: dict[str, Any], reason: str | None) -> ClusterFailed:
-    """The error that stops the run when ``node`` is lost: every role stops it (the table above).
+    """The error that stops the run when ``node`` is lost (the table above says which roles stop it).
 
     Parameters
     ----------

@@ -28,6 +28,8 @@ CHIEF, PS, WORKER = "chief", "ps", "worker"
 NODE_DIR_ARG = "node_dir"
 #: Key of ``node_args`` under which it passes the TF network's secret (nodes then run in private networks).
 TF_NETWORK_SECRET_ARG = "tf_network_secret"
+#: Key of ``node_args`` set when a lost worker leaves the run going (``train.placement.on_worker_loss``).
+ELASTIC_WORKERS_ARG = "elastic_workers"
 
 NodeMain = Callable[[dict, "NodeInfo"], None]
 

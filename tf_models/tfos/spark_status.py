@@ -1,23 +1,16 @@
 """What the driver learns from Spark about the node job: executors, the node stage, task placement.
 
-Read from the SparkContext's status tracker and the Spark UI's REST API;
-nothing here knows TFoS.
+Read from the SparkContext's status tracker and status store (the web UI
+may be off); nothing here knows TFoS.
 """
 
 from __future__ import annotations
 
-import json
-import logging
 import time
-import urllib.request
 from typing import TYPE_CHECKING
-
-from tfbs.web_ui import request_headers
 
 if TYPE_CHECKING:  # typing only: pyspark loads lazily
     from pyspark import SparkContext
-
-logger = logging.getLogger(__name__)
 
 
 def await_executors(sc: SparkContext, count: int, timeout: float) -> int:
@@ -87,6 +80,32 @@ def removed_executors(sc: SparkContext) -> dict[str, tuple[str, str]]:
     return removed
 
 
+def _stage_tasks(sc: SparkContext, stage_id: int) -> list[tuple[int, str, str]]:
+    """``(partition, status, executor id)`` of every task attempt of ``stage_id``'s current attempt.
+
+    Read from Spark's status store, which the driver keeps whether or not
+    the web UI runs.
+    """
+    stage = sc.statusTracker().getStageInfo(stage_id)
+    if stage is None:
+        return []
+    tasks = sc._jsc.sc().statusStore().taskList(stage_id, stage.currentAttemptId, stage.numTasks * 8).iterator()
+    found = []
+    while tasks.hasNext():
+        task = tasks.next()
+        found.append((int(task.index()), str(task.status()), str(task.executorId())))
+    return found
+
+
+def succeeded_partitions(sc: SparkContext, stage_id: int) -> set[int]:
+    """The partitions of ``stage_id`` with a successful task.
+
+    The status tracker counts successes; the driver needs to know whose
+    (a lost worker's task may never end, or end later than the others).
+    """
+    return {partition for partition, status, _ in _stage_tasks(sc, stage_id) if status == "SUCCESS"}
+
+
 def node_stage_id(sc: SparkContext, num_nodes: int) -> int | None:
     """Id of the running stage of TFoS's node job (the stage with one task per node).
 
@@ -110,12 +129,12 @@ def node_stage_id(sc: SparkContext, num_nodes: int) -> int | None:
     return None
 
 
-def spark_placement(sc: SparkContext, stage_id: int | None, num_nodes: int) -> dict[int, str]:
-    """Map each TFoS node index to its Spark executor id, using the Spark UI REST API.
+def spark_placement(sc: SparkContext, stage_id: int | None) -> dict[int, str]:
+    """Map each TFoS node index to its Spark executor id.
 
     TFoS's ``cluster_info`` has the node index, host and port, but not the
     Spark executor. In the node stage, a task's ``index`` is the TFoS node
-    index. Best effort.
+    index.
 
     Parameters
     ----------
@@ -123,32 +142,16 @@ def spark_placement(sc: SparkContext, stage_id: int | None, num_nodes: int) -> d
         The application.
     stage_id : int or None
         The node stage (see :func:`node_stage_id`).
-    num_nodes : int
-        Number of TF nodes.
 
     Returns
     -------
     dict of int to str
-        TFoS node index -> Spark executor id; ``{}`` if the UI is disabled
-        or does not answer.
+        TFoS node index -> Spark executor id of its running or finished task.
     """
-    url = sc.uiWebUrl
-    stage = sc.statusTracker().getStageInfo(stage_id) if stage_id is not None else None
-    if not url or stage is None:
+    if stage_id is None:
         return {}
-    api = (
-        f"{url}/api/v1/applications/{sc.applicationId}/stages/"
-        f"{stage_id}/{stage.currentAttemptId}/taskList?length={num_nodes * 4}"
-    )
-    placement: dict[int, str] = {}
-    try:
-        # The first REST call took ~5 s (the UI's REST layer starts lazily),
-        # and longer while TF kept the cores busy. A 5 s timeout missed it.
-        request = urllib.request.Request(api, headers=request_headers(sc.applicationId))
-        with urllib.request.urlopen(request, timeout=30) as resp:
-            for task in json.load(resp):
-                if task.get("status") in ("RUNNING", "SUCCESS"):
-                    placement[int(task["index"])] = str(task["executorId"])
-    except Exception as exc:  # noqa: BLE001 - diagnostics only
-        logger.info("tfbs cluster: no task placement from the Spark UI: %s", exc)
-    return placement
+    return {
+        partition: executor
+        for partition, status, executor in _stage_tasks(sc, stage_id)
+        if status in ("RUNNING", "SUCCESS")
+    }

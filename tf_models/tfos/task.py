@@ -1,10 +1,10 @@
 """The Spark task of one TF node: what TFoS calls on the executor, and the watched TF process.
 
 TFoS runs :class:`NodeEntry` in each node's Spark task. It builds the
-:class:`~tf_models.tfos.node.NodeInfo`, refuses Spark's retries, and
-runs ``node_main`` in a forked child process (:func:`run_isolated`) whose
-parent is the node's watchdog: when the child fails or dies, the Spark
-task fails at once, naming the node.
+:class:`~tf_models.tfos.node.NodeInfo` and runs ``node_main`` in a forked
+child process (:func:`run_isolated`) whose parent is the node's watchdog:
+when the child fails or dies, the Spark task fails at once, naming the
+node (an elastic worker's death ends it as done: the run goes on).
 """
 
 from __future__ import annotations
@@ -24,7 +24,15 @@ from typing import Any
 
 from tf_models.tfos import private_network
 from tf_models.tfos.failures import exception_line, exit_reason, node_label
-from tf_models.tfos.node import NODE_DIR_ARG, PS, TF_NETWORK_SECRET_ARG, NodeInfo, NodeMain
+from tf_models.tfos.node import (
+    ELASTIC_WORKERS_ARG,
+    NODE_DIR_ARG,
+    PS,
+    TF_NETWORK_SECRET_ARG,
+    WORKER,
+    NodeInfo,
+    NodeMain,
+)
 from tf_models.tfos.node_files import write_node_file
 from tf_models.tfos.tunnel import TunnelAgent
 from tfbs.storage_gateway import GATEWAY_FD_ENV
@@ -183,6 +191,7 @@ def run_isolated(
     info: NodeInfo,
     node_dir: str | None = None,
     network: PrivateNetwork | None = None,
+    survive_death: bool = False,
 ) -> None:
     """Run ``node_main`` in a forked child process, watch it, and fail here when it fails or dies.
 
@@ -222,6 +231,10 @@ def run_isolated(
     network : PrivateNetwork or None
         Run the node's TensorFlow in a private network, this watcher its
         tunnel agent and storage gateway; ``None``: on the host's network.
+    survive_death : bool
+        Return when the process dies (killed, crashed) instead of raising:
+        an elastic worker's run goes on without it
+        (:mod:`tf_models.tfos.lost_nodes`). A node that raised still fails.
 
     Raises
     ------
@@ -271,7 +284,9 @@ def run_isolated(
         write_node_file(node_dir, info, pid, str(args.get("run_id")), state, reason)
     if state == "failed":
         raise RuntimeError(f"{label} failed:\n{error}")
-    if state == "died":
+    if state == "died" and survive_death:
+        print(f"{label} died: {reason}; the run goes on without it", file=sys.stderr, flush=True)
+    elif state == "died":
         raise RuntimeError(f"{label} died: {reason}")
 
 
@@ -311,19 +326,7 @@ class NodeEntry:
             pid=os.getpid(),
             default_fs=ctx.defaultFS,
         )
-        # Spark retries a failed task, and TFoS would re-run the node on its
-        # old port, but the TF cluster cannot take the node back: a restarted
-        # MWMS member cannot rejoin the collectives, and a restarted chief
-        # would start training again. Fail every retry at once, so Spark
-        # aborts the job and the driver reports the first attempt's error.
-        from pyspark import TaskContext
-
-        task = TaskContext.get()
-        if task is not None and task.attemptNumber() > 0:
-            raise RuntimeError(
-                f"TF node {info.job_name}:{info.task_index} is not retried "
-                f"(attempt {task.attemptNumber()}); see the first attempt's error"
-            )
+        # A retried task never gets here (tfos_patches.NodeTaskGuard).
         # Report unreachable peers at once instead of retrying gRPC calls
         # (the TF ParameterServerStrategy tutorial sets the same value).
         os.environ.setdefault("GRPC_FAIL_FAST", "use_caller")
@@ -342,7 +345,10 @@ class NodeEntry:
         network = None
         if secret is not None:
             network = PrivateNetwork(secret, f"{info.job_name}:{info.task_index}", info.cluster_spec)
-        run_isolated(self.node_main, args, info, node_dir=args.get(NODE_DIR_ARG), network=network)
+        elastic = bool(args.get(ELASTIC_WORKERS_ARG)) and info.job_name == WORKER
+        run_isolated(
+            self.node_main, args, info, node_dir=args.get(NODE_DIR_ARG), network=network, survive_death=elastic
+        )
         if info.job_name == PS:
             # TFoS's ps task waits for None on its manager's control queue.
             # The node has returned, so the chief is done: the ps stops

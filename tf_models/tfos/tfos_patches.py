@@ -15,6 +15,9 @@ In the driver, around ``TFCluster.run`` (:func:`driver_reservations`):
 * ``reservation.Server`` builds a
   :class:`~tf_models.tfos.reservation.ReservationServer`: bound to one
   host, signed messages only, a fresh secret per run.
+* ``TFSparkNode.run`` wraps the node task it builds in a
+  :class:`NodeTaskGuard`: a task Spark resubmits after its executor was
+  lost does not start its node again.
 
 In each node task, before TFoS's node code runs (:func:`install_node_patches`,
 called when the task closure's
@@ -59,7 +62,8 @@ import logging
 import os
 import re
 import socket
-from collections.abc import Iterator
+import sys
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -68,6 +72,7 @@ from tensorflowonspark import TFSparkNode as tfos_node
 from tensorflowonspark import reservation as tfos_reservation
 from tensorflowonspark import util as tfos_util
 
+from tf_models.tfos.node import WORKER
 from tf_models.tfos.reservation import HiddenBytes, ReservationAddress, ReservationClient, ReservationServer
 
 
@@ -103,28 +108,65 @@ class LocalManager(tfos_manager.TFManager):
         super().__init__(address, authkey, *args, **kwargs)
 
 
+class NodeTaskGuard:
+    """TFoS's node task, run on a task's first attempt only.
+
+    Spark resubmits the task of an executor it lost without counting a
+    failure, and TFoS would start the node again; the TF cluster cannot
+    take it back (its spec is fixed, the reservations are closed, a second
+    chief would start training again). So a retried ps or chief fails at
+    once, naming its task (Spark then aborts the node job and the driver
+    names the loss), and a retried worker of an elastic run returns at
+    once: the run goes on without it (:mod:`tf_models.tfos.lost_nodes`).
+
+    Parameters
+    ----------
+    node_task : callable
+        TFoS's function of a node's partition (its ``TFSparkNode.run``).
+    cluster_template : dict of str to list of int
+        TFoS's job name per node index (its ``cluster_meta``).
+    elastic_workers : bool
+        A retried worker returns instead of failing.
+    """
+
+    def __init__(self, node_task: Any, cluster_template: dict[str, list[int]], elastic_workers: bool) -> None:
+        self.node_task = node_task
+        self.cluster_template = cluster_template
+        self.elastic_workers = elastic_workers
+
+    def __call__(self, partition: Iterable[int]) -> Any:
+        from pyspark import TaskContext
+
+        node_indexes = list(partition)  # one: the TFoS node index
+        task = TaskContext.get()
+        if task is None or task.attemptNumber() == 0:
+            return self.node_task(iter(node_indexes))
+        attempt = f"TF node task {task.partitionId()} is not retried (attempt {task.attemptNumber()})"
+        job = next((job for job, indexes in self.cluster_template.items() if node_indexes[-1] in indexes), None)
+        if self.elastic_workers and job == WORKER:
+            print(f"{attempt}: a lost worker; the run goes on without it", file=sys.stderr, flush=True)
+            return None
+        raise RuntimeError(f"{attempt}: its first attempt was lost with its executor")
+
+
+def guarded_node_run(run: Any, elastic_workers: bool) -> Any:
+    """TFoS's ``TFSparkNode.run``, its node task wrapped in a :class:`NodeTaskGuard`."""
+
+    def node_run(fn: Any, tf_args: Any, cluster_meta: dict, *args: Any, **kwargs: Any) -> NodeTaskGuard:
+        task = run(fn, tf_args, cluster_meta, *args, **kwargs)
+        return NodeTaskGuard(task, cluster_meta["cluster_template"], elastic_workers)
+
+    return node_run
+
+
 class NodeReservationClient(ReservationClient):
-    """The node's reservation client: no retried node, the host name in the record, the manager local, the authkey hidden.
+    """The node's reservation client: the host name in the record, the manager local, the authkey hidden.
 
     TFoS records a "remote" (ps) manager as ``(host, port)``;
     :class:`LocalManager` listens on a Unix socket instead, so the record
     names that. The authkey is registered as :class:`HiddenBytes`, which
     prints as ``<redacted>`` in every later copy of the record.
     """
-
-    def __init__(self, server_addr: Any) -> None:
-        from pyspark import TaskContext
-
-        task = TaskContext.get()
-        if task is not None and task.attemptNumber() > 0:
-            # Spark resubmits a node whose executor was lost without counting
-            # it as a failure; the TF cluster cannot take it back, and the
-            # reservation server is gone. Say so, naming the node's task.
-            raise RuntimeError(
-                f"TF node task {task.partitionId()} is not retried (attempt {task.attemptNumber()}): "
-                "its first attempt was lost with its executor"
-            )
-        super().__init__(server_addr)
 
     def register(self, reservation: dict) -> Any:
         node = dict(reservation)
@@ -190,8 +232,9 @@ class NodeBoundAddress(ReservationAddress):
 
 
 @contextmanager
-def driver_reservations(host: str) -> Iterator[None]:
-    """Within the block, TFoS's ``reservation.Server(count)`` is a :class:`ReservationServer` on ``host``.
+def driver_reservations(host: str, elastic_workers: bool = False) -> Iterator[None]:
+    """Within the block, TFoS's ``reservation.Server(count)`` is a :class:`ReservationServer` on ``host``,
+    and its node tasks are guarded (:class:`NodeTaskGuard`).
 
     Wrap ``TFCluster.run`` in it; the server it starts keeps running after
     the block.
@@ -201,10 +244,13 @@ def driver_reservations(host: str) -> Iterator[None]:
     host : str
         The address to listen on, reachable by every executor: the
         driver's ``spark.driver.host``.
+    elastic_workers : bool
+        A lost worker's resubmitted task returns instead of failing.
     """
-    original = tfos_reservation.Server
+    server, run = tfos_reservation.Server, tfos_node.run
     tfos_reservation.Server = functools.partial(ReservationServer, host=host, address_type=NodeBoundAddress)
+    tfos_node.run = guarded_node_run(run, elastic_workers)
     try:
         yield
     finally:
-        tfos_reservation.Server = original
+        tfos_reservation.Server, tfos_node.run = server, run

@@ -70,6 +70,13 @@ class PlacementConfig(Section):
         "of their hosts, answering anyone who reaches them (for hosts that refuse network namespaces)",
     )
     timeout_s: int = Field(7200, gt=0, description="the whole distributed run, start-up included")
+    on_worker_loss: Literal["continue", "stop"] = Field(
+        "continue",
+        description="continue: under parameter_server, a worker lost with its process, executor or host is logged "
+        "and training goes on with the workers left (TF's coordinator runs its steps there); stop: the run stops "
+        "and the same command resumes from the last checkpoint, as a lost ps or chief and multi_worker_mirrored "
+        "always do",
+    )
     gpus_per_worker: int = Field(
         0, ge=0, description="GPUs Spark gives each training executor; the chief and workers use them, ps none"
     )
