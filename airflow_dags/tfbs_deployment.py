@@ -19,7 +19,6 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
 
 from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowFailException
@@ -79,9 +78,10 @@ class Deployment:
 
 
 def launch_profile(
-    deployment: Deployment, config: str, overrides: list[str], deploy: Literal["local", "yarn"]
+    deployment: Deployment, config: str, overrides: list[str], master: str
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """The Spark settings and environment a submission of ``config`` on ``deploy`` needs (``tfbs.launch``).
+    """The Spark settings and environment a submission of ``config`` to ``master`` needs (``tfbs.launch``,
+    which classifies the master: nothing for a standalone or other cluster).
 
     Runs ``python -m tfbs.launch --json`` with the project's interpreter in
     the project directory, so the scheduler never imports pipeline code.
@@ -96,7 +96,7 @@ def launch_profile(
     AirflowFailException
         If the configuration cannot be read: no retry would help.
     """
-    command = [deployment.python, "-m", "tfbs.launch", "--json", "--deploy", deploy]
+    command = [deployment.python, "-m", "tfbs.launch", "--json", "--master", master]
     command += ["--config", deployment.resolve(config)]
     for assignment in overrides:
         command += ["--set", assignment]

@@ -425,9 +425,8 @@ class StageSubmitOperator(SparkSubmitOperator):
         hook.submit = functools.partial(hook.submit, cwd=self.project_dir)
         # Only the hook knows the connection's master, which decides the launch
         # profile (tfbs.launch); the deployment's tfbs_spark_conf still wins.
-        deploy = "yarn" if hook._is_yarn else "local" if hook._connection["master"].startswith("local") else ""
-        if deploy and self._launch is not None:
-            conf, env = launch_profile(*self._launch, deploy)
+        if self._launch is not None:
+            conf, env = launch_profile(*self._launch, hook._connection["master"])
             hook._conf = {**conf, **hook._conf}
             hook._env_vars = {**env, **(hook._env_vars or {})}
         # The ticket goes to spark-submit's own process only: on YARN the provider

@@ -17,7 +17,9 @@ the Airflow DAG (``airflow_dags/``) and the tests' Airflow runs through
 ``python -m tfbs.launch --config conf/demo.yaml --deploy yarn`` prints the
 ``--conf key=value`` arguments a ``spark-submit`` of that configuration
 needs, one argument per line (``--json``: the settings and environment as
-JSON, for programs). Under ``spark-submit`` the driver JVM is up before the
+JSON, for programs); ``--master URL`` instead of ``--deploy`` lets the
+master decide (:func:`tfbs.spark_master.spark_master`; nothing for a
+standalone or other cluster). Under ``spark-submit`` the driver JVM is up before the
 job reads its configuration: JVM options and the network policy can only
 come from the submitter.
 """
@@ -38,6 +40,7 @@ from typing import Literal
 from tfbs.config import SparkConfig, load_config
 from tfbs.current_tokens import plugin_conf
 from tfbs.private_dirs import is_own_file
+from tfbs.spark_master import Deploy, spark_master
 from tfbs.web_ui import UI_KEY
 
 log = logging.getLogger("tfbs.launch")
@@ -111,18 +114,10 @@ QUICK_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: The JVMs ``spark.quick_jvm`` may name; each reads ``spark.<role>.extraJavaOptions``.
 JvmRole = Literal["driver", "executor", "yarn.am"]
 
-#: Where :func:`launch_settings` is to run: a one-machine master or YARN (client mode).
-Deploy = Literal["local", "yarn"]
-
 #: The JVM option that maps a class archive at start-up.
 USE_OPTION = "-XX:SharedArchiveFile="
 #: The JVM option that dumps the classes loaded, when the JVM exits.
 DUMP_OPTION = "-XX:ArchiveClassesAtExit="
-
-
-def is_one_machine(master: str) -> bool:
-    """True for ``local``, ``local[N]``, ``local[N,F]`` and ``local-cluster[...]`` masters."""
-    return master.startswith("local")
 
 
 def yarn_conf() -> dict[str, str]:
@@ -136,15 +131,10 @@ def yarn_conf() -> dict[str, str]:
     return {**YARN_SECURITY, **plugin_conf()}
 
 
-def is_yarn(master: str) -> bool:
-    """True for ``yarn`` (client or cluster mode)."""
-    return master.startswith("yarn")
-
-
 def network_conf(master: str) -> dict[str, str]:
     """Spark settings that keep the run off the network, decided from the master.
 
-    One machine (:func:`is_one_machine`): the driver's RPC and block
+    One machine (``local``, ``local-cluster``): the driver's RPC and block
     manager bind and advertise ``127.0.0.1``. The rest (the UI, a
     ``local-cluster``'s master, workers and executor JVMs) follows
     ``SPARK_LOCAL_IP`` (:data:`LOCAL_ENV`), which
@@ -184,7 +174,8 @@ def network_conf(master: str) -> dict[str, str]:
     dict of str to str
         Settings the configuration's own ``spark.conf`` may override.
     """
-    if is_one_machine(master):
+    where = spark_master(master)
+    if where.one_machine:
         return {
             "spark.driver.bindAddress": LOOPBACK,
             "spark.driver.host": LOOPBACK,
@@ -192,7 +183,7 @@ def network_conf(master: str) -> dict[str, str]:
             # Only the run's token opens the web UIs (tfbs.web_ui); even then they stop nothing.
             "spark.ui.killEnabled": "false",
         }
-    if is_yarn(master):
+    if where.yarn:
         return dict(YARN_SECURITY)
     return {**CLUSTER_SECURITY, "spark.ui.killEnabled": "false"}
 
@@ -227,17 +218,17 @@ def insecure_settings(conf: Mapping[str, str]) -> list[str]:
     >>> insecure_settings({"spark.master": "local[2]"})
     []
     """
-    master = conf.get("spark.master") or ""
+    master = spark_master(conf.get("spark.master") or "")
     weak: set[str] = set()
-    if not is_one_machine(master):
+    if not master.one_machine:
         for key, value in CLUSTER_SECURITY.items():
             given = conf.get(key) or "false"
             if given.lower() != value.lower():
                 weak.add(key if value == "true" else f"{key}={given}")
         weak.update(f"{key}={conf[key]}" for key in ACL_KEYS if "*" in (conf.get(key) or "").split(","))
-        if not is_yarn(master) and not conf.get(AUTH_SECRET):
+        if not master.yarn and not conf.get(AUTH_SECRET):
             weak.add(AUTH_SECRET)
-    if not is_yarn(master):
+    if not master.yarn:
         if (conf.get("spark.authenticate") or "").lower() == "false":
             weak.add("spark.authenticate=false")
         if (conf.get("spark.driver.bindAddress") or "") in ALL_INTERFACES:
@@ -387,14 +378,17 @@ def main(argv: list[str] | None = None) -> int:
     """Print the ``spark-submit`` arguments (or, with ``--json``, settings and environment) of a configuration."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--config", help="the pipeline YAML (none: the network policy alone)")
-    parser.add_argument("--deploy", choices=["local", "yarn"], required=True, help="where spark-submit runs it")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--deploy", choices=["local", "yarn"], help="where spark-submit runs it")
+    where.add_argument("--master", help="the master spark-submit is given (a standalone or other cluster: nothing)")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a configuration override")
     parser.add_argument("--json", action="store_true", help='print {"conf": {...}, "env": {...}} instead')
     args = parser.parse_args(argv)
     spark = load_config(args.config, args.set).spark if args.config else SparkConfig()
-    settings = launch_settings(spark, args.deploy)
+    deploy = args.deploy or spark_master(args.master).deploy
+    settings = launch_settings(spark, deploy) if deploy else {}
     if args.json:
-        print(json.dumps({"conf": settings, "env": launch_env(args.deploy)}))
+        print(json.dumps({"conf": settings, "env": launch_env(deploy) if deploy else {}}))
     else:
         print("\n".join(submit_arguments(settings)))
     return 0

@@ -25,13 +25,12 @@ from tfbs.launch import (
     SECRET_FILE_ENV,
     SESSION_SECRETS,
     insecure_settings,
-    is_one_machine,
-    is_yarn,
     java_options,
     network_conf,
     with_archive,
     yarn_conf,
 )
+from tfbs.spark_master import spark_master
 from tfbs.web_ui import UI_FILTER, private_ui_conf, save_token, token_path
 
 
@@ -103,12 +102,13 @@ def build_session(
     chosen: dict[str, str] = {}
     submitted = _submitted_conf()
     chosen_master = submitted.get("spark.master", "") if submitted else master or spark.master
-    if not submitted or is_one_machine(chosen_master):
-        network = yarn_conf() if is_yarn(chosen_master) else network_conf(chosen_master)
-        if not is_yarn(chosen_master):
+    where = spark_master(chosen_master)
+    if not submitted or where.one_machine:
+        network = yarn_conf() if where.yarn else network_conf(chosen_master)
+        if not where.yarn:
             # One machine: a secret of this session's own. A standalone cluster: the one its
             # master and workers know, or none (then refused below, naming the setting).
-            secret = secrets.token_hex(32) if is_one_machine(chosen_master) else cluster_secret(os.environ)
+            secret = secrets.token_hex(32) if where.one_machine else cluster_secret(os.environ)
             if secret:
                 network[AUTH_SECRET] = secret
             ui_conf, ui_token = private_ui_conf(app_name)
@@ -117,11 +117,11 @@ def build_session(
     if not submitted:
         chosen = {"spark.master": chosen_master}
         builder = builder.master(chosen_master)
-        if is_one_machine(chosen_master):
+        if where.one_machine:
             # Read by the JVM at start-up, and inherited by executor JVMs,
             # PySpark workers and TF nodes (tf_models.tfos.tfos_patches).
             os.environ.update(LOCAL_ENV)
-        if chosen_master.startswith("local-cluster") and scratch_dir:
+        if where.kind == "local-cluster" and scratch_dir:
             os.environ["SPARK_HOME"] = _local_cluster_home(scratch_dir)
         # Only a driver started from here can map the class archive.
         driver_options = with_archive(driver_options, spark.class_archive_dir)
@@ -229,7 +229,7 @@ def _check_security(conf: Mapping[str, str], allow_insecure: bool) -> None:
             named,
         )
         return
-    if is_yarn(master):
+    if spark_master(master).yarn:
         raise ConfigError(
             f"spark.conf: {named} off on YARN: other tenants could join or read this application; "
             "set it true, or set spark.allow_insecure: true to run anyway"

@@ -15,7 +15,7 @@ from tfbs.config.inputs import DataConfig, GenerateConfig, PreprocessConfig, Spa
 from tfbs.config.loading import load_config
 from tfbs.config.model import EasyFlowConfig, FactorNetConfig, ModelConfig, MotifCNNConfig
 from tfbs.config.pipeline import PipelineConfig
-from tfbs.config.placement import PlacementConfig, is_local_master
+from tfbs.config.placement import PlacementConfig
 from tfbs.config.stages import EvaluateConfig, ExplainConfig, PredictConfig, UnseenConfig
 from tfbs.config.train import TrainConfig
 from tfbs.errors import ConfigError
@@ -35,7 +35,6 @@ __all__ = [
     "ModelConfig",
     "PipelineConfig",
     "PlacementConfig",
-    "is_local_master",
     "PreprocessConfig",
     "SparkConfig",
     "TFSpec",

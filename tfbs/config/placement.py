@@ -22,17 +22,7 @@ from typing import Literal
 from pydantic import Field, field_validator, model_validator
 
 from tfbs.config.base import DEFAULT_GPU_DISCOVERY_SCRIPT, Section, cpu_set, spark_counts
-
-
-def is_local_master(master: str) -> bool:
-    """Whether ``master`` runs Spark in the driver's one JVM (``local``, ``local[2]``, ``local[*, 3]``).
-
-    Examples
-    --------
-    >>> [is_local_master(m) for m in ("local", "local[2]", "local-cluster[4,1,1024]", "yarn")]
-    [True, True, False, False]
-    """
-    return master == "local" or master.startswith("local[")
+from tfbs.spark_master import spark_master
 
 
 class PlacementConfig(Section):
@@ -144,7 +134,7 @@ class PlacementConfig(Section):
         """Cores of each training executor (``spark_conf``'s ``spark.executor.cores``; one by default)."""
         return int(self.spark_conf.get("spark.executor.cores", "1"))
 
-    def training_master(self, spark_master: str) -> str:
+    def training_master(self, master: str) -> str:
         """The master a distributed training session runs on, given ``spark.master``.
 
         A local master becomes a ``local-cluster`` of :attr:`num_nodes`
@@ -157,6 +147,6 @@ class PlacementConfig(Section):
         >>> PlacementConfig().training_master("local[2]"), PlacementConfig().training_master("yarn")
         ('local-cluster[4,1,1024]', 'yarn')
         """
-        if not is_local_master(spark_master):
-            return spark_master
+        if not spark_master(master).in_driver:
+            return master
         return f"local-cluster[{self.num_nodes},{self.executor_cores},{self.local_executor_memory_mb}]"
