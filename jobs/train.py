@@ -20,8 +20,13 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     A version already trained from these shards and this ``train`` section
     is not trained again, and no Spark starts.
     """
-    from tf_models.gpus import gpu_spark_conf
-    from tf_models.train import node_executor_conf, prepare_version, train_on_spark, up_to_date_summary
+    from tf_models.train import (
+        prepare_version,
+        train_on_spark,
+        training_master,
+        training_spark_conf,
+        up_to_date_summary,
+    )
     from tfbs.lineage import export_uri
     from tfbs.manifest import read_manifest
     from tfbs.session import spark_session
@@ -33,19 +38,11 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     if up_to_date:
         print(f"model: {export_uri(config.run_dir, lineage.version)} (version {lineage.version}, up to date)")
         return up_to_date_summary(config, lineage)
-    distributed = config.train.placement.strategy != "local"
     with spark_session(
         config.spark,
-        master=config.train.placement.training_master(config.spark.master) if distributed else None,
+        master=training_master(config),
         app_suffix="-train",
-        extra_conf={
-            **config.train.placement.spark_conf,
-            **(node_executor_conf(config.train) if distributed else {}),
-            **gpu_spark_conf(config.train),
-            # A retried TF node cannot rejoin its cluster: fail at once instead.
-            "spark.task.maxFailures": "1",
-            "spark.dynamicAllocation.enabled": "false",
-        },
+        extra_conf=training_spark_conf(config),
         scratch_dir=None if is_remote(config.run_dir) else local_path(config.run_dir),
     ) as spark:
         summary = train_on_spark(spark, config, manifest)

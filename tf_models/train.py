@@ -144,6 +144,31 @@ def node_executor_conf(train: TrainConfig) -> dict[str, str]:
     }
 
 
+def training_spark_conf(config: PipelineConfig) -> dict[str, str]:
+    """Every Spark setting the training session adds to ``spark.conf``: the placement's own, the sizing
+    (:func:`node_executor_conf`), the GPUs (:func:`tf_models.gpus.gpu_spark_conf`), no retries."""
+    from tf_models.gpus import gpu_spark_conf
+
+    distributed = config.train.placement.strategy != "local"
+    return {
+        **config.train.placement.spark_conf,
+        **(node_executor_conf(config.train) if distributed else {}),
+        **gpu_spark_conf(config.train),
+        # A retried TF node cannot rejoin its cluster: fail at once instead
+        # (a lost executor's task is resubmitted without counting, tf_models.tfos.tfos_patches.NodeTaskGuard).
+        "spark.task.maxFailures": "1",
+        "spark.dynamicAllocation.enabled": "false",
+    }
+
+
+def training_master(config: PipelineConfig) -> str | None:
+    """The master of the training session: ``spark.master``, or a ``local-cluster`` of its own for a
+    distributed training on a local master (:meth:`~tfbs.config.PlacementConfig.training_master`);
+    None (the configuration's) for a training in one process."""
+    placement = config.train.placement
+    return placement.training_master(config.spark.master) if placement.strategy != "local" else None
+
+
 def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...], inputs: dict):
     """The manifest's training run, its remote record files copied where this node reads them.
 
