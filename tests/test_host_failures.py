@@ -6,7 +6,7 @@ as an operator submits a stage by hand, on the shards of the DAG's run
 
 * A worker lost mid-training (its host killed whole: DataNode, NodeManager,
   containers; or, when every host also runs the ps, the chief or the
-  application master, its executor's JVM): the run names the node and its
+  application master, its TF process): the run names the node and its
   host, goes on with the workers left and finishes every step; its export
   scores above the motif scan on every TF/cell.
 * A DataNode host lost during preprocessing while a shard is being written
@@ -139,15 +139,6 @@ def _lone_worker(placed: dict[str, str], spare: set[str]) -> tuple[str, str] | N
     return None
 
 
-def _executor_jvm(pid: int) -> int:
-    """The Java process above ``pid`` (a TF node's process): its executor's JVM."""
-    while pid > 1:
-        if Path(f"/proc/{pid}/comm").read_text().strip() == "java":
-            return pid
-        pid = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    raise AssertionError("no executor JVM above the node's process")
-
-
 # ---------------------------------------------------------------------------
 # A worker lost mid-training
 # ---------------------------------------------------------------------------
@@ -159,7 +150,7 @@ class HostLoss:
 
     node: str
     host: str
-    #: ``"host"`` (killed whole) or ``"executor"`` (its JVM killed).
+    #: ``"host"`` (killed whole) or ``"process"`` (its TF process killed).
     lost: str
     code: int
     output: str
@@ -180,7 +171,12 @@ def _train_watched(hadoop, env, overrides: list[str], spy: Path) -> StreamedProc
 
 
 def _lose_a_worker(hadoop, output: str) -> tuple[str, str, str]:
-    """Kill a lone worker's host, else a worker's executor JVM: ``(node, host, "host" or "executor")``."""
+    """Kill a lone worker's host, else a worker's TF process: ``(node, host, "host" or "process")``.
+
+    Not its container: YARN reports a container killed by a signal as the
+    application's own failure, which Spark counts against the node's task
+    (a pre-emption, or a host lost, it does not), so the run stops.
+    """
     placed = placement_hosts(output)
     lone = _lone_worker(placed, {_application_master_host(hadoop, output)})
     if lone is not None:
@@ -189,10 +185,8 @@ def _lose_a_worker(hadoop, output: str) -> tuple[str, str, str]:
     node, host = _victim(placed, set())
     job, task = node.split(":")
     pid = int(re.search(rf"tfbs node process: job={job} task={task} .*? pid=(\d+)", output).group(1))
-    # As YARN ends a pre-empted container: its process group, and PySpark's, whose daemon leads one of its own.
-    for group in {os.getpgid(_executor_jvm(pid)), os.getpgid(pid)}:
-        os.killpg(group, signal.SIGKILL)
-    return node, host, "executor"
+    os.kill(pid, signal.SIGKILL)
+    return node, host, "process"
 
 
 @pytest.fixture(scope="module")

@@ -113,9 +113,12 @@ def tunnel_contexts(secret: bytes, task: str) -> tuple[ssl.SSLContext, ssl.SSLCo
 
     The client context checks the peer's name (:func:`task_name`); the
     server context requires a certificate of the run's authority from
-    whoever connects.
+    whoever connects, and sends no session tickets: nothing resumes a
+    session here, and a ticket is a record the client's blocking read
+    would take for data (:mod:`tf_models.tfos.tunnel`).
     """
     key_pem, certificate_pem, authority_pem = _node_certificate(secret, task)
     server = _context(ssl.Purpose.CLIENT_AUTH, key_pem, certificate_pem, authority_pem)
+    server.num_tickets = 0
     client = _context(ssl.Purpose.SERVER_AUTH, key_pem, certificate_pem, authority_pem)
     return server, client

@@ -1,7 +1,7 @@
 """The tunnel agent of a TF node: its TF connections, over mutual TLS 1.3, between private networks.
 
-Runs in the node's watcher, on the host's network, in an event loop of its
-own thread (:class:`TunnelAgent`). It listens
+Runs in the node's watcher, on the host's network, a thread per listening
+socket and per carried connection (:class:`TunnelAgent`). It listens
 
 * on ``<host>:<port>``, the node's address in the real cluster spec (the port
   TensorFlowOnSpark reserved for it): peers' agents connect there over TLS
@@ -14,13 +14,20 @@ own thread (:class:`TunnelAgent`). It listens
 
 A caller without a certificate of the run's authority completes no
 handshake and gets a closed connection; nothing reaches a TF server.
+
+Each carried connection is one thread that waits on both of its sockets
+and moves what arrives on one to the other with blocking calls: OpenSSL
+reads and writes the socket itself, with Python's lock released, where
+an event loop's TLS passes every byte through memory buffers and Python
+objects on the cores that compute. One thread per connection also keeps
+each TLS connection to one thread, as OpenSSL requires.
 """
 
 from __future__ import annotations
 
-import asyncio
-import functools
+import contextlib
 import logging
+import selectors
 import socket
 import ssl
 import threading
@@ -33,29 +40,35 @@ log = logging.getLogger("tfbs.tfos.tunnel")
 #: Seconds a peer may take over the TLS handshake; to connect to a peer's agent.
 HANDSHAKE_S = 10.0
 CONNECT_S = 10.0
-#: Bytes read at a time on either side of a relay: a TF step's tensors move in few reads.
+#: Bytes read at a time from a node's TensorFlow (a TLS read returns one record, 16 KiB, at most).
 READ_BYTES = 1 << 20
 
 
-async def _relay(
-    near: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-    far: tuple[asyncio.StreamReader, asyncio.StreamWriter],
-) -> None:
-    """Carry bytes both ways until either side ends, then close both."""
-
-    async def carry(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
-        while data := await source.read(READ_BYTES):
-            sink.write(data)
-            await sink.drain()
-
-    tasks = [asyncio.ensure_future(carry(near[0], far[1])), asyncio.ensure_future(carry(far[0], near[1]))]
+def _relay(plain: socket.socket, tls: ssl.SSLSocket) -> None:
+    """Carry bytes both ways between ``plain`` and ``tls`` until either side ends or fails, then close both."""
+    buffer = bytearray(READ_BYTES)
+    view = memoryview(buffer)
+    selector = selectors.DefaultSelector()
+    selector.register(plain, selectors.EVENT_READ, tls)
+    selector.register(tls, selectors.EVENT_READ, plain)
     try:
-        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        while True:
+            for key, _ in selector.select():
+                source, sink = key.fileobj, key.data
+                while True:
+                    count = source.recv_into(buffer)
+                    if not count:
+                        return
+                    sink.sendall(view[:count])
+                    # Records OpenSSL has already read and decrypted wake no select.
+                    if source is not tls or not tls.pending():
+                        break
+    except OSError:  # ssl.SSLError included: a peer gone, a connection reset or stopped
+        return
     finally:
-        for task in tasks:
-            task.cancel()
-        for _, writer in (near, far):
-            writer.close()
+        selector.close()
+        for sock in (plain, tls):
+            sock.close()
 
 
 class TunnelAgent:
@@ -98,81 +111,97 @@ class TunnelAgent:
         self.listeners = listeners
         self.own_port = own_port
         self.fresh_socket = fresh_socket
-        self._loop = asyncio.new_event_loop()
-        self._ready = threading.Event()
-        self._failed: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, name=f"tfbs-tunnel-{task}", daemon=True)
+        self._listening: list[socket.socket] = []
+        #: Every socket of a connection being carried, closed by :meth:`stop`.
+        self._open: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._stopped = False
 
     def start(self) -> None:
-        """Listen (the agent's own address, every peer's virtual one) in the agent's thread; return when ready.
+        """Listen (the agent's own address, every peer's virtual one), each in a thread of its own.
 
         Raises
         ------
         OSError
             If the agent cannot listen on its address.
         """
-        self._thread.start()
-        self._ready.wait()
-        if self._failed is not None:
-            raise self._failed
+        own = socket.create_server(self.address)
+        self._listening = [own, *self.listeners.values()]
+        self._thread(self._accept, own, self._from_peer)
+        for peer, listener in self.listeners.items():
+            listener.setblocking(True)
+            self._thread(self._accept, listener, lambda conn, peer=peer: self._to_peer(peer, conn))
 
     def stop(self) -> None:
-        """Stop listening and end every relay."""
-        if self._thread.is_alive():
-            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop)
-            self._thread.join(timeout=10)
+        """Stop listening and end every carried connection."""
+        with self._lock:
+            self._stopped = True
+            sockets = [*self._listening, *self._open]
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)  # wakes a thread blocked on it
+            sock.close()
 
-    async def _shutdown(self) -> None:
-        """End every relay (each closes its connections as it ends), then the loop."""
-        others = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
-        asyncio.get_running_loop().stop()
+    def _thread(self, target: Callable, *args: object) -> None:
+        threading.Thread(target=target, args=args, name=f"tfbs-tunnel-{self.task}", daemon=True).start()
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
+    def _track(self, *sockets: socket.socket) -> bool:
+        """Remember ``sockets`` for :meth:`stop`; False (and closed) if the agent has stopped."""
+        with self._lock:
+            if not self._stopped:
+                self._open.update(sockets)
+                return True
+        for sock in sockets:
+            sock.close()
+        return False
+
+    def _carry(self, plain: socket.socket, tls: ssl.SSLSocket) -> None:
+        if self._track(plain, tls):
+            try:
+                _relay(plain, tls)
+            finally:
+                with self._lock:
+                    self._open.difference_update((plain, tls))
+
+    def _accept(self, listener: socket.socket, handle: Callable[[socket.socket], None]) -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:  # stopped
+                return
+            self._thread(handle, conn)
+
+    def _from_peer(self, conn: socket.socket) -> None:
+        """A peer agent's connection: past the TLS handshake, joined to this node's TF server on the private loopback."""
+        tls = self.server_context.wrap_socket(conn, server_side=True, do_handshake_on_connect=False)
         try:
-            self._loop.run_until_complete(self._listen())
-        except BaseException as err:  # noqa: BLE001 - handed to start()
-            self._failed = err
-            self._ready.set()
+            tls.settimeout(HANDSHAKE_S)
+            tls.do_handshake()
+            tls.settimeout(None)
+            inside = self.fresh_socket()
+        except OSError:  # ssl.SSLError included: no certificate of the run's authority
+            tls.close()
             return
-        self._ready.set()
         try:
-            self._loop.run_forever()
-        finally:
-            self._loop.close()
-
-    async def _listen(self) -> None:
-        await asyncio.start_server(self._from_peer, *self.address, reuse_address=True, ssl=self.server_context,
-                                   ssl_handshake_timeout=HANDSHAKE_S)  # fmt: skip
-        for peer, listener in self.listeners.items():
-            listener.setblocking(False)
-            await asyncio.start_server(functools.partial(self._to_peer, peer), sock=listener)
-
-    async def _from_peer(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """A peer agent's connection, its TLS handshake passed: joined to this node's TF server on the private loopback."""
-        try:
-            inside = await asyncio.get_running_loop().run_in_executor(None, self.fresh_socket)
-            inside.setblocking(False)
-            await asyncio.get_running_loop().sock_connect(inside, ("127.0.0.1", self.own_port))
-            server = await asyncio.open_connection(sock=inside, limit=READ_BYTES)
+            inside.connect(("127.0.0.1", self.own_port))
         except OSError:
-            writer.close()
+            inside.close()
+            tls.close()
             return
-        await _relay(server, (reader, writer))
+        self._carry(inside, tls)
 
-    async def _to_peer(self, peer: str, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _to_peer(self, peer: str, conn: socket.socket) -> None:
         """A connection from this node's TensorFlow to ``peer``'s virtual address: carried to its agent over TLS."""
+        raw = None
         try:
-            remote = await asyncio.wait_for(
-                asyncio.open_connection(*self.peers[peer], ssl=self.client_context, server_hostname=task_name(peer),
-                                        ssl_handshake_timeout=HANDSHAKE_S, limit=READ_BYTES),
-                CONNECT_S + HANDSHAKE_S,
-            )  # fmt: skip
-        except (OSError, ssl.SSLError, TimeoutError) as err:
+            raw = socket.create_connection(self.peers[peer], timeout=CONNECT_S)
+            raw.settimeout(HANDSHAKE_S)
+            tls = self.client_context.wrap_socket(raw, server_hostname=task_name(peer))
+            tls.settimeout(None)
+        except OSError as err:  # ssl.SSLError included
             log.warning("tf network: cannot reach %s at %s:%d: %s", peer, *self.peers[peer], err)
-            writer.close()
+            for sock in (raw, conn):
+                if sock is not None:
+                    sock.close()
             return
-        await _relay((reader, writer), remote)
+        self._carry(conn, tls)
