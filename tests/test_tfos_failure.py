@@ -462,7 +462,7 @@ def test_a_killed_worker_is_named_and_the_run_finishes_with_the_workers_left(sma
     output = training.output
     assert code == 0, output[-4000:]
     lost = (
-        rf"tfbs cluster: TF node worker:1 \(Spark executor {executor}, host \S+ \(\S+\)\) died: its process was killed by "
+        rf"tfbs cluster: TF node worker:1 \(Spark executor {executor}, host \S+, pid {pid}\) died: its process was killed by "
         r"SIGKILL; training goes on with the 1 worker left"
     )
     assert re.search(lost, output), output[-4000:]

@@ -144,9 +144,16 @@ def node_executor_conf(train: TrainConfig) -> dict[str, str]:
     }
 
 
+def elastic_workers(config: PipelineConfig) -> bool:
+    """Whether a lost worker leaves the run going (``train.placement.on_worker_loss``): under the ps strategy
+    only, whose coordinator runs a lost worker's steps on the others; all-reduce needs every member."""
+    placement = config.train.placement
+    return placement.strategy == "parameter_server" and placement.on_worker_loss == "continue"
+
+
 def training_spark_conf(config: PipelineConfig) -> dict[str, str]:
     """Every Spark setting the training session adds to ``spark.conf``: the placement's own, the sizing
-    (:func:`node_executor_conf`), the GPUs (:func:`tf_models.gpus.gpu_spark_conf`), no retries."""
+    (:func:`node_executor_conf`), the GPUs (:func:`tf_models.gpus.gpu_spark_conf`), the retries."""
     from tf_models.gpus import gpu_spark_conf
 
     distributed = config.train.placement.strategy != "local"
@@ -154,9 +161,10 @@ def training_spark_conf(config: PipelineConfig) -> dict[str, str]:
         **config.train.placement.spark_conf,
         **(node_executor_conf(config.train) if distributed else {}),
         **gpu_spark_conf(config.train),
-        # A retried TF node cannot rejoin its cluster: fail at once instead
-        # (a lost executor's task is resubmitted without counting, tf_models.tfos.tfos_patches.NodeTaskGuard).
-        "spark.task.maxFailures": "1",
+        # A retried TF node cannot rejoin its cluster (tf_models.tfos.tfos_patches.NodeTaskGuard): without
+        # elastic workers, fail at once. With them, one retry: YARN may report a lost worker's container as
+        # killed by a signal, which Spark counts against its task, and the retry returns at once.
+        "spark.task.maxFailures": "2" if elastic_workers(config) else "1",
         "spark.dynamicAllocation.enabled": "false",
     }
 
@@ -499,8 +507,7 @@ def _train_on_cluster(
             executors_timeout=placement.executors_timeout_s,
             reservation_timeout=placement.reservation_timeout_s,
             private_network=placement.tf_network == "private",
-            # All-reduce needs every member; a ps strategy's coordinator runs a lost worker's steps on the others.
-            elastic_workers=placement.strategy == "parameter_server" and placement.on_worker_loss == "continue",
+            elastic_workers=elastic_workers(config),
             # Each node records the pid of its TF process here, and the
             # driver logs it: which OS process is worker:1.
             node_dir=f"{model_uri}/{NODE_DIR}",

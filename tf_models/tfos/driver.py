@@ -24,8 +24,8 @@ from tf_models.tfos.failures import (
     ClusterSizeError,
     describe_failure,
     failure_message,
+    node_label,
     nodes_on_lost_hosts,
-    placed_label,
     reservation_failure,
 )
 from tf_models.tfos.lost_nodes import goes_on_note, goes_on_without, loss_reason, lost_node_failure
@@ -228,22 +228,43 @@ class _NodeJob:
         return self.stage_id is not None and wanted <= succeeded_partitions(self.sc, self.stage_id)
 
 
-#: How often the driver of an elastic run looks for workers lost with their process or executor.
-_LOST_WORKERS_EVERY_S = 5.0
+#: How often the driver of an elastic run reads the node files and Spark's removed executors.
+_LOOK_EVERY_S = 2.0
 
 
-def _lost_workers(job: _NodeJob) -> None:
-    """Go on without each worker whose process died (its node file says so: an elastic worker's task then
-    succeeds) or whose executor Spark removed (Spark then resubmits its task, which returns at once)."""
-    placed = {(n["job_name"], n["task_index"]): n for n in job.nodes}
+def _look_for_lost_nodes(job: _NodeJob) -> None:
+    """Act on each node whose process died or failed (its node file says so) or whose executor Spark removed.
+
+    An elastic run needs this look: Spark retries a node's task there
+    (``spark.task.maxFailures`` 2: a lost executor's task may count as
+    failed), so a node's end no longer aborts the node job at once, and a
+    worker whose process died ends its task as done.
+
+    Raises
+    ------
+    ClusterFailed
+        If the node is one the run cannot go on without, or failed (an error every worker would meet).
+    """
     for record in read_node_files(job.node_dir, job.run_id, job.nodes):
-        if record.get("state") == "died" and record["job_name"] == WORKER:
-            node = placed[(WORKER, record["task_index"])]
-            died = f"{placed_label(node, node.get('spark_executor'))} died: {record.get('reason')}"
-            job.lose(node, lambda died=died: died)
+        if record.get("state") not in ("died", "failed"):
+            continue
+        node = next(
+            n for n in job.nodes if (n["job_name"], n["task_index"]) == (record["job_name"], record["task_index"])
+        )
+        label = node_label(
+            record["job_name"],
+            record["task_index"],
+            record.get("spark_executor"),
+            record.get("host"),
+            record.get("pid"),
+        )
+        ended = f"{label} {record['state']}: {record.get('reason')}"
+        if record["state"] == "failed":
+            raise job.fail(ended)
+        job.lose(node, lambda ended=ended: ended)
     removed = removed_executors(job.sc)
     for node in job.nodes:
-        if node["job_name"] == WORKER and node.get("spark_executor") in removed:
+        if node.get("spark_executor") in removed:
             reason = removed[node["spark_executor"]][1]
             job.lose(node, lambda node=node, reason=reason: lost_node_failure(node, reason))
 
@@ -266,7 +287,7 @@ def _await_nodes(job: _NodeJob, num_done: int, deadline: float) -> None:
     the nodes started) is lost, named with Spark's reason when one comes.
     Whether the run stops or goes on without it is the role's policy
     (:mod:`tf_models.tfos.lost_nodes`); an elastic run also looks for
-    workers lost alone, their process or executor (:func:`_lost_workers`).
+    nodes lost alone, their process or executor (:func:`_look_for_lost_nodes`).
 
     Raises
     ------
@@ -296,8 +317,8 @@ def _await_nodes(job: _NodeJob, num_done: int, deadline: float) -> None:
         for node in nodes_on_lost_hosts(job.nodes, job.lost_hosts):
             job.lose(node, lambda node=node: lost_node_failure(node, loss_reason(node, lambda: removed_executors(sc))))
         if job.elastic_workers and time.monotonic() >= next_look:
-            _lost_workers(job)
-            next_look = time.monotonic() + _LOST_WORKERS_EVERY_S
+            _look_for_lost_nodes(job)
+            next_look = time.monotonic() + _LOOK_EVERY_S
         if time.monotonic() > deadline:
             raise job.fail("TF cluster did not finish within shutdown_timeout")
         stage = tracker.getStageInfo(job.stage_id)
