@@ -10,6 +10,7 @@ SparkContext usable.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import secrets
 import time
@@ -197,10 +198,10 @@ class _NodeJob:
         """The hosts that ran executors before the nodes started and run none now."""
         return self.started_on - live_hosts(self.sc)
 
-    def lose(self, node: dict[str, Any], loss: Callable[[], str | ClusterFailed]) -> None:
+    def lose(self, node: dict[str, Any], loss: str | ClusterFailed | Callable[[], ClusterFailed]) -> None:
         """Go on without ``node`` if the policy lets the run (logged once), else stop it.
 
-        ``loss`` says how the node was lost, asked only when news to the run.
+        ``loss`` says how the node was lost; a callable is asked only when the loss is news to the run.
 
         Raises
         ------
@@ -210,13 +211,14 @@ class _NodeJob:
         name = f"{node['job_name']}:{node['task_index']}"
         if name in self.lost_workers:
             return
+        what = loss() if callable(loss) else loss
         if not goes_on_without(node, self.elastic_workers):
-            raise self.fail(loss())
+            raise self.fail(what)
         self.lost_workers.add(name)
         left = sum(n["job_name"] == WORKER for n in self.nodes) - len(self.lost_workers)
         if left == 0:
-            raise self.fail(f"{loss()}; no worker is left to train on")
-        logger.warning("tfbs cluster: %s", goes_on_note(str(loss()), left))
+            raise self.fail(f"{what}; no worker is left to train on")
+        logger.warning("tfbs cluster: %s", goes_on_note(str(what), left))
 
     def others_succeeded(self, roles: set[str]) -> bool:
         """Whether every node of ``roles`` but the lost workers has a successful task."""
@@ -261,12 +263,16 @@ def _look_for_lost_nodes(job: _NodeJob) -> None:
         ended = f"{label} {record['state']}: {record.get('reason')}"
         if record["state"] == "failed":
             raise job.fail(ended)
-        job.lose(node, lambda ended=ended: ended)
+        job.lose(node, ended)
     removed = removed_executors(job.sc)
     for node in job.nodes:
         if node.get("spark_executor") in removed:
-            reason = removed[node["spark_executor"]][1]
-            job.lose(node, lambda node=node, reason=reason: lost_node_failure(node, reason))
+            job.lose(node, lost_node_failure(node, removed[node["spark_executor"]][1]))
+
+
+def _host_loss(sc: SparkContext, node: dict[str, Any]) -> ClusterFailed:
+    """How ``node`` was lost with its host: Spark's reason for removing its executor, if one comes soon."""
+    return lost_node_failure(node, loss_reason(node, lambda: removed_executors(sc)))
 
 
 def _await_nodes(job: _NodeJob, num_done: int, deadline: float) -> None:
@@ -315,7 +321,7 @@ def _await_nodes(job: _NodeJob, num_done: int, deadline: float) -> None:
         # and a ps strategy's chief trains on with the workers left meanwhile:
         # one run finished its 2,000 steps 36 s after losing worker:1's host.
         for node in nodes_on_lost_hosts(job.nodes, job.lost_hosts):
-            job.lose(node, lambda node=node: lost_node_failure(node, loss_reason(node, lambda: removed_executors(sc))))
+            job.lose(node, functools.partial(_host_loss, sc, node))
         if job.elastic_workers and time.monotonic() >= next_look:
             _look_for_lost_nodes(job)
             next_look = time.monotonic() + _LOOK_EVERY_S

@@ -49,12 +49,12 @@ def _relay(plain: socket.socket, tls: ssl.SSLSocket) -> None:
     buffer = bytearray(READ_BYTES)
     view = memoryview(buffer)
     selector = selectors.DefaultSelector()
-    selector.register(plain, selectors.EVENT_READ, tls)
-    selector.register(tls, selectors.EVENT_READ, plain)
+    selector.register(plain, selectors.EVENT_READ, (plain, tls))
+    selector.register(tls, selectors.EVENT_READ, (tls, plain))
     try:
         while True:
             for key, _ in selector.select():
-                source, sink = key.fileobj, key.data
+                source, sink = key.data
                 while True:
                     count = source.recv_into(buffer)
                     if not count:
