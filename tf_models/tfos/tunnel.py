@@ -46,6 +46,11 @@ READ_BYTES = 1 << 20
 
 def _relay(plain: socket.socket, tls: ssl.SSLSocket) -> None:
     """Carry bytes both ways between ``plain`` and ``tls`` until either side ends or fails, then close both."""
+    for sock in (plain, tls):
+        # Each write goes out at once: Nagle's wait for an ACK would stall every small RPC (gRPC
+        # sets this on its own sockets, asyncio on every TCP connection).
+        with contextlib.suppress(OSError):  # not TCP
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     buffer = bytearray(READ_BYTES)
     view = memoryview(buffer)
     selector = selectors.DefaultSelector()
