@@ -56,8 +56,8 @@ class ClusterTls:
         return self.folder / f"{host}.p12"
 
 
-def _openssl(*args: str, folder: Path) -> None:
-    done = subprocess.run(["openssl", *args], cwd=folder, capture_output=True, text=True, timeout=60)
+def _openssl(*args: str, folder: Path, env: Mapping[str, str] | None = None) -> None:
+    done = subprocess.run(["openssl", *args], cwd=folder, env=env, capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         raise RuntimeError(f"openssl {args[0]} failed: {done.stderr.strip()}")
 
@@ -85,13 +85,9 @@ def make_cluster_tls(folder: Path, hosts: Mapping[str, str], java_home: Path) ->
         )
         _openssl("x509", "-req", "-in", f"{host}.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
                  "-days", str(DAYS), "-extfile", f"{host}.ext", "-out", f"{host}.pem", folder=folder)  # fmt: skip
-        done = subprocess.run(
-            ["openssl", "pkcs12", "-export", "-name", host, "-inkey", f"{host}.key", "-in", f"{host}.pem",
-             "-certfile", "ca.pem", "-out", tls.keystore(host).name, "-passout", "env:TFBS_STORE_PASSWORD"],
-            cwd=folder, env=password, capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
-        if done.returncode != 0:
-            raise RuntimeError(f"openssl pkcs12 failed for {host}: {done.stderr.strip()}")
+        _openssl("pkcs12", "-export", "-name", host, "-inkey", f"{host}.key", "-in", f"{host}.pem",
+                 "-certfile", "ca.pem", "-out", tls.keystore(host).name, "-passout", "env:TFBS_STORE_PASSWORD",
+                 folder=folder, env=password)  # fmt: skip
         for leftover in (f"{host}.key", f"{host}.csr", f"{host}.ext"):
             (folder / leftover).unlink()
     keytool = [str(java_home / "bin" / "keytool"), "-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC"]
