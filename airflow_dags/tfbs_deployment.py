@@ -29,9 +29,6 @@ ARCHIVE_ALIAS = "environment"
 #: The GPU discovery script under ``<project>/scripts``, shipped with training.
 GPU_DISCOVERY_SCRIPT = "get_gpus_resources.sh"
 
-#: Where Spark puts the client's Hadoop configuration in a YARN container.
-HADOOP_CONF_IN_CONTAINER = "./__spark_conf__/__hadoop_conf__"
-
 #: The checkout this DAG folder belongs to: ``tfbs_project_dir``'s default.
 PROJECT_DIR = Path(__file__).resolve().parents[1]
 
@@ -78,10 +75,11 @@ class Deployment:
 
 
 def launch_profile(
-    deployment: Deployment, config: str, overrides: list[str], master: str
+    deployment: Deployment, config: str, overrides: list[str], master: str, environment: str | None
 ) -> tuple[dict[str, str], dict[str, str]]:
     """The Spark settings and environment a submission of ``config`` to ``master`` needs (``tfbs.launch``,
-    which classifies the master: nothing for a standalone or other cluster).
+    which classifies the master), with the interpreters of the driver and, from the packed environment
+    shipped as ``environment`` (None: none), of the executors.
 
     Runs ``python -m tfbs.launch --json`` with the project's interpreter in
     the project directory, so the scheduler never imports pipeline code.
@@ -96,7 +94,9 @@ def launch_profile(
     AirflowFailException
         If the configuration cannot be read: no retry would help.
     """
-    command = [deployment.python, "-m", "tfbs.launch", "--json", "--master", master]
+    command = [deployment.python, "-m", "tfbs.launch", "--json", "--master", master, "--python", deployment.python]
+    if environment:
+        command += ["--environment", environment]
     command += ["--config", deployment.resolve(config)]
     for assignment in overrides:
         command += ["--set", assignment]

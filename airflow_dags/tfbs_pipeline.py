@@ -147,7 +147,6 @@ if str(Path(__file__).resolve().parent) not in sys.path:
 from tfbs_deployment import (
     ARCHIVE_ALIAS,
     GPU_DISCOVERY_SCRIPT,
-    HADOOP_CONF_IN_CONTAINER,
     PROJECT_DIR,
     Deployment,
     environ,
@@ -355,13 +354,18 @@ class StageSubmitOperator(SparkSubmitOperator):
         self.project_dir = str(PROJECT_DIR)
         #: ``KRB5CCNAME`` of the task's own ticket while it runs (see :func:`kerberos_ticket`).
         self._ticket_env: dict[str, str] = {}
-        #: The deployment, configuration and overrides :meth:`prepare` was given, for the launch profile.
-        self._launch: tuple[Deployment, str, list[str]] | None = None
+        #: The deployment, configuration, overrides and packed environment's alias :meth:`prepare` was given, for the launch profile.
+        self._launch: tuple[Deployment, str, list[str], str | None] | None = None
 
     def prepare(self, deployment: Deployment, params: dict[str, Any]) -> None:
         """Set the submission from the run's params and the deployment."""
         self.project_dir = str(deployment.project_dir)
-        self._launch = (deployment, params["config"], list(params["overrides"]))
+        environment = None
+        if deployment.env_archive:
+            archive, _, alias = deployment.env_archive.partition("#")
+            environment = alias or ARCHIVE_ALIAS
+            self._archives = f"{archive}#{environment}"
+        self._launch = (deployment, params["config"], list(params["overrides"]), environment)
         self.application = str(deployment.project_dir / "jobs" / f"{self.stage}.py")
         args = ["--config", deployment.resolve(params["config"])]
         for assignment in params["overrides"]:
@@ -379,17 +383,8 @@ class StageSubmitOperator(SparkSubmitOperator):
                 "HADOOP_CONF_DIR": deployment.hadoop_conf_dir,
                 "YARN_CONF_DIR": deployment.hadoop_conf_dir,
             }
-        conf = {"spark.pyspark.driver.python": deployment.python, "spark.pyspark.python": deployment.python}
-        if deployment.env_archive:
-            archive, _, alias = deployment.env_archive.partition("#")
-            alias = alias or ARCHIVE_ALIAS
-            self._archives = f"{archive}#{alias}"
-            conf["spark.pyspark.python"] = f"./{alias}/bin/python"
-            # Spark ships the client's Hadoop configuration into every
-            # container: there the tasks' HDFS client finds the cluster.
-            for env_key in ("spark.executorEnv", "spark.yarn.appMasterEnv"):
-                conf[f"{env_key}.HADOOP_CONF_DIR"] = HADOOP_CONF_IN_CONTAINER
-        self.conf = {**conf, **(deployment.spark_conf or {})}
+        # The interpreters (the packed environment's for executors) come with the launch profile.
+        self.conf = dict(deployment.spark_conf or {})
         if deployment.principal:
             self.principal, self.keytab = deployment.principal, deployment.keytab
 
@@ -426,7 +421,8 @@ class StageSubmitOperator(SparkSubmitOperator):
         # Only the hook knows the connection's master, which decides the launch
         # profile (tfbs.launch); the deployment's tfbs_spark_conf still wins.
         if self._launch is not None:
-            conf, env = launch_profile(*self._launch, hook._connection["master"])
+            deployment, config, overrides, environment = self._launch
+            conf, env = launch_profile(deployment, config, overrides, hook._connection["master"], environment)
             hook._conf = {**conf, **hook._conf}
             hook._env_vars = {**env, **(hook._env_vars or {})}
         # The ticket goes to spark-submit's own process only: on YARN the provider

@@ -84,20 +84,13 @@ for ((i = 0; i < ${#arguments[@]}; i++)); do
   esac
 done
 # One argument a line; a value may hold spaces (JVM options), never a newline.
-profile=$("$python" -m tfbs.launch --deploy yarn "${profile_args[@]}")
+# With the packaging: the driver on this Python, executors on the archive's, the
+# cluster found in the Hadoop configuration Spark puts in every container.
+profile=$("$python" -m tfbs.launch --deploy yarn --python "$python" --environment environment "${profile_args[@]}")
 launch_conf=()
 [ -z "$profile" ] || mapfile -t launch_conf <<<"$profile"
 
-# Spark puts the client's Hadoop configuration in every container under
-# __spark_conf__/__hadoop_conf__: there hdfs-native finds the cluster.
-conf=(
-  --conf "spark.yarn.archive=$spark_archive"
-  --conf spark.pyspark.python=./environment/bin/python
-  --conf "spark.pyspark.driver.python=$python"
-  --conf spark.executorEnv.HADOOP_CONF_DIR=./__spark_conf__/__hadoop_conf__
-  --conf spark.yarn.appMasterEnv.HADOOP_CONF_DIR=./__spark_conf__/__hadoop_conf__
-  "${launch_conf[@]}"
-)
+conf=(--conf "spark.yarn.archive=$spark_archive" "${launch_conf[@]}")
 if [ -n "${SPARK_LOCAL_IP:-}" ]; then
   conf+=(--conf "spark.executorEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP" --conf "spark.yarn.appMasterEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP")
 fi

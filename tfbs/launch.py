@@ -12,7 +12,9 @@ the Airflow DAG (``airflow_dags/``) and the tests' Airflow runs through
 - the JVM options of the configuration's ``spark.quick_jvm`` roles
   (:data:`QUICK_JVM_OPTIONS`, :func:`java_options`);
 - the driver's class archive (:func:`with_archive`, built by
-  :mod:`tfbs.class_archive`).
+  :mod:`tfbs.class_archive`);
+- for a ``spark-submit``, which interpreters the driver and the executors
+  run, the packed environment's on YARN (:func:`python_packaging`).
 
 ``python -m tfbs.launch --config conf/demo.yaml --deploy yarn`` prints the
 ``--conf key=value`` arguments a ``spark-submit`` of that configuration
@@ -358,6 +360,38 @@ def launch_settings(spark: SparkConfig, deploy: Deploy) -> dict[str, str]:
     return settings
 
 
+#: Where Spark puts the client's Hadoop configuration in a YARN container.
+HADOOP_CONF_IN_CONTAINER = "./__spark_conf__/__hadoop_conf__"
+
+
+def python_packaging(driver_python: str, environment: str | None = None) -> dict[str, str]:
+    """Which Python the driver and the executors run, for a ``spark-submit`` from the project's environment.
+
+    Parameters
+    ----------
+    driver_python : str
+        The project's interpreter on the submitting host.
+    environment : str or None
+        The alias of the packed environment shipped with ``--archives
+        <tar.gz>#<alias>`` (YARN): the executors run its interpreter and
+        find the cluster in the Hadoop configuration Spark ships with them.
+        None: the executors run ``driver_python`` too.
+
+    Examples
+    --------
+    >>> python_packaging("/p/.venv/bin/python", "environment")["spark.pyspark.python"]
+    './environment/bin/python'
+    """
+    settings = {
+        "spark.pyspark.driver.python": driver_python,
+        "spark.pyspark.python": f"./{environment}/bin/python" if environment else driver_python,
+    }
+    if environment:
+        for env_key in ("spark.executorEnv", "spark.yarn.appMasterEnv"):
+            settings[f"{env_key}.HADOOP_CONF_DIR"] = HADOOP_CONF_IN_CONTAINER
+    return settings
+
+
 def launch_env(deploy: Deploy) -> dict[str, str]:
     """The environment a ``spark-submit`` on ``deploy`` runs in (:data:`LOCAL_ENV` on one machine)."""
     return dict(LOCAL_ENV) if deploy == "local" else {}
@@ -381,12 +415,16 @@ def main(argv: list[str] | None = None) -> int:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--deploy", choices=["local", "yarn"], help="where spark-submit runs it")
     where.add_argument("--master", help="the master spark-submit is given (a standalone or other cluster: nothing)")
+    parser.add_argument("--python", help="the driver's interpreter: add the packaging settings (python_packaging)")
+    parser.add_argument("--environment", help="the alias of the packed environment shipped with --archives")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a configuration override")
     parser.add_argument("--json", action="store_true", help='print {"conf": {...}, "env": {...}} instead')
     args = parser.parse_args(argv)
     spark = load_config(args.config, args.set).spark if args.config else SparkConfig()
     deploy = args.deploy or spark_master(args.master).deploy
     settings = launch_settings(spark, deploy) if deploy else {}
+    if args.python:
+        settings = python_packaging(args.python, args.environment) | settings
     if args.json:
         print(json.dumps({"conf": settings, "env": launch_env(deploy) if deploy else {}}))
     else:
