@@ -111,13 +111,17 @@ class LocalManager(tfos_manager.TFManager):
 class NodeTaskGuard:
     """TFoS's node task, run on a task's first attempt only.
 
-    Spark resubmits the task of an executor it lost without counting a
-    failure, and TFoS would start the node again; the TF cluster cannot
-    take it back (its spec is fixed, the reservations are closed, a second
-    chief would start training again). So a retried ps or chief fails at
-    once, naming its task (Spark then aborts the node job and the driver
-    names the loss), and a retried worker of an elastic run returns at
-    once: the run goes on without it (:mod:`tf_models.tfos.lost_nodes`).
+    Spark resubmits the task of an executor it lost (without counting a
+    failure, or counting one when the cluster manager reports the
+    container killed by a signal) and retries a failed one while
+    ``spark.task.maxFailures`` allows; TFoS would start the node again, but
+    the TF cluster cannot take it back (its spec is fixed, the reservations
+    are closed, a second chief would start training again). So a retried
+    ps or chief fails at once, naming its task (Spark then aborts the node
+    job and the driver names the loss), and a retried worker of an elastic
+    run returns at once: the run goes on without it
+    (:mod:`tf_models.tfos.lost_nodes`; a worker that raised stops the run
+    all the same, from its node file).
 
     Parameters
     ----------
