@@ -91,6 +91,8 @@ $(RUN_STAMP): pyproject.toml | system-deps
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV) || python3 -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[cpu,hdfs]'
+	@# numba compiles memelite's TOMTOM kernels into its cache once, here, not at the first explain (a minute on busy cores).
+	$(BIN)/python -m tf_models.explain.tomtom
 	@touch $(RUN_STAMP)
 
 $(STAMP): $(RUN_STAMP)
