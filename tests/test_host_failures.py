@@ -25,6 +25,7 @@ as an operator submits a stage by hand, on the shards of the DAG's run
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -159,9 +160,25 @@ class HostLoss:
     run_uri: str
     evaluate_code: int
     evaluate_output: str
+    #: Every file of the application's containers (below 1 MiB) with its mode, read while they ran: a
+    #: container that ends has its token file deleted by its NodeManager.
+    container_files: dict[Path, tuple[int, bytes]]
     secrets: list[bytes]
     authkeys: list[bytes]
     applications: list[str]
+
+
+def _container_files(hadoop, applications: list[str]) -> dict[Path, tuple[int, bytes]]:
+    """Every file below 1 MiB in the containers of ``applications`` now, with its mode and bytes."""
+    found = {}
+    for app in set(applications):
+        for container in hadoop.workdir.glob(f"hosts/*/data/nm-local/usercache/*/appcache/{app}/container_*"):
+            for path in container.rglob("*"):
+                with contextlib.suppress(OSError):  # a file the container removed meanwhile
+                    info = path.stat()
+                    if path.is_file() and info.st_size < 1 << 20:
+                        found[path] = (info.st_mode & 0o777, path.read_bytes())
+    return found
 
 
 def _train_watched(hadoop, env, overrides: list[str], spy: Path) -> StreamedProcess:
@@ -202,6 +219,7 @@ def host_loss(hadoop, yarn_env, dag_on_yarn, tmp_path_factory) -> HostLoss:
         scan = outsider_scan(hadoop, training.output)  # what an outsider reaches while the run trains
         node, victim_host, lost = _lose_a_worker(hadoop, training.output)
         loss_at = len(training.output)
+        files = _container_files(hadoop, APPLICATION.findall(training.output))
         code = training.wait(timeout=600)
     finally:
         training.kill()
@@ -217,7 +235,7 @@ def host_loss(hadoop, yarn_env, dag_on_yarn, tmp_path_factory) -> HostLoss:
     secrets, authkeys = read_spy(scratch / "spy.jsonl")
     return HostLoss(
         node, victim_host, lost, code, training.output, loss_at, scan, run_uri, evaluate_code, evaluation.output,
-        secrets, authkeys, sorted(set(APPLICATION.findall(training.output))),
+        files, secrets, authkeys, sorted(set(APPLICATION.findall(training.output))),
     )  # fmt: skip
 
 
@@ -269,25 +287,16 @@ def test_no_keytab_or_token_reaches_a_container_or_a_log(host_loss, hadoop):
     """Spark logs in from the tenant's keytab on the gateway; containers get delegation tokens, never the keytab."""
     loss = host_loss
     keytab = hadoop.keytab(TENANT).read_bytes()
-    containers = [
-        d
-        for app in loss.applications
-        for d in hadoop.workdir.glob(f"hosts/*/data/nm-local/usercache/*/appcache/{app}/container_*")
-    ]
-    assert len(containers) >= 5
-    files = [
-        path
-        for container in containers
-        for path in container.rglob("*")
-        if path.is_file() and path.stat().st_size < 1 << 20
-    ]
-    assert not [path for path in files if path.suffix == ".keytab" or path.read_bytes() == keytab]
-    tokens = [path for path in files if path.name == "container_tokens"]
+    files = loss.container_files
+    containers = {next(p for p in path.parents if p.name.startswith("container_")) for path in files}
+    assert len(containers) >= 5  # the application master and the four nodes' executors
+    assert not [path for path, (_, data) in files.items() if path.suffix == ".keytab" or data == keytab]
+    tokens = [data for path, (_, data) in files.items() if path.name == "container_tokens"]
     assert tokens  # YARN handed every container its delegation tokens
     # The executor plugin's copy of the current tokens, beside YARN's file, for the container's user alone.
-    current = [path for path in files if path.name == "tfbs-current-tokens"]
-    assert current and {path.stat().st_mode & 0o777 for path in current} == {0o600}, current
-    secrets = [window for path in tokens for window in _random_windows(path.read_bytes())] + _random_windows(keytab)
+    current = {mode for path, (mode, _) in files.items() if path.name == "tfbs-current-tokens"}
+    assert current == {0o600}, current
+    secrets = [window for data in tokens for window in _random_windows(data)] + _random_windows(keytab)
     logs = [path for app in loss.applications for entry in hadoop.container_logs(app).values()
             for path in entry.directory.iterdir()]  # fmt: skip
     assert files_naming(logs, secrets) == {}
