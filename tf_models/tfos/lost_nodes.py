@@ -139,6 +139,7 @@ def lost_node_failure(node: dict[str, Any], reason: str | None) -> ClusterFailed
     """
     if reason is None:
         return ClusterFailed(lost_node_message(node))
+    reason = " ".join(reason.split())  # one line: YARN's diagnostics run over several
     message = (
         f"{placed_label(node, node.get('spark_executor'))} lost: Spark removed its executor: {reason.rstrip('. ')}"
     )
