@@ -212,7 +212,7 @@ class _NodeJob:
         if name in self.lost_workers:
             return
         what = loss() if callable(loss) else loss
-        if not goes_on_without(node, self.elastic_workers):
+        if not goes_on_without(node["job_name"], self.elastic_workers):
             raise self.fail(what)
         self.lost_workers.add(name)
         left = sum(n["job_name"] == WORKER for n in self.nodes) - len(self.lost_workers)

@@ -93,17 +93,17 @@ def loss_reason(node: dict[str, Any], removed: Removed, wait_s: float = LOSS_REA
         time.sleep(0.5)
 
 
-def goes_on_without(node: dict[str, Any], elastic_workers: bool) -> bool:
+def goes_on_without(job_name: str | None, elastic_workers: bool) -> bool:
     """Whether the run goes on when ``node`` is lost (the table above).
 
     Examples
     --------
-    >>> [goes_on_without({"job_name": job}, True) for job in ("ps", "chief", "worker")]
+    >>> [goes_on_without(job, True) for job in ("ps", "chief", "worker")]
     [False, False, True]
-    >>> goes_on_without({"job_name": "worker"}, False)
+    >>> goes_on_without("worker", False)
     False
     """
-    return elastic_workers and node.get("job_name") == WORKER
+    return elastic_workers and job_name == WORKER
 
 
 def goes_on_note(loss: str, workers_left: int) -> str:

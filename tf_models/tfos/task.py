@@ -24,12 +24,12 @@ from typing import Any
 
 from tf_models.tfos import private_network
 from tf_models.tfos.failures import exception_line, exit_reason, node_label
+from tf_models.tfos.lost_nodes import goes_on_without
 from tf_models.tfos.node import (
     ELASTIC_WORKERS_ARG,
     NODE_DIR_ARG,
     PS,
     TF_NETWORK_SECRET_ARG,
-    WORKER,
     NodeInfo,
     NodeMain,
 )
@@ -345,9 +345,9 @@ class NodeEntry:
         network = None
         if secret is not None:
             network = PrivateNetwork(secret, f"{info.job_name}:{info.task_index}", info.cluster_spec)
-        elastic = bool(args.get(ELASTIC_WORKERS_ARG)) and info.job_name == WORKER
+        survive_death = goes_on_without(info.job_name, bool(args.get(ELASTIC_WORKERS_ARG)))
         run_isolated(
-            self.node_main, args, info, node_dir=args.get(NODE_DIR_ARG), network=network, survive_death=elastic
+            self.node_main, args, info, node_dir=args.get(NODE_DIR_ARG), network=network, survive_death=survive_death
         )
         if info.job_name == PS:
             # TFoS's ps task waits for None on its manager's control queue.

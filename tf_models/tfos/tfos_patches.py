@@ -72,7 +72,7 @@ from tensorflowonspark import TFSparkNode as tfos_node
 from tensorflowonspark import reservation as tfos_reservation
 from tensorflowonspark import util as tfos_util
 
-from tf_models.tfos.node import WORKER
+from tf_models.tfos.lost_nodes import goes_on_without
 from tf_models.tfos.reservation import HiddenBytes, ReservationAddress, ReservationClient, ReservationServer
 
 
@@ -147,7 +147,7 @@ class NodeTaskGuard:
             return self.node_task(iter(node_indexes))
         attempt = f"TF node task {task.partitionId()} is not retried (attempt {task.attemptNumber()})"
         job = next((job for job, indexes in self.cluster_template.items() if node_indexes[-1] in indexes), None)
-        if self.elastic_workers and job == WORKER:
+        if goes_on_without(job, self.elastic_workers):
             print(f"{attempt}: a lost worker; the run goes on without it", file=sys.stderr, flush=True)
             return None
         raise RuntimeError(f"{attempt}: its first attempt was lost with its executor")
