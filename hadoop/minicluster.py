@@ -52,13 +52,13 @@ from jvm import (
     find_java_home,
     site_xml,
 )
-from minicluster_watch import MiniClusterWatch, run_foreground
+from minicluster_state import LOOPBACK, ClusterInfo
+from minicluster_watch import MiniClusterWatch
 from procs import start_ticks, terminate
 
 __all__ = ["ClusterError", "ContainerLogs", "ContainerProcess", "MiniCluster", "Resources", "application_of"]
 
 MAIN_CLASS = "org.apache.hadoop.mapreduce.MiniHadoopClusterManager"
-LOOPBACK = "127.0.0.1"
 #: -Xmx of the cluster JVM: NameNode, DataNode, ResourceManager, NodeManager and
 #: JobHistoryServer share it (idle they take ~500 MB of RSS)
 DEFAULT_HEAP = "1g"
@@ -230,25 +230,6 @@ def java_command(
 # ------------------------------------------------------------------- cluster
 
 
-@dataclass(frozen=True)
-class ClusterInfo:
-    """What ``DIR/cluster.json`` holds about a started cluster."""
-
-    pid: int
-    #: start time of the JVM (see `start_ticks`): tells it from a later process with the same pid
-    pid_start_ticks: int
-    workdir: str
-    conf_dir: str
-    log_file: str
-    java_home: str
-    fs_default_fs: str
-    webhdfs_url: str
-    rm_url: str
-    nm_url: str
-    ports: dict[str, int]
-    startup_seconds: float
-
-
 class MiniCluster(MiniClusterWatch):
     """A Hadoop mini cluster living in one work dir.
 
@@ -283,84 +264,14 @@ class MiniCluster(MiniClusterWatch):
         startup_timeout: float = DEFAULT_STARTUP_TIMEOUT,
         extra_conf: Mapping[str, str] | None = None,
     ) -> None:
-        self.workdir = Path(workdir).resolve()
+        super().__init__(Path(workdir).resolve())
         self.cache_dir = Path(cache_dir)
         self.resources = resources
         self.heap = heap
         self.startup_timeout = startup_timeout
         self.extra_conf = dict(extra_conf or {})
-        self._process: subprocess.Popen[bytes] | None = None
-        self.info: ClusterInfo | None = None
-        if self.info_file.is_file():
-            self.info = ClusterInfo(**json.loads(self.info_file.read_text()))
 
-    # -- paths and addresses
-
-    @property
-    def conf_dir(self) -> Path:
-        """The client configuration: HADOOP_CONF_DIR and YARN_CONF_DIR."""
-        return self.workdir / "conf"
-
-    @property
-    def info_file(self) -> Path:
-        """``DIR/cluster.json``."""
-        return self.workdir / "cluster.json"
-
-    @property
-    def log_file(self) -> Path:
-        """Output of the cluster JVM."""
-        return self.workdir / "minicluster.log"
-
-    def _started(self) -> ClusterInfo:
-        if self.info is None:
-            raise ClusterError(f"no mini cluster was started in {self.workdir}")
-        return self.info
-
-    @property
-    def pid(self) -> int:
-        """Process id of the cluster JVM."""
-        return self._started().pid
-
-    @property
-    def fs_default_fs(self) -> str:
-        """``hdfs://127.0.0.1:<port>``."""
-        return self._started().fs_default_fs
-
-    @property
-    def webhdfs_url(self) -> str:
-        """NameNode HTTP address serving ``/webhdfs/v1``."""
-        return self._started().webhdfs_url
-
-    @property
-    def rm_url(self) -> str:
-        """ResourceManager web address (UI and ``/ws/v1/cluster``)."""
-        return self._started().rm_url
-
-    @property
-    def nm_url(self) -> str:
-        """NodeManager web address (``/ws/v1/node``, container logs)."""
-        return self._started().nm_url
-
-    @property
-    def ports(self) -> dict[str, int]:
-        """The loopback port of each name in `PORT_NAMES`."""
-        return dict(self._started().ports)
-
-    def env(self) -> dict[str, str]:
-        """Environment for Hadoop, YARN and Spark clients of this cluster.
-
-        SPARK_LOCAL_IP keeps Spark's driver on loopback: the host name may
-        resolve to 127.0.0.1 while Spark would otherwise advertise eth0.
-        """
-        info = self._started()
-        return {
-            "HADOOP_CONF_DIR": info.conf_dir,
-            "YARN_CONF_DIR": info.conf_dir,
-            "JAVA_HOME": info.java_home,
-            "SPARK_LOCAL_IP": LOOPBACK,
-        }
-
-    # -- life cycle (watching it: MiniClusterWatch)
+    # -- life cycle (what it is: MiniClusterState; watching it: MiniClusterWatch)
 
     def start(self) -> ClusterInfo:
         """Start a fresh cluster and wait until HDFS and YARN serve.
@@ -489,6 +400,19 @@ class MiniCluster(MiniClusterWatch):
 
 
 # ----------------------------------------------------------------------- CLI
+
+
+def run_foreground(cluster: MiniCluster) -> int:
+    """Keep the cluster up until Ctrl-C (or SIGTERM/SIGHUP), then stop it."""
+    try:
+        while cluster.is_running():
+            time.sleep(1.0)
+    except KeyboardInterrupt:
+        cluster.stop()
+        return 0
+    log.error("the mini cluster JVM died; end of %s:\n%s", cluster.log_file, cluster.logtail())
+    cluster.stop()
+    return 1
 
 
 def _exports(env: Mapping[str, str]) -> str:

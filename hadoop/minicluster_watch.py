@@ -1,7 +1,7 @@
 """Watching a mini cluster (:mod:`minicluster`): whether its JVM lives and serves, its processes, its containers, its log.
 
-Standard library only, like :mod:`minicluster`, which mixes
-:class:`MiniClusterWatch` into :class:`minicluster.MiniCluster`.
+Standard library only, like :mod:`minicluster`, whose
+:class:`minicluster.MiniCluster` builds on :class:`MiniClusterWatch`.
 """
 
 from __future__ import annotations
@@ -10,17 +10,12 @@ import json
 import logging
 import time
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from containers import ContainerLogs, ContainerProcess, container_logs, container_processes
 from jvm import ClusterError, http_json, tail
+from minicluster_state import MiniClusterState
 from procs import descendants, is_alive, rss_mb, start_ticks
-
-if TYPE_CHECKING:
-    import subprocess
-    from pathlib import Path
-
-    from minicluster import ClusterInfo, MiniCluster
 
 log = logging.getLogger("minicluster")
 
@@ -32,24 +27,8 @@ class NotReady(NamedTuple):
     reason: str
 
 
-class MiniClusterWatch:
-    """The part of :class:`minicluster.MiniCluster` that watches the running cluster.
-
-    It reads the cluster's state (``workdir``, ``info``, the JVM it launched
-    if any, the log file) and its addresses (``pid``, ``webhdfs_url``,
-    ``rm_url``) from :class:`~minicluster.MiniCluster`; it starts and stops nothing.
-    """
-
-    workdir: Path
-    info: ClusterInfo | None
-    _process: subprocess.Popen[bytes] | None
-    log_file: Path
-    pid: int
-    webhdfs_url: str
-    rm_url: str
-
-    def _started(self) -> ClusterInfo:
-        raise NotImplementedError
+class MiniClusterWatch(MiniClusterState):
+    """Watches the running cluster: alive, serving, its processes, containers and log; starts and stops nothing."""
 
     def is_running(self) -> bool:
         """Whether this work dir's cluster JVM is alive.
@@ -178,16 +157,3 @@ class MiniClusterWatch:
             Only this application's containers; all when None.
         """
         return container_logs(sorted(self.workdir.glob("data/*/yarn-*/*-logDir-nm-*")), app_id)
-
-
-def run_foreground(cluster: MiniCluster) -> int:
-    """Keep the cluster up until Ctrl-C (or SIGTERM/SIGHUP), then stop it."""
-    try:
-        while cluster.is_running():
-            time.sleep(1.0)
-    except KeyboardInterrupt:
-        cluster.stop()
-        return 0
-    log.error("the mini cluster JVM died; end of %s:\n%s", cluster.log_file, cluster.logtail())
-    cluster.stop()
-    return 1

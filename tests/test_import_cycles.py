@@ -4,14 +4,18 @@ import-linter's contracts (``make lint``) keep the floors apart; a circle
 inside a floor (``tfbs.session`` importing ``tfbs.class_archive`` importing
 ``tfbs.session``, even from inside a function) they do not see. This test
 builds the whole import graph of the packages ``[tool.importlinter]`` names
-(grimp, import-linter's own graph, counting imports inside functions too)
-and names every circle it finds.
+(grimp, import-linter's own graph, counting imports inside functions and
+under ``TYPE_CHECKING`` too) and of the script folders beside them
+(``hadoop/``, ``airflow_dags/``: modules that import each other by bare
+name, read here with :mod:`ast`), and names every circle it finds.
 """
 
 from __future__ import annotations
 
+import ast
 import tomllib
 from collections import deque
+from pathlib import Path
 
 import grimp
 import pytest
@@ -21,6 +25,30 @@ from conftest import REPO
 def _root_packages() -> list[str]:
     settings = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]
     return list(settings["root_packages"])
+
+
+#: Folders of scripts run as files (``python hadoop/hosts.py``), not packages.
+SCRIPT_FOLDERS = ("hadoop", "airflow_dags")
+
+
+def _folder_graph(folder: Path) -> grimp.ImportGraph:
+    """The imports among one folder's modules, by bare name, wherever they sit (functions, TYPE_CHECKING)."""
+    graph = grimp.ImportGraph()
+    modules = {path.stem: path for path in sorted(folder.glob("*.py"))}
+    for name in modules:
+        graph.add_module(name)
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                imported = [alias.name.partition(".")[0] for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                imported = [node.module.partition(".")[0]]
+            else:
+                continue
+            for target in imported:
+                if target in modules and target != name:
+                    graph.add_import(importer=name, imported=target)
+    return graph
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +125,15 @@ def test_no_module_imports_itself_through_others(graph: grimp.ImportGraph) -> No
     assert not circles, "import circles: " + "; ".join(" -> ".join(circle) for circle in circles)
 
 
-def test_a_circle_is_found_and_named() -> None:
+@pytest.mark.parametrize("folder", SCRIPT_FOLDERS)
+def test_no_script_imports_itself_through_others(folder: str) -> None:
+    folder_graph = _folder_graph(REPO / folder)
+    assert len(folder_graph.modules) > 1  # the folder's modules were read
+    circles = _circles(folder_graph)
+    assert not circles, f"import circles in {folder}/: " + "; ".join(" -> ".join(circle) for circle in circles)
+
+
+def test_a_circle_is_found_and_named(tmp_path: Path) -> None:
     graph = grimp.ImportGraph()
     for module in ("p", "p.a", "p.b", "p.c"):
         graph.add_module(module)
@@ -107,3 +143,7 @@ def test_a_circle_is_found_and_named() -> None:
     assert _circles(graph) == [["p.a", "p.b", "p.c", "p.a"]]
     graph.remove_import(importer="p.c", imported="p.a")
     assert _circles(graph) == []
+    # The same circle among scripts, one side of it only under TYPE_CHECKING, is found.
+    (tmp_path / "a.py").write_text("import b\n")
+    (tmp_path / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from a import X\n")
+    assert _circles(_folder_graph(tmp_path)) == [["a", "b", "a"]]
