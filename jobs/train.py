@@ -20,13 +20,8 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     A version already trained from these shards and this ``train`` section
     is not trained again, and no Spark starts.
     """
-    from tf_models.train import (
-        prepare_version,
-        train_on_spark,
-        training_master,
-        training_spark_conf,
-        up_to_date_summary,
-    )
+    from tf_models.train import prepare_version, train_on_spark, up_to_date_summary
+    from tf_models.training_launch import training_master, training_needs
     from tfbs.lineage import export_uri
     from tfbs.manifest import read_manifest
     from tfbs.session import spark_session
@@ -42,7 +37,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
         config.spark,
         master=training_master(config),
         app_suffix="-train",
-        extra_conf=training_spark_conf(config),
+        needs=training_needs(config),
         scratch_dir=None if is_remote(config.run_dir) else local_path(config.run_dir),
     ) as spark:
         summary = train_on_spark(spark, config, manifest)

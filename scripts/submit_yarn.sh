@@ -86,14 +86,11 @@ done
 # One argument a line; a value may hold spaces (JVM options), never a newline.
 # With the packaging: the driver on this Python, executors on the archive's, the
 # cluster found in the Hadoop configuration Spark puts in every container.
-profile=$("$python" -m tfbs.launch --deploy yarn --python "$python" --environment environment "${profile_args[@]}")
-launch_conf=()
-[ -z "$profile" ] || mapfile -t launch_conf <<<"$profile"
-
-conf=(--conf "spark.yarn.archive=$spark_archive" "${launch_conf[@]}")
-if [ -n "${SPARK_LOCAL_IP:-}" ]; then
-  conf+=(--conf "spark.executorEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP" --conf "spark.yarn.appMasterEnv.SPARK_LOCAL_IP=$SPARK_LOCAL_IP")
-fi
+launch_options=(--deploy yarn --python "$python" --environment environment --spark-archive "$spark_archive")
+[ -z "${SPARK_LOCAL_IP:-}" ] || launch_options+=(--local-ip "$SPARK_LOCAL_IP")
+profile=$("$python" -m tfbs.launch "${launch_options[@]}" "${profile_args[@]}")
+conf=()
+[ -z "$profile" ] || mapfile -t conf <<<"$profile"
 case "$stage" in
   *.py) application=$stage ;;
   *) application=jobs/$stage.py ;;

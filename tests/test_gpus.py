@@ -19,9 +19,11 @@ from pathlib import Path
 import pytest
 
 from tf_models import MODEL_FORMAT
-from tf_models.gpus import apply_visible_devices, gpu_spark_conf, visible_devices
+from tf_models.gpus import apply_visible_devices, visible_devices
+from tf_models.training_launch import training_needs
 from tfbs.config import DEFAULT_GPU_DISCOVERY_SCRIPT, load_config
 from tfbs.errors import ConfigError
+from tfbs.launch import stage_conf
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO = REPO / "conf" / "demo.yaml"
@@ -223,9 +225,13 @@ def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
 # --------------------------------------------------------------------------
 
 
+def gpu_spark_conf(config) -> dict[str, str]:
+    """The GPU settings of the training session's launch profile."""
+    return {key: value for key, value in stage_conf(training_needs(config)).items() if ".resource." in key}
+
+
 def test_spark_conf_for_one_gpu_per_worker():
-    train = load_config(DEMO, ["train.placement.gpus_per_worker=1"]).train
-    assert gpu_spark_conf(train) == {
+    assert gpu_spark_conf(load_config(DEMO, ["train.placement.gpus_per_worker=1"])) == {
         "spark.executor.resource.gpu.amount": "1",
         "spark.executor.resource.gpu.discoveryScript": DEFAULT_GPU_DISCOVERY_SCRIPT,
         "spark.task.resource.gpu.amount": "1",
@@ -233,17 +239,15 @@ def test_spark_conf_for_one_gpu_per_worker():
 
 
 def test_spark_conf_task_takes_all_executor_gpus():
-    train = load_config(
-        DEMO, ["train.placement.gpus_per_worker=2", "train.placement.gpu_discovery_script=./find.sh"]
-    ).train
-    conf = gpu_spark_conf(train)
+    config = load_config(DEMO, ["train.placement.gpus_per_worker=2", "train.placement.gpu_discovery_script=./find.sh"])
+    conf = gpu_spark_conf(config)
     assert conf["spark.executor.resource.gpu.amount"] == conf["spark.task.resource.gpu.amount"] == "2"
     assert conf["spark.executor.resource.gpu.discoveryScript"] == "./find.sh"
 
 
 @pytest.mark.parametrize("overrides", [[], ["train.placement.gpus_per_worker=1", "train.placement.strategy=local"]])
 def test_spark_conf_empty_without_cluster_gpus(overrides):
-    assert gpu_spark_conf(load_config(DEMO, overrides).train) == {}
+    assert gpu_spark_conf(load_config(DEMO, overrides)) == {}
 
 
 # --------------------------------------------------------------------------
@@ -289,7 +293,7 @@ def test_yarn_gpu_profile_loads():
         == train.placement.num_ps + train.placement.num_workers + 1
     )
     assert train.placement.spark_conf["spark.task.cpus"] == train.placement.spark_conf["spark.executor.cores"]
-    assert gpu_spark_conf(train)["spark.executor.resource.gpu.discoveryScript"] == "./get_gpus_resources.sh"
+    assert gpu_spark_conf(config)["spark.executor.resource.gpu.discoveryScript"] == "./get_gpus_resources.sh"
 
 
 # --------------------------------------------------------------------------

@@ -41,8 +41,16 @@ from netwatch import (
 
 from jobs.common import run_stage
 from tfbs.errors import ConfigError
-from tfbs.launch import CLUSTER_SECURITY, GCM_CIPHER, LOOPBACK, SECRET_FILE_ENV, network_conf
-from tfbs.session import _check_security, cluster_secret, spark_session
+from tfbs.launch import (
+    CLUSTER_SECURITY,
+    GCM_CIPHER,
+    LOOPBACK,
+    SECRET_FILE_ENV,
+    check_security,
+    cluster_secret,
+    network_conf,
+)
+from tfbs.session import spark_session
 from tfbs.web_ui import UI_KEY, bearer_token, token_path
 
 # ---------------------------------------------------------------------------
@@ -291,19 +299,19 @@ def test_the_network_policy_holds_no_secret(master):
 
 def test_a_yarn_session_with_any_protection_off_is_refused_before_it_starts(caplog):
     secure = network_conf("yarn") | {"spark.master": "yarn"}
-    _check_security(secure, allow_insecure=False)  # nothing to say
+    check_security(secure, allow_insecure=False)  # nothing to say
     switches = [key for key, value in CLUSTER_SECURITY.items() if value == "true"]
     assert len(switches) == 4
     for key in switches:
         with pytest.raises(ConfigError, match=rf"^spark.conf: {re.escape(key)} off on YARN: other tenants"):
-            _check_security({**secure, key: "false"}, allow_insecure=False)
+            check_security({**secure, key: "false"}, allow_insecure=False)
     # Spark's default cipher, AES/CTR, has no integrity check: refused like encryption off.
     ctr = "spark.network.crypto.cipher=AES/CTR/NoPadding"
     with pytest.raises(ConfigError, match=rf"^spark.conf: {re.escape(ctr)} off on YARN"):
-        _check_security({**secure, "spark.network.crypto.cipher": "AES/CTR/NoPadding"}, allow_insecure=False)
-    _check_security({k: v for k, v in secure.items() if k != "spark.authenticate"}, allow_insecure=True)
+        check_security({**secure, "spark.network.crypto.cipher": "AES/CTR/NoPadding"}, allow_insecure=False)
+    check_security({k: v for k, v in secure.items() if k != "spark.authenticate"}, allow_insecure=True)
     assert "with spark.authenticate (spark.allow_insecure)" in caplog.text
-    _check_security({"spark.master": "local[2]"}, allow_insecure=False)  # one machine: loopback instead
+    check_security({"spark.master": "local[2]"}, allow_insecure=False)  # one machine: loopback instead
 
 
 @pytest.mark.parametrize("master", ["yarn", "spark://master:7077"])
@@ -321,13 +329,13 @@ def test_only_the_submitting_user_and_admins_may_view_or_kill_an_application_off
     # No ACL of the policy's own: Spark's default is the submitting user (and spark.admin.acls).
     assert not any(".acls" in key and key != "spark.acls.enable" for key in policy)
     secure = {**policy, "spark.master": master, "spark.authenticate.secret": "s"}
-    _check_security(secure, allow_insecure=False)
+    check_security(secure, allow_insecure=False)
     for key, value in [("spark.ui.view.acls", "alice,*"), ("spark.modify.acls.groups", "*"), ("spark.admin.acls", "*")]:
         with pytest.raises(ConfigError, match=re.escape(f"{key}={value}")):
-            _check_security({**secure, key: value}, allow_insecure=False)
+            check_security({**secure, key: value}, allow_insecure=False)
     with pytest.raises(ConfigError, match=r"spark\.acls\.enable"):
-        _check_security({**secure, "spark.acls.enable": "false"}, allow_insecure=False)
-    _check_security({**secure, "spark.admin.acls": "ops"}, allow_insecure=False)  # named admins: fine
+        check_security({**secure, "spark.acls.enable": "false"}, allow_insecure=False)
+    check_security({**secure, "spark.admin.acls": "ops"}, allow_insecure=False)  # named admins: fine
 
 
 def _standalone_stage(tmp_path: Path, *overrides: str) -> tuple[int, list[str]]:
@@ -400,12 +408,12 @@ def test_the_cluster_secret_is_read_only_from_a_private_file_of_this_user(tmp_pa
 )
 def test_off_yarn_a_setting_that_weakens_the_policy_is_refused_or_warned_on_every_stage(setting, named, caplog):
     local = {**network_conf("local[2]"), "spark.master": "local[2]"}
-    _check_security(local, allow_insecure=False)  # the one-machine policy as every local run has it
+    check_security(local, allow_insecure=False)  # the one-machine policy as every local run has it
     with pytest.raises(ConfigError, match=rf"^{re.escape(named)}: opens this run on local\[2\] to anyone"):
-        _check_security({**local, **setting}, allow_insecure=False)
+        check_security({**local, **setting}, allow_insecure=False)
     with caplog.at_level(logging.WARNING, logger="tfbs"):
         for _stage in range(2):  # each stage builds a session, and each warns
-            _check_security({**local, **setting}, allow_insecure=True)
+            check_security({**local, **setting}, allow_insecure=True)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [f"Spark on local[2] with {named} (spark.allow_insecure): others on the network may join, "
                         "read or alter this run"] * 2  # fmt: skip

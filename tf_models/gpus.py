@@ -2,11 +2,12 @@
 
 Three pieces, each a plain function so it can be tested without a GPU:
 
-:func:`gpu_spark_conf`
-    The Spark settings of the training session. Every executor asks its
-    cluster manager for ``train.placement.gpus_per_worker`` GPUs and runs a discovery
-    script to learn their addresses; the one TF node task on it takes them
-    all. On YARN, Spark maps the ``gpu`` resource to ``yarn.io/gpu`` itself.
+:func:`tf_models.training_launch.training_needs`
+    What the training session asks of Spark (:func:`tfbs.launch.stage_conf`
+    writes it). Every executor asks its cluster manager for
+    ``train.placement.gpus_per_worker`` GPUs and runs a discovery script to
+    learn their addresses; the one TF node task on it takes them all. On
+    YARN, Spark maps the ``gpu`` resource to ``yarn.io/gpu`` itself.
 :func:`apply_visible_devices`
     Run in each TF node before TensorFlow initialises its devices: sets
     ``CUDA_VISIBLE_DEVICES`` to exactly the addresses Spark assigned to the
@@ -34,55 +35,16 @@ import contextlib
 import logging
 import os
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # typing only: this module loads on the driver without TF
-    from tfbs.config import TrainConfig
+from tfbs.launch import GPU_RESOURCE
 
 log = logging.getLogger("tfbs.gpus")
-
-#: Spark's resource name for GPUs (``spark.executor.resource.gpu.*``).
-GPU_RESOURCE = "gpu"
 
 #: Roles that compute and so get GPUs; the ps only holds variables.
 COMPUTE_ROLES = ("chief", "worker")
 PS_ROLE = "ps"
 
 MIXED_POLICY = "mixed_float16"
-
-
-def gpu_spark_conf(train: TrainConfig) -> dict[str, str]:
-    """Spark settings that give every training executor its GPUs.
-
-    Parameters
-    ----------
-    train : TrainConfig
-        ``gpus_per_worker``, ``gpu_discovery_script`` and ``strategy``.
-
-    Returns
-    -------
-    dict of str to str
-        Empty when ``gpus_per_worker`` is 0, or for strategy ``local``
-        (training then runs in the driver, and executors need no GPU).
-        Otherwise the executor amount, its discovery script and the task
-        amount. The task amount equals the executor amount: a TF node is the
-        only task on its executor and takes all of its GPUs. Without
-        stage-level scheduling every executor of the application gets the
-        same amount, so ps executors also hold GPUs they do not use.
-        Nothing YARN-specific is needed: Spark requests ``gpu`` from YARN as
-        ``yarn.io/gpu`` (``spark.yarn.resourceGpuDeviceName``), and setting
-        ``spark.yarn.executor.resource.yarn.io/gpu.amount`` as well is an
-        error in Spark.
-    """
-    placement = train.placement
-    if placement.gpus_per_worker == 0 or placement.strategy == "local":
-        return {}
-    amount = str(placement.gpus_per_worker)
-    return {
-        f"spark.executor.resource.{GPU_RESOURCE}.amount": amount,
-        f"spark.executor.resource.{GPU_RESOURCE}.discoveryScript": placement.gpu_discovery_script,
-        f"spark.task.resource.{GPU_RESOURCE}.amount": amount,
-    }
 
 
 def log_devices(role: str, task_index: int, gpus_per_worker: int) -> list[str]:
@@ -195,7 +157,7 @@ def apply_visible_devices(role: str, gpus_per_worker: int, addresses: Sequence[s
     ------
     RuntimeError
         If a chief or worker got fewer GPUs than ``gpus_per_worker``: the
-        session was built without :func:`gpu_spark_conf` (for instance,
+        session was built without training's needs (for instance,
         settings overridden on the command line), and training would
         otherwise fall back to the CPU without a word.
     """

@@ -33,8 +33,9 @@ import numpy as np
 
 from tf_models import MODEL_FORMAT
 from tf_models.model_format import recorded_model_code
+from tf_models.training_launch import elastic_workers
 from tfbs import lineage, storage
-from tfbs.config import PipelineConfig, TrainConfig
+from tfbs.config import PipelineConfig
 from tfbs.errors import ConfigError
 from tfbs.lineage import Lineage
 from tfbs.manifest import Manifest
@@ -123,58 +124,6 @@ def _export(config: PipelineConfig, version_lineage: Lineage, run, manifest: Man
             directory.push()
             storage.write_text(f"{target}/{lineage.EXPORT_METADATA}", text)
     return target
-
-
-def node_executor_conf(train: TrainConfig) -> dict[str, str]:
-    """Spark settings that size the training application: one executor per TF node, one task each.
-
-    Every cluster manager reads its own: YARN ``spark.executor.instances``,
-    a standalone master (and ``local-cluster``) ``spark.cores.max``, which
-    its workers fill with ``spark.executor.cores`` each. Left unsized, a
-    standalone master gives one executor per worker with all its cores.
-    ``train.placement.spark_conf`` may set ``spark.executor.cores`` (a node's
-    TensorFlow then has that many); a node task takes them all.
-    """
-    nodes, cores = train.placement.num_nodes, train.placement.executor_cores
-    return {
-        "spark.executor.instances": str(nodes),
-        "spark.executor.cores": str(cores),
-        "spark.cores.max": str(nodes * cores),
-        "spark.task.cpus": str(cores),
-    }
-
-
-def elastic_workers(config: PipelineConfig) -> bool:
-    """Whether a lost worker leaves the run going (``train.placement.on_worker_loss``): under the ps strategy
-    only, whose coordinator runs a lost worker's steps on the others; all-reduce needs every member."""
-    placement = config.train.placement
-    return placement.strategy == "parameter_server" and placement.on_worker_loss == "continue"
-
-
-def training_spark_conf(config: PipelineConfig) -> dict[str, str]:
-    """Every Spark setting the training session adds to ``spark.conf``: the placement's own, the sizing
-    (:func:`node_executor_conf`), the GPUs (:func:`tf_models.gpus.gpu_spark_conf`), the retries."""
-    from tf_models.gpus import gpu_spark_conf
-
-    distributed = config.train.placement.strategy != "local"
-    return {
-        **config.train.placement.spark_conf,
-        **(node_executor_conf(config.train) if distributed else {}),
-        **gpu_spark_conf(config.train),
-        # A retried TF node cannot rejoin its cluster (tf_models.tfos.tfos_patches.NodeTaskGuard): without
-        # elastic workers, fail at once. With them, one retry: YARN may report a lost worker's container as
-        # killed by a signal, which Spark counts against its task, and the retry returns at once.
-        "spark.task.maxFailures": "2" if elastic_workers(config) else "1",
-        "spark.dynamicAllocation.enabled": "false",
-    }
-
-
-def training_master(config: PipelineConfig) -> str | None:
-    """The master of the training session: ``spark.master``, or a ``local-cluster`` of its own for a
-    distributed training on a local master (:meth:`~tfbs.config.PlacementConfig.training_master`);
-    None (the configuration's) for a training in one process."""
-    placement = config.train.placement
-    return placement.training_master(config.spark.master) if placement.strategy != "local" else None
 
 
 def _readable_run(config: PipelineConfig, manifest: Manifest, download: tuple[str, ...], inputs: dict):

@@ -31,7 +31,7 @@ import time
 import uuid
 from pathlib import Path
 
-from tfbs.launch import DUMP_OPTION, archive_path, java_options, network_conf
+from tfbs.launch import DUMP_OPTION, StageNeeds, archive_path, java_options
 from tfbs.private_dirs import is_own_file
 
 log = logging.getLogger("tfbs.class_archive")
@@ -87,15 +87,15 @@ def _dump(partial: Path, java_options: str) -> None:
     import tempfile
 
     from pyspark import SparkContext
-    from pyspark.sql import SparkSession
 
-    master = "local[1]"
+    from tfbs.config import SparkConfig
+    from tfbs.session import build_session
+
     # -Xlog: without it the JVM lists every class it cannot archive (signed jars, old class files).
     options = f"{java_options} {DUMP_OPTION}{partial} -Xlog:cds=off -Xlog:cds+dynamic=off".strip()
-    builder = SparkSession.builder.master(master).appName("tfbs-class-archive")
-    for key, value in {**network_conf(master), "spark.ui.enabled": "false"}.items():
-        builder = builder.config(key, value)
-    spark = builder.config("spark.driver.extraJavaOptions", options).getOrCreate()
+    # The options given are the whole driver's: no quick_jvm on top, no archive to map.
+    plain = SparkConfig(master="local[1]", app_name="tfbs-class-archive", class_archive_dir=None, quick_jvm=[])
+    spark = build_session(plain, needs=StageNeeds(web_ui=False, driver_java_options=options))
     with tempfile.TemporaryDirectory(prefix="tfbs-class-archive-") as scratch:
         spark.range(100).selectExpr("id", "id % 7 AS k").write.parquet(f"{scratch}/t")
         spark.read.parquet(f"{scratch}/t").groupBy("k").count().collect()

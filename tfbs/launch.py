@@ -1,9 +1,13 @@
 """The launch profile: what a Spark application of the pipeline starts with, decided from where it runs.
 
-One place for the settings every launcher needs, whoever starts the JVM:
-:func:`tfbs.session.build_session` in-process, ``scripts/submit_yarn.sh``,
-the Airflow DAG (``airflow_dags/``) and the tests' Airflow runs through
-``spark-submit``:
+The one module that writes Spark's settings, whoever starts the JVM:
+:func:`launch_profile` for a session (:func:`tfbs.session.build_session`,
+in-process or under ``spark-submit``; the class archive's run), and
+:func:`submission_profile` for a ``spark-submit`` command line
+(``scripts/submit_yarn.sh``, the Airflow DAG through ``python -m
+tfbs.launch``). A stage states what it needs of Spark in its own words
+(:class:`StageNeeds`: executors, retries, GPUs); :func:`stage_conf`
+writes them as settings. The profile holds:
 
 - the network policy per master (:func:`network_conf`): loopback and a
   per-session secret on one machine, authentication and encryption on YARN;
@@ -14,7 +18,11 @@ the Airflow DAG (``airflow_dags/``) and the tests' Airflow runs through
 - the driver's class archive (:func:`with_archive`, built by
   :mod:`tfbs.class_archive`);
 - for a ``spark-submit``, which interpreters the driver and the executors
-  run, the packed environment's on YARN (:func:`python_packaging`).
+  run, the packed environment's on YARN (:func:`python_packaging`), and
+  the archive of Spark's jars YARN ships;
+- the stage's needs (:func:`stage_conf`) and the configuration's own
+  ``spark.conf``, checked against the master's policy
+  (:func:`check_security`) before anything starts.
 
 ``python -m tfbs.launch --config conf/demo.yaml --deploy yarn`` prints the
 ``--conf key=value`` arguments a ``spark-submit`` of that configuration
@@ -33,17 +41,20 @@ import hashlib
 import json
 import logging
 import os
+import secrets
 import shutil
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from tfbs.config import SparkConfig, load_config
 from tfbs.current_tokens import plugin_conf
+from tfbs.errors import ConfigError
 from tfbs.private_dirs import is_own_file
-from tfbs.spark_master import Deploy, spark_master
-from tfbs.web_ui import UI_KEY
+from tfbs.spark_master import Deploy, SparkMaster, spark_master
+from tfbs.web_ui import UI_FILTER, UI_KEY, ui_key_and_token
 
 log = logging.getLogger("tfbs.launch")
 
@@ -336,28 +347,321 @@ def with_archive(java_options: str, directory: str | os.PathLike[str] | None) ->
     return f"{java_options} {USE_OPTION}{archive}".strip()
 
 
-def launch_settings(spark: SparkConfig, deploy: Deploy) -> dict[str, str]:
-    """The ``--conf`` settings of a ``spark-submit`` of this configuration on ``deploy``.
+def cluster_secret(env: Mapping[str, str]) -> str | None:
+    """The shared secret of a standalone cluster, from the file ``env[TFBS_SPARK_SECRET_FILE]`` names.
 
-    Only what a submitter must give because the driver JVM is up before the
-    job reads its configuration (the job's session applies the rest of
-    ``spark.conf`` itself): YARN's :func:`yarn_conf`, and the JVM
-    options (:func:`java_options`). On one machine the driver maps the
-    class archive too; a YARN client's driver runs on another class path
-    (the cluster's configuration on it), where the archive cannot serve.
+    The file must be this user's and readable by no one else: a secret
+    others can read (or replace) lets them join the cluster's applications.
+
+    Parameters
+    ----------
+    env
+        The environment (:data:`SECRET_FILE_ENV`).
+
+    Returns
+    -------
+    str or None
+        The secret, stripped of surrounding white space; None when the variable is unset.
+
+    Raises
+    ------
+    ConfigError
+        The file is missing, empty, not this user's or open to others.
+    """
+    named = env.get(SECRET_FILE_ENV)
+    if not named:
+        return None
+    path = Path(named)
+    try:
+        status = path.stat()
+        secret = path.read_text().strip()
+    except OSError as err:
+        raise ConfigError(f"{SECRET_FILE_ENV}: {path}: cannot read the cluster's secret ({err.strerror})") from None
+    if status.st_uid != os.getuid() or status.st_mode & 0o077:
+        raise ConfigError(
+            f"{SECRET_FILE_ENV}: {path}: the cluster's secret must be yours and private "
+            f"(owner uid {status.st_uid}, mode {status.st_mode & 0o777:o}): chmod 600 it"
+        )
+    if not secret:
+        raise ConfigError(f"{SECRET_FILE_ENV}: {path}: empty, no secret in it")
+    return secret
+
+
+def check_security(conf: Mapping[str, str], allow_insecure: bool) -> None:
+    """Refuse a session whose network protection is weaker than its master's policy, unless the configuration allows it.
+
+    Checked on the settings the session is about to start with, whoever set
+    them: the job itself, ``spark-submit``'s options, a DAG's
+    ``tfbs_spark_conf`` Variable (:func:`insecure_settings`).
+    Before it starts, as Spark refuses some combinations (encryption
+    without authentication) with an error of its own. With
+    ``spark.allow_insecure`` every session (so every stage) logs a warning
+    naming the settings instead.
+
+    Raises
+    ------
+    ConfigError
+        If a setting weakens the policy and ``spark.allow_insecure`` is not set.
+    """
+    master = conf.get("spark.master") or ""
+    weak = insecure_settings(conf)
+    if not weak:
+        return
+    named = ", ".join(weak)
+    if allow_insecure:
+        logging.getLogger("tfbs").warning(
+            "Spark on %s with %s (spark.allow_insecure): others on the network may join, read or alter this run",
+            master or "this master",
+            named,
+        )
+        return
+    if spark_master(master).yarn:
+        raise ConfigError(
+            f"spark.conf: {named} off on YARN: other tenants could join or read this application; "
+            "set it true, or set spark.allow_insecure: true to run anyway"
+        )
+    if AUTH_SECRET in weak:
+        raise ConfigError(
+            f"{named}: {master} needs the secret its master and workers were started with: set "
+            f"{SECRET_FILE_ENV} to the file holding it (make cluster-up prints it), "
+            "or set spark.allow_insecure: true to run anyway"
+        )
+    raise ConfigError(
+        f"{named}: opens this run on {master} to anyone on the network (they could join, read or alter it); "
+        "remove the setting, or set spark.allow_insecure: true to run anyway"
+    )
+
+
+#: Spark's name of the GPUs it schedules (``spark.executor.resource.gpu.*``); YARN's is ``yarn.io/gpu``.
+GPU_RESOURCE = "gpu"
+
+
+@dataclass(frozen=True)
+class StageNeeds:
+    """What a stage asks of Spark, in its own words; :func:`stage_conf` writes the settings.
+
+    Attributes
+    ----------
+    executors : int or None
+        Executors of the application, each one task at a time (a TF node);
+        None: the cluster manager's own sizing.
+    cores_per_executor : int
+        Cores of each of those executors, all for its one task.
+    fixed_executors : bool
+        No dynamic allocation: the executors the stage starts with are its own to the end.
+    task_attempts : int or None
+        Attempts of a task before its stage fails (None: Spark's default, 4).
+    gpus_per_executor : int
+        GPUs of each executor, all for its one task.
+    gpu_discovery_script : str
+        The script that finds an executor's GPUs (with ``gpus_per_executor``).
+    web_ui : bool
+        False: no web UI (a run no one looks at, such as the class archive's).
+    driver_java_options : str
+        More options of the driver's JVM (after the configuration's).
+    conf : mapping of str to str
+        The stage's own settings from the configuration (``train.placement.spark_conf``),
+        under the settings above.
+    """
+
+    executors: int | None = None
+    cores_per_executor: int = 1
+    fixed_executors: bool = False
+    task_attempts: int | None = None
+    gpus_per_executor: int = 0
+    gpu_discovery_script: str = ""
+    web_ui: bool = True
+    driver_java_options: str = ""
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+
+def stage_conf(needs: StageNeeds) -> dict[str, str]:
+    """The Spark settings of a stage's needs.
+
+    Executors: every cluster manager reads its own, YARN
+    ``spark.executor.instances``, a standalone master (and ``local-cluster``)
+    ``spark.cores.max``, which its workers fill with ``spark.executor.cores``
+    each (left unsized, a standalone master gives one executor per worker
+    with all its cores). GPUs: the task takes all of its executor's; Spark
+    requests ``gpu`` from YARN as ``yarn.io/gpu`` by itself.
 
     Examples
     --------
-    >>> launch_settings(SparkConfig(), "yarn")["spark.io.encryption.enabled"]
+    >>> stage_conf(StageNeeds(executors=3, cores_per_executor=2))["spark.cores.max"]
+    '6'
+    >>> stage_conf(StageNeeds(task_attempts=1, conf={"spark.executor.memory": "2g"}))
+    {'spark.executor.memory': '2g', 'spark.task.maxFailures': '1'}
+    """
+    settings = dict(needs.conf)
+    if needs.executors is not None:
+        cores = needs.cores_per_executor
+        settings |= {
+            "spark.executor.instances": str(needs.executors),
+            "spark.executor.cores": str(cores),
+            "spark.cores.max": str(needs.executors * cores),
+            "spark.task.cpus": str(cores),
+        }
+    if needs.gpus_per_executor:
+        amount = str(needs.gpus_per_executor)
+        settings |= {
+            f"spark.executor.resource.{GPU_RESOURCE}.amount": amount,
+            f"spark.executor.resource.{GPU_RESOURCE}.discoveryScript": needs.gpu_discovery_script,
+            f"spark.task.resource.{GPU_RESOURCE}.amount": amount,
+        }
+    if needs.task_attempts is not None:
+        settings["spark.task.maxFailures"] = str(needs.task_attempts)
+    if needs.fixed_executors:
+        settings["spark.dynamicAllocation.enabled"] = "false"
+    if not needs.web_ui:
+        settings["spark.ui.enabled"] = "false"
+    return settings
+
+
+@dataclass(frozen=True)
+class LaunchProfile:
+    """Everything a Spark application of the pipeline starts with.
+
+    Attributes
+    ----------
+    master : SparkMaster
+        Where it runs.
+    conf : dict of str to str
+        Every setting (``spark.master`` among them when the profile chose it).
+    env : dict of str to str
+        What the environment of the process that starts the driver's JVM must hold, set before it starts.
+    secret_keys : frozenset of str
+        The keys of ``conf`` no command line may carry: the JVM gets them through py4j.
+    ui_token : str
+        The bearer token that opens the web UIs (:mod:`tfbs.web_ui`); "" when no key was drawn.
+    """
+
+    master: SparkMaster
+    conf: dict[str, str]
+    env: dict[str, str] = field(default_factory=dict)
+    secret_keys: frozenset[str] = frozenset()
+    ui_token: str = ""
+
+    def public_conf(self) -> dict[str, str]:
+        """``conf`` without its secrets: what a JVM's command line may show."""
+        return {key: value for key, value in self.conf.items() if key not in self.secret_keys}
+
+
+def launch_profile(
+    spark: SparkConfig,
+    master: str | None = None,
+    needs: StageNeeds | None = None,
+    *,
+    app_name: str = "",
+    submitted: Mapping[str, str] | None = None,
+) -> LaunchProfile:
+    """The profile of a session about to start: the master's network policy, the stage's needs, ``spark.conf``.
+
+    Parameters
+    ----------
+    spark
+        The configuration's ``spark`` section.
+    master
+        Overrides ``spark.master`` (training's own ``local-cluster``).
+    needs
+        What the stage asks of Spark.
+    app_name
+        Who the web UIs' token names.
+    submitted
+        What ``spark-submit`` set for a driver it started (its ``--master``
+        wins): the submitter gave its network policy (scripts/submit_yarn.sh),
+        but no command line may carry a secret, so on one machine (the DAG's
+        local deployment) the profile adds the policy's secrets, and what
+        the submitter left unset of the rest. None: this process starts the
+        JVM, which then also maps the class archive.
+
+    Raises
+    ------
+    ConfigError
+        If a setting weakens the master's policy (:func:`check_security`),
+        or a standalone cluster's secret file cannot be used (:func:`cluster_secret`).
+    """
+    needs = needs or StageNeeds()
+    given = dict(submitted or {})
+    where = spark_master(given.get("spark.master") or master or spark.master)
+    network: dict[str, str] = {}
+    ui_token = ""
+    if not given or where.one_machine:
+        network = yarn_conf() if where.yarn else network_conf(where.url)
+        if not where.yarn:
+            # One machine: a secret of this session's own. A standalone cluster: the one its
+            # master and workers know, or none (then refused below, naming the setting).
+            secret = secrets.token_hex(32) if where.one_machine else cluster_secret(os.environ)
+            if secret:
+                network[AUTH_SECRET] = secret
+            if needs.web_ui:
+                ui_key, ui_token = ui_key_and_token(app_name)
+                network |= {"spark.ui.filters": UI_FILTER, UI_KEY: ui_key}
+        network = {key: value for key, value in network.items() if key not in given}
+    jvm = java_options(spark, needs.conf)
+    driver = f"{jvm.get('spark.driver.extraJavaOptions', '')} {needs.driver_java_options}".strip()
+    if not given:
+        driver = with_archive(driver, spark.class_archive_dir)  # only a driver started from here can map it
+    conf = {"spark.ui.showConsoleProgress": "true", **network, **spark.conf, **stage_conf(needs), **jvm}
+    if driver:
+        conf["spark.driver.extraJavaOptions"] = driver
+    if not given:
+        conf["spark.master"] = where.url
+    check_security({**given, **conf}, spark.allow_insecure)
+    # Read by the JVM at start-up, and inherited by executor JVMs, PySpark workers and TF nodes.
+    env = dict(LOCAL_ENV) if where.one_machine and not given else {}
+    return LaunchProfile(where, conf, env, frozenset(SESSION_SECRETS) & conf.keys(), ui_token)
+
+
+def submission_profile(
+    spark: SparkConfig,
+    master: SparkMaster,
+    *,
+    python: str | None = None,
+    environment: str | None = None,
+    spark_archive: str | None = None,
+    local_ip: str | None = None,
+) -> LaunchProfile:
+    """What a ``spark-submit`` of this configuration on ``master`` must give on its command line.
+
+    Only what a submitter must give because the driver JVM is up before the
+    job reads its configuration (the job's session applies the rest, and
+    the stage's needs, itself through :func:`launch_profile`): YARN's
+    :func:`yarn_conf` and the JVM options (:func:`java_options`); no secret,
+    as every user of the machine may read a command line. On one machine
+    the driver maps the class archive too; a YARN client's driver runs on
+    another class path (the cluster's configuration on it), where the
+    archive cannot serve. Nothing for a standalone or other cluster.
+
+    Parameters
+    ----------
+    python, environment
+        The driver's interpreter and the packed environment's alias: the
+        interpreters (:func:`python_packaging`).
+    spark_archive
+        The zip of Spark's jars YARN ships (``spark.yarn.archive``).
+    local_ip
+        The address the containers' Spark binds (``SPARK_LOCAL_IP``), on hosts of several addresses.
+
+    Examples
+    --------
+    >>> submission_profile(SparkConfig(), spark_master("yarn")).conf["spark.io.encryption.enabled"]
     'true'
     """
-    settings = yarn_conf() if deploy == "yarn" else {}
-    settings |= java_options(spark)
+    deploy: Deploy | None = master.deploy
+    conf = yarn_conf() if deploy == "yarn" else {}
+    if deploy:
+        conf |= java_options(spark)
     if deploy == "local":
-        driver = with_archive(settings.get("spark.driver.extraJavaOptions", ""), spark.class_archive_dir)
+        driver = with_archive(conf.get("spark.driver.extraJavaOptions", ""), spark.class_archive_dir)
         if driver:
-            settings["spark.driver.extraJavaOptions"] = driver
-    return settings
+            conf["spark.driver.extraJavaOptions"] = driver
+    if python:
+        conf = python_packaging(python, environment) | conf
+    if spark_archive:
+        conf["spark.yarn.archive"] = spark_archive
+    if local_ip:
+        conf |= {f"{env_key}.SPARK_LOCAL_IP": local_ip for env_key in ("spark.executorEnv", "spark.yarn.appMasterEnv")}
+    return LaunchProfile(master, conf, dict(LOCAL_ENV) if deploy == "local" else {})
 
 
 #: Where Spark puts the client's Hadoop configuration in a YARN container.
@@ -392,11 +696,6 @@ def python_packaging(driver_python: str, environment: str | None = None) -> dict
     return settings
 
 
-def launch_env(deploy: Deploy) -> dict[str, str]:
-    """The environment a ``spark-submit`` on ``deploy`` runs in (:data:`LOCAL_ENV` on one machine)."""
-    return dict(LOCAL_ENV) if deploy == "local" else {}
-
-
 def submit_arguments(settings: Mapping[str, str]) -> list[str]:
     """``spark-submit``'s ``--conf key=value`` arguments of ``settings``.
 
@@ -417,18 +716,25 @@ def main(argv: list[str] | None = None) -> int:
     where.add_argument("--master", help="the master spark-submit is given (a standalone or other cluster: nothing)")
     parser.add_argument("--python", help="the driver's interpreter: add the packaging settings (python_packaging)")
     parser.add_argument("--environment", help="the alias of the packed environment shipped with --archives")
+    parser.add_argument("--spark-archive", help="the zip of Spark's jars YARN ships (spark.yarn.archive)")
+    parser.add_argument("--local-ip", help="SPARK_LOCAL_IP of the YARN containers")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a configuration override")
     parser.add_argument("--json", action="store_true", help='print {"conf": {...}, "env": {...}} instead')
     args = parser.parse_args(argv)
     spark = load_config(args.config, args.set).spark if args.config else SparkConfig()
-    deploy = args.deploy or spark_master(args.master).deploy
-    settings = launch_settings(spark, deploy) if deploy else {}
-    if args.python:
-        settings = python_packaging(args.python, args.environment) | settings
+    master = spark_master(args.master or args.deploy)
+    profile = submission_profile(
+        spark,
+        master,
+        python=args.python,
+        environment=args.environment,
+        spark_archive=args.spark_archive,
+        local_ip=args.local_ip,
+    )
     if args.json:
-        print(json.dumps({"conf": settings, "env": launch_env(deploy) if deploy else {}}))
+        print(json.dumps({"conf": profile.conf, "env": profile.env}))
     else:
-        print("\n".join(submit_arguments(settings)))
+        print("\n".join(submit_arguments(profile.conf)))
     return 0
 
 

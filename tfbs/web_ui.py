@@ -4,7 +4,7 @@ On one machine every user reaches loopback, so the driver's UI and a
 ``local-cluster``'s master and worker UIs would show any of them the run's
 stages, environment and executor logs. Spark's own ``JWSFilter`` answers a
 request only when it carries ``Authorization: Bearer <token>`` signed with
-the filter's key; :func:`private_ui_conf` draws that key per session, and
+the filter's key; :func:`ui_key_and_token` draws that key per session, and
 :func:`save_token` leaves the token where only this user can read it::
 
     curl -H "Authorization: Bearer $(cat /tmp/tfbs-$(id -un)/spark-ui/<app id>.jws)" http://127.0.0.1:4040/
@@ -50,8 +50,8 @@ def bearer_token(key: bytes, subject: str) -> str:
     return f"{header}.{payload}.{_base64url(signature)}"
 
 
-def private_ui_conf(subject: str) -> tuple[dict[str, str], str]:
-    """Settings that put the session's web UIs behind a key drawn now, and the token that opens them.
+def ui_key_and_token(subject: str) -> tuple[str, str]:
+    """A key for the session's web UIs drawn now (the value of :data:`UI_KEY`), and the token that opens them.
 
     Parameters
     ----------
@@ -60,13 +60,13 @@ def private_ui_conf(subject: str) -> tuple[dict[str, str], str]:
 
     Returns
     -------
-    conf : dict of str to str
-        ``spark.ui.filters`` and :data:`UI_KEY`.
+    key : str
+        The filter's key, base64url.
     token : str
         The bearer token (:func:`bearer_token`).
     """
     key = secrets.token_bytes(32)
-    return {"spark.ui.filters": UI_FILTER, UI_KEY: _base64url(key)}, bearer_token(key, subject)
+    return _base64url(key), bearer_token(key, subject)
 
 
 def token_path(app_id: str) -> Path:

@@ -98,7 +98,7 @@ def _check_executors(sc: SparkContext, num_ps: int, num_workers: int, timeout: f
     ClusterSizeError
         Fewer executors than nodes by ``timeout`` (the cluster has no room,
         or the master does not size the application: see
-        :func:`tf_models.train.node_executor_conf`), more than nodes,
+        :func:`tf_models.training_launch.training_needs`), more than nodes,
         or executors that run several tasks at once.
     """
     num_nodes = num_ps + num_workers + 1

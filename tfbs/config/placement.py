@@ -80,7 +80,7 @@ class PlacementConfig(Section):
     )
     spark_conf: dict[str, str] = Field(
         default_factory=dict,
-        description="Spark settings for the training session only, on top of spark.conf (sizing: node_executor_conf)",
+        description="Spark settings for the training session only, on top of spark.conf (sizing: tf_models.training_launch.training_needs)",
     )
 
     @model_validator(mode="after")
