@@ -24,45 +24,15 @@ import json
 import shlex
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
-
-import psutil
 
 # The repository root, for bench.report: run as a script, only bench/ is on the path.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.measure import measure  # noqa: E402
 from bench.report import result_path, write_summary  # noqa: E402
 from tfbs.config import load_config  # noqa: E402
 from tfbs.storage import local_path  # noqa: E402
-
-
-def _measure(command: str) -> dict:
-    """Run a shell command; wall time and peak RSS of its process tree."""
-    started = time.monotonic()
-    process = subprocess.Popen(["bash", "-o", "pipefail", "-c", command])
-    peak, done = 0, threading.Event()
-
-    def sample() -> None:
-        nonlocal peak
-        root = psutil.Process(process.pid)
-        while not done.is_set():
-            try:
-                tree = [root, *root.children(recursive=True)]
-                peak = max(peak, sum(p.memory_info().rss for p in tree if p.is_running()))
-            except psutil.Error:
-                pass
-            done.wait(0.5)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    code = process.wait()
-    done.set()
-    sampler.join()
-    if code != 0:
-        raise SystemExit(f"benchmark step failed (exit {code}): {command}")
-    return {"wall_s": round(time.monotonic() - started, 1), "peak_rss_gb": round(peak / 2**30, 2)}
 
 
 def main() -> None:
@@ -79,20 +49,20 @@ def main() -> None:
     labels = local_path(config.data.labels_uri(tf))
     results = {}
     if not (args.reuse_labels and Path(labels).exists()):
-        results["labels"] = _measure(f"{tfbs} labels {settings}")
+        results["labels"] = measure(f"{tfbs} labels {settings}")
     n_rows = int(subprocess.check_output(f"zcat {shlex.quote(labels)} | wc -l", shell=True)) - 1
 
     annotations = [local_path(config.data.dnase_peaks_uri(cell)) for cell in config.data.cells or []]
     if config.data.blacklist:
         annotations.append(local_path(config.data.blacklist))
-    results["floor_zcat"] = _measure(f"zcat {shlex.quote(labels)} > /dev/null")
-    results["floor_bedtools"] = _measure(
+    results["floor_zcat"] = measure(f"zcat {shlex.quote(labels)} > /dev/null")
+    results["floor_bedtools"] = measure(
         f"zcat {shlex.quote(labels)} | tail -n +2 | cut -f 1-3 | "
         f"bedtools intersect -a stdin -b {' '.join(map(shlex.quote, annotations))} -wa -wb > /dev/null"
     )
     shards = f"{local_path(config.run_dir)}/bench-shards"
     subprocess.run(["rm", "-rf", shards], check=True)
-    results["preprocess"] = _measure(f"{tfbs} preprocess {settings} --set shards_dir={shlex.quote(shards)}")
+    results["preprocess"] = measure(f"{tfbs} preprocess {settings} --set shards_dir={shlex.quote(shards)}")
     manifest = json.loads(Path(shards, "manifest.json").read_text())
     assert manifest["inputs"][tf]["input_rows"] == n_rows, "the manifest does not account for every input row"
 
