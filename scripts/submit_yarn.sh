@@ -24,7 +24,7 @@
 # ./environment/bin/python from the archive, with Spark's jars from the zip.
 #
 # The launch profile of the stage's configuration (its --config and --set
-# arguments; `python -m tfbs.launch --deploy yarn`, tfbs/launch.py) gives the
+# arguments; `python -m tfbs.launch --deploy yarn`, tfbs/launch/) gives the
 # rest: Spark authenticates and encrypts its connections and its local spills
 # (spark.authenticate, spark.network.crypto.enabled, spark.io.encryption.enabled;
 # a job refuses to run on YARN with any of them off), and the JVMs of its

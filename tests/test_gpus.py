@@ -449,7 +449,7 @@ def test_submit_yarn_ships_the_discovery_script_with_any_other_files(tmp_path, g
     spark_submit.chmod(0o755)
     env = {**os.environ, "SPARK_HOME": str(tmp_path / "spark"), "HADOOP_CONF_DIR": str(tmp_path)}
     env["TFBS_PYTHON"] = sys.executable
-    # A configuration that exists: the script reads its launch profile (tfbs/launch.py).
+    # A configuration that exists: the script reads its launch profile (tfbs/launch/).
     command = ["bash", str(REPO / "scripts" / "submit_yarn.sh"), "train", *given, "--", "--config", "conf/demo.yaml"]
     done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
