@@ -1,17 +1,18 @@
 """Where the DAG's tasks find the project, its environment and the cluster: the ``tfbs_*`` Airflow Variables.
 
-Read when a task runs, never when the DAG file is parsed (see the DAG's
-docstring in ``tfbs_pipeline.py`` for each Variable). Like the DAG file, this
-module imports no pipeline code: what the project decides about a launch
-(Spark's network policy, the JVM options of a configuration) comes from the
-project's own ``python -m tfbs.launch`` (:func:`launch_profile`), run in the
-project's environment when a stage is submitted.
+Read when a task runs, never when the DAG file is parsed (docs/airflow.md
+lists each Variable). Like the DAG file, this module imports no pipeline
+code: what the project knows it says itself, in the project's environment,
+when a task runs: its checks' answers (:func:`ask_project`, ``jobs/ready.py``
+and ``jobs/changes.py`` with ``--verdict``) and a submission's Spark settings
+(:func:`launch_profile`, ``python -m tfbs.launch``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -19,15 +20,19 @@ import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from airflow.sdk import Variable
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
 #: The executors' interpreter inside the archive of ``tfbs_env_archive``.
 ARCHIVE_ALIAS = "environment"
 
 #: The GPU discovery script under ``<project>/scripts``, shipped with training.
 GPU_DISCOVERY_SCRIPT = "get_gpus_resources.sh"
+
+#: A job's exit code when the user's configuration or input is wrong (``jobs.common.run_stage``).
+USER_ERROR = 2
 
 #: The checkout this DAG folder belongs to: ``tfbs_project_dir``'s default.
 PROJECT_DIR = Path(__file__).resolve().parents[1]
@@ -63,6 +68,13 @@ class Deployment:
         )
 
     @property
+    def hadoop_env(self) -> dict[str, str]:
+        """``HADOOP_CONF_DIR`` and ``YARN_CONF_DIR`` of ``tfbs_hadoop_conf_dir``, if set."""
+        if not self.hadoop_conf_dir:
+            return {}
+        return {"HADOOP_CONF_DIR": self.hadoop_conf_dir, "YARN_CONF_DIR": self.hadoop_conf_dir}
+
+    @property
     def python(self) -> str:
         """The project environment's interpreter: the driver's, and spark-submit's launcher's."""
         return str(self.bin_dir / "python")
@@ -72,6 +84,48 @@ class Deployment:
         if "://" in path_or_uri:
             return path_or_uri
         return str(self.project_dir / Path(path_or_uri).expanduser())
+
+
+def config_arguments(deployment: Deployment, config: str, overrides: list[str]) -> list[str]:
+    """``--config <config> --set <override> ...``, as every job and ``tfbs.launch`` take them."""
+    arguments = ["--config", deployment.resolve(config)]
+    for assignment in overrides:
+        arguments += ["--set", assignment]
+    return arguments
+
+
+def ask_project(deployment: Deployment, job: str, arguments: list[str], log: logging.Logger) -> dict[str, Any]:
+    """Run the check ``jobs/<job>.py <arguments> --verdict`` in the project; its answer.
+
+    The check runs with the project's interpreter in the project directory,
+    with the deployment's Hadoop configuration and a ticket of its own, and
+    its output goes to ``log``. Its last line is the answer
+    (``jobs.common.print_verdict``): ``{"verdict": ..., "reason": ...}``.
+
+    Raises
+    ------
+    AirflowFailException
+        If the check stops on a user error (exit 2: the configuration or an
+        input is wrong; no retry helps).
+    AirflowException
+        If it ends without an answer (a crash: the task's retries apply).
+    """
+    command = [deployment.python, str(deployment.project_dir / "jobs" / f"{job}.py"), *arguments, "--verdict"]
+    log.info("running %s", " ".join(command))
+    with kerberos_ticket(deployment) as ticket:
+        env = {**os.environ, **deployment.hadoop_env, **ticket}
+        done = subprocess.run(command, cwd=deployment.project_dir, env=env, capture_output=True, text=True)
+    for line in (done.stderr + done.stdout).splitlines():
+        log.info("%s", line)
+    last = (done.stdout.strip().splitlines() or [""])[-1]
+    with contextlib.suppress(ValueError):
+        answer = json.loads(last)
+        if isinstance(answer, dict) and "verdict" in answer:
+            return answer
+    error = (done.stderr.strip().splitlines() or [""])[-1]
+    if done.returncode == USER_ERROR:
+        raise AirflowFailException(f"{job}: {error}")
+    raise AirflowException(f"{job} exited {done.returncode} without an answer: {error}")
 
 
 def launch_profile(
@@ -97,9 +151,7 @@ def launch_profile(
     command = [deployment.python, "-m", "tfbs.launch", "--json", "--master", master, "--python", deployment.python]
     if environment:
         command += ["--environment", environment]
-    command += ["--config", deployment.resolve(config)]
-    for assignment in overrides:
-        command += ["--set", assignment]
+    command += config_arguments(deployment, config, overrides)
     done = subprocess.run(command, cwd=deployment.project_dir, capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [""])[-1]
@@ -109,27 +161,17 @@ def launch_profile(
 
 
 @contextlib.contextmanager
-def hadoop_env(conf_dir: str) -> Iterator[None]:
-    """``HADOOP_CONF_DIR`` set to ``conf_dir`` (if any) for the duration."""
-    if not conf_dir:
-        yield
-        return
-    with environ({"HADOOP_CONF_DIR": conf_dir}):
-        yield
-
-
-@contextlib.contextmanager
 def kerberos_ticket(deployment: Deployment) -> Iterator[dict[str, str]]:
     """A ticket of the deployment's principal in a cache of this task's own; its ``KRB5CCNAME``.
 
-    Nothing (an empty dict) when no principal is configured. The cache is
-    made from the keytab (``kinit -kt``), in a private folder, and removed
-    when the block ends.
+    Nothing (an empty dict) when no principal is configured. The project
+    writes the ticket from the keytab (``python -m tfbs.kerberos --cache``)
+    to a cache in a private folder of the task's, removed when the block ends.
 
     Raises
     ------
     AirflowFailException
-        If ``kinit`` fails (a wrong keytab or principal: no retry helps).
+        If the login fails (a wrong keytab or principal: no retry helps).
     """
     if not deployment.principal:
         yield {}
@@ -138,13 +180,12 @@ def kerberos_ticket(deployment: Deployment) -> Iterator[dict[str, str]]:
         raise AirflowFailException("Variable tfbs_principal is set: set tfbs_keytab beside it")
     folder = tempfile.mkdtemp(prefix="tfbs-krb5cc-")
     env = {"KRB5CCNAME": f"FILE:{folder}/cc"}
+    command = [deployment.python, "-m", "tfbs.kerberos", "--principal", deployment.principal]
+    command += ["--keytab", deployment.keytab, "--cache", env["KRB5CCNAME"]]
     try:
-        done = subprocess.run(
-            ["kinit", "-kt", deployment.keytab, deployment.principal],
-            env={**os.environ, **env}, capture_output=True, text=True,
-        )  # fmt: skip
+        done = subprocess.run(command, cwd=deployment.project_dir, capture_output=True, text=True)
         if done.returncode != 0:
-            raise AirflowFailException(f"kinit {deployment.principal}: {done.stderr.strip()}")
+            raise AirflowFailException(done.stderr.strip().splitlines()[-1] if done.stderr.strip() else str(command))
         yield env
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -29,28 +29,35 @@ NOTHING_NEW = 99
 FLOORS_FAILED = 3
 
 
+def _arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--verdict", action="store_true", help="end with the answer as one JSON line")
+
+
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> int:
     """Print what changed since the ``LATEST`` model version; return the exit code."""
+    from jobs.common import print_verdict
     from preprocess.changes import changes_since_latest
     from tf_models import MODEL_FORMAT
     from tf_models.model_format import recorded_model_code
 
     changes = changes_since_latest(config, MODEL_FORMAT, recorded_model_code())
-    print(changes.describe())
+    said = changes.describe()
+    print(said)
     if changes.failed is not None:
         # Also on stderr, where a scheduler's alarm (or a reader of the task log) looks for why it failed.
-        print(f"error: {changes.describe()}", file=sys.stderr)
-        return FLOORS_FAILED
-    return 0 if changes.anything_new else NOTHING_NEW
+        print(f"error: {said}", file=sys.stderr)
+        code, verdict = FLOORS_FAILED, "fail"
+    else:
+        code, verdict = (0, "go") if changes.anything_new else (NOTHING_NEW, "skip")
+    if args is not None and args.verdict:
+        print_verdict(verdict, said)
+    return code
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jobs.common import run_stage
+    from jobs.common import stage_answer
 
-    answer: list[int] = []
-    code = run_stage(__doc__, lambda config, args: answer.append(run(config, args)), argv)
-    # A user error (exit 2) wins; otherwise the answer is the exit code.
-    return answer[0] if code == 0 and answer else code
+    return stage_answer(__doc__, run, argv, extra_arguments=_arguments)
 
 
 if __name__ == "__main__":

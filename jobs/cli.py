@@ -14,6 +14,7 @@ STAGES = (
     "labels",
     "preprocess",
     "changes",
+    "ready",
     "train",
     "evaluate",
     "predict",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 from collections.abc import Callable
@@ -12,6 +13,9 @@ from tfbs.config import PipelineConfig, load_config
 from tfbs.errors import TfbsError
 
 DEFAULT_CONFIG = "conf/demo.yaml"
+
+#: What a scheduler's task does with a check's answer (:func:`print_verdict`).
+VERDICTS = ("go", "wait", "skip", "fail")
 
 #: TensorFlow is an extra of its own (pyproject.toml): say which when it is missing.
 MISSING_TENSORFLOW = (
@@ -105,3 +109,39 @@ def run_stage(
         print(f"error: {MISSING_TENSORFLOW}", file=sys.stderr)
         return 2
     return 0
+
+
+def stage_answer(
+    description: str,
+    stage: Callable[[PipelineConfig, argparse.Namespace], int],
+    argv: list[str] | None = None,
+    extra_arguments: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> int:
+    """:func:`run_stage` for a check whose answer is its exit code (``tfbs changes``, ``tfbs ready``).
+
+    A user error (exit 2) wins; otherwise the exit code is what ``stage``
+    returned. Read-only: the run folder's leftovers are not swept.
+    """
+    answer: list[int] = []
+    code = run_stage(
+        description,
+        lambda config, args: answer.append(stage(config, args)),
+        argv,
+        extra_arguments=extra_arguments,
+        sweep=False,
+    )
+    return answer[0] if code == 0 and answer else code
+
+
+def print_verdict(verdict: str, reason: str, **details: object) -> None:
+    """A check's answer for a scheduler, as the last line of stdout: ``{"verdict": ..., "reason": ..., ...}``.
+
+    ``verdict`` is what the scheduler's task does: ``go`` (succeed), ``wait``
+    (look again later), ``skip`` (skip the rest of the run) or ``fail``
+    (fail the run, no retry). The DAG's tasks read it
+    (``airflow_dags/tfbs_tasks.py``); the exit codes stay for people and scripts.
+    """
+    if verdict not in VERDICTS:
+        raise ValueError(f"verdict {verdict!r}: one of {', '.join(VERDICTS)}")
+    sys.stdout.flush()
+    print(json.dumps({"verdict": verdict, "reason": reason, **details}), flush=True)

@@ -55,17 +55,15 @@ done
 [ "${1:-}" = "--" ] && shift
 : "${HADOOP_CONF_DIR:?set HADOOP_CONF_DIR to the client configuration of the cluster}"
 
+python="${TFBS_PYTHON:-$PWD/.venv/bin/python}"
+with_ticket=()
 if [ -n "${TFBS_PRINCIPAL:-}" ]; then
   : "${TFBS_KEYTAB:?set TFBS_KEYTAB beside TFBS_PRINCIPAL}"
   submit_options+=(--principal "$TFBS_PRINCIPAL" --keytab "$TFBS_KEYTAB")
-  # The driver's HDFS client (hdfs-native) reads a ticket cache: this submission's own.
-  ticket_dir=$(mktemp -d)
-  trap 'KRB5CCNAME="FILE:$ticket_dir/cc" kdestroy -q 2>/dev/null; rm -rf "$ticket_dir"' EXIT
-  export KRB5CCNAME="FILE:$ticket_dir/cc"
-  kinit -kt "$TFBS_KEYTAB" "$TFBS_PRINCIPAL"
+  # The driver's HDFS client (hdfs-native) reads a ticket cache: this
+  # submission's own, gone when it ends (tfbs/kerberos.py).
+  with_ticket=("$python" -m tfbs.kerberos --principal "$TFBS_PRINCIPAL" --keytab "$TFBS_KEYTAB" --)
 fi
-
-python="${TFBS_PYTHON:-$PWD/.venv/bin/python}"
 env_archive="${TFBS_ENV_ARCHIVE:-build/dist/tfbs-env.tar.gz}"
 spark_archive="${TFBS_SPARK_ARCHIVE:-build/dist/spark-jars.zip}"
 # pip's pyspark is the Spark of the gateway: its spark-submit, its Python zips.
@@ -95,7 +93,6 @@ case "$stage" in
   *.py) application=$stage ;;
   *) application=jobs/$stage.py ;;
 esac
-# Not exec: the ticket cache goes when spark-submit ends.
-"$SPARK_HOME/bin/spark-submit" --master yarn --deploy-mode client \
+exec "${with_ticket[@]}" "$SPARK_HOME/bin/spark-submit" --master yarn --deploy-mode client \
   --archives "$env_archive#environment" "${conf[@]}" "${submit_options[@]}" \
   "$application" "$@"

@@ -156,7 +156,7 @@ _DESCRIBE = textwrap.dedent(
                     "type": type(t).__name__,
                     "upstream": sorted(t.upstream_task_ids),
                     "retries": t.retries,
-                    "conn_id": getattr(t, "_conn_id", None),
+                    "conn_id": getattr(t, "conn_id", None),
                     "mode": getattr(t, "mode", None),
                 }
                 for t in dag.tasks
@@ -186,15 +186,19 @@ _DESCRIBE = textwrap.dedent(
         params |= {"num_ps": 2, "num_workers": 3, "predict": {"regions": "r.bed", "tf": "CTCF", "cell": "K562"}}
         commands = {}
         for stage in ("preprocess", "train", "evaluate", "predict"):
-            task = dag.get_task(stage)
-            task.prepare(deployment, params)
-            hook = task._get_hook()
-            commands[stage] = {"argv": hook._build_spark_submit_command(task.application), "env": task.env_vars}
+            hook, submission = dag.get_task(stage).hook(deployment, params)
+            commands[stage] = {"argv": hook._build_spark_submit_command(submission.application), "env": submission.env}
         found["yarn_commands"] = commands
         # No regions file: every bin of the genome, for two TFs.
-        task = dag.get_task("predict")
-        task.prepare(deployment, params | {"predict": {"regions": "", "tf": "CTCF,FOXA1", "cell": "K562"}})
-        found["genome_predict_argv"] = task._get_hook()._build_spark_submit_command(task.application)
+        params |= {"predict": {"regions": "", "tf": "CTCF,FOXA1", "cell": "K562"}}
+        hook, submission = dag.get_task("predict").hook(deployment, params)
+        found["genome_predict_argv"] = hook._build_spark_submit_command(submission.application)
+        # The master as the tasks read it from the public connection, beside the hook's own reading.
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+        found["masters"] = {
+            conn_id: [module.connection_master(conn_id), SparkSubmitHook(conn_id=conn_id)._connection["master"]]
+            for conn_id in sys.argv[5:]
+        }
     print(json.dumps(found))
     """
 )
@@ -209,8 +213,18 @@ def test_the_spark_provider_left_pyspark_alone():
         importlib.metadata.version("pyspark-client")
 
 
+#: Connections of every shape the provider's hook reads: the tasks must find the master it submits to.
+_MASTERS = {
+    "spark_default": connection("yarn", **{"deploy-mode": "client", "queue": "q"}),
+    "local_two": connection("local[2]"),
+    "standalone_url": connection("spark://node1:7077"),
+    "standalone_port": json.dumps({"conn_type": "spark", "host": "spark://node1", "port": 7077}),
+    "uri_form": "spark://node2:7078",
+}
+
+
 def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
-    env = {**airflow_env, "AIRFLOW_CONN_SPARK_DEFAULT": connection("yarn", **{"deploy-mode": "client", "queue": "q"})}
+    env = {**airflow_env, **{f"AIRFLOW_CONN_{conn_id.upper()}": value for conn_id, value in _MASTERS.items()}}
     archive = "hdfs:///envs/tfbs-env.tar.gz"
     # A deployment's project: its interpreter (this one) reads the configuration's launch profile (tfbs.launch).
     python = tmp_path / "env" / "bin" / "python"
@@ -220,7 +234,7 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
     (tmp_path / "conf").mkdir()
     shutil.copy(DEMO_CONFIG, tmp_path / "conf" / "demo.yaml")
     done = subprocess.run(
-        [sys.executable, "-c", _DESCRIBE, str(DAGS), DAG_ID, str(tmp_path), archive],
+        [sys.executable, "-c", _DESCRIBE, str(DAGS), DAG_ID, str(tmp_path), archive, *_MASTERS],
         env=env,
         cwd="/tmp",
         capture_output=True,
@@ -292,7 +306,7 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
             "PYSPARK_PYTHON": str(tmp_path / "env" / "bin" / "python"),
             "HADOOP_CONF_DIR": "/etc/hadoop/conf",
             "YARN_CONF_DIR": "/etc/hadoop/conf",
-        }
+        }, stage
         # The training job sizes its own executors (one per TF node): no stage's command does.
         assert not {"--num-executors", "--executor-cores"} & set(argv), stage
         shipped = ("--files", str(tmp_path / "scripts" / "get_gpus_resources.sh")) in pairs
@@ -303,6 +317,15 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
     assert predict[-6:] == ["--regions", "r.bed", "--tf", "CTCF", "--cell", "K562"]
     genome = found["genome_predict_argv"]
     assert "--regions" not in genome and genome[-4:] == ["--tf", "CTCF,FOXA1", "--cell", "K562"]
+    masters = found["masters"]
+    assert {conn_id: ours for conn_id, (ours, _) in masters.items()} == {
+        "spark_default": "yarn",
+        "local_two": "local[2]",
+        "standalone_url": "spark://node1:7077",
+        "standalone_port": "spark://node1:7077",
+        "uri_form": "spark://node2:7078",
+    }
+    assert all(ours == the_hooks for ours, the_hooks in masters.values()), masters
 
 
 # --------------------------------------------------------------------------

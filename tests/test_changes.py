@@ -13,6 +13,7 @@ compared is the lineage of ``LATEST`` and its export, never the model.
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import shutil
@@ -23,6 +24,7 @@ from blake3 import blake3
 from conftest import small_config
 
 import jobs.changes
+import jobs.ready
 from preprocess.changes import Changes, changes_since_latest
 from preprocess.fingerprint import changed_inputs, input_fingerprint, same_content
 from tf_models import MODEL_FORMAT
@@ -90,9 +92,11 @@ def test_nothing_new_on_the_same_inputs_and_settings(run, capsys):
     changes = _changes(config)
     assert not changes.anything_new and changes.latest_version == version_lineage.version
     assert jobs.changes.run(config) == jobs.changes.NOTHING_NEW
-    assert capsys.readouterr().out.strip() == (
-        f"nothing new since model version {version_lineage.version}: inputs and configuration unchanged"
-    )
+    said = f"nothing new since model version {version_lineage.version}: inputs and configuration unchanged"
+    assert capsys.readouterr().out.strip() == said
+    # The scheduler's answer (the DAG's detect_changes reads it): skip the run, saying why.
+    assert jobs.changes.run(config, argparse.Namespace(verdict=True)) == jobs.changes.NOTHING_NEW
+    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == {"verdict": "skip", "reason": said}
 
 
 def test_before_any_evaluated_version_the_run_goes_without_reading_the_inputs(tmp_path):
@@ -218,8 +222,9 @@ def test_a_version_that_failed_its_floors_is_not_retried_until_an_input_changes(
     # stderr also holds the log lines of this process (logging set up by an earlier stage in it).
     errors = [line for line in said.err.splitlines() if line.startswith("error:")]
     assert said.out.strip() == expected and errors == [f"error: {expected}"]
-    # Every week the same, until fixed: the answer does not wear off.
-    assert jobs.changes.run(strict) == jobs.changes.FLOORS_FAILED
+    # Every week the same, until fixed: the answer does not wear off; the scheduler is told to fail the run.
+    assert jobs.changes.run(strict, argparse.Namespace(verdict=True)) == jobs.changes.FLOORS_FAILED
+    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == {"verdict": "fail", "reason": expected}
     # A new model format (the model's code fixed) is another version: the run goes.
     assert _changes(strict, MODEL_FORMAT + 1).anything_new
 
@@ -396,3 +401,38 @@ def test_a_seed_motif_file_counts_by_its_bytes_not_its_place(run, data, tmp_path
     there.write_bytes(there.read_bytes() + b"\n")
     changes = _changes(small_config(tmp_path, *seeded, f"train.model.motif_cnn.seed_motif_db={there}"))
     assert changes.anything_new and changes.changed == ["configuration (train)"]
+
+
+# -- the labels a run waits for ------------------------------------------------------------
+
+
+def test_ready_names_the_missing_label_files_until_they_come(data, tmp_path, capsys):
+    """``tfbs ready``: exit 0 and ``go`` with every TF's label file, 75 and ``wait`` naming each missing one."""
+    config = small_config(tmp_path, f"data.root={data}")
+    labels = [config.data.labels_uri(tf) for tf in config.data.tfs]
+    assert len(labels) >= 2
+    answer = argparse.Namespace(labels=[], verdict=True)
+    assert jobs.ready.run(config, answer) == 0
+    assert json.loads(capsys.readouterr().out.splitlines()[-1]) == {
+        "verdict": "go",
+        "reason": f"all {len(labels)} label files are there: {', '.join(labels)}",
+        "labels": labels,
+        "missing": [],
+    }
+
+    moved = Path(local_path(labels[1]))
+    moved.rename(moved.with_name("elsewhere.tsv.gz"))
+    try:
+        assert jobs.ready.run(config, answer) == jobs.ready.NOT_READY == 75
+        verdict = json.loads(capsys.readouterr().out.splitlines()[-1])
+        assert (verdict["verdict"], verdict["missing"]) == ("wait", [labels[1]])
+        assert verdict["reason"] == f"waiting for 1 of {len(labels)} label files: {labels[1]}"
+    finally:
+        moved.with_name("elsewhere.tsv.gz").rename(moved)
+
+    # Files named by the run (the DAG's labels param), not the configuration's.
+    named = argparse.Namespace(labels=[labels[0], str(tmp_path / "never.tsv.gz")], verdict=False)
+    assert jobs.ready.run(config, named) == jobs.ready.NOT_READY
+    assert capsys.readouterr().out.strip() == (
+        f"waiting for 1 of 2 label files: {storage.to_uri(str(tmp_path / 'never.tsv.gz'))}"
+    )
