@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import pytest
 from pydantic import Field
 
-from tfbs.config import PipelineConfig, PlacementConfig, TrainConfig, load_config
+from tfbs.config import Identity, PipelineConfig, PlacementConfig, TrainConfig, load_config
 from tfbs.errors import ConfigError
 from tfbs.lineage import version_name
 
@@ -53,7 +55,7 @@ class _WiderPlacement(PlacementConfig):
 
 
 class _WiderTrain(TrainConfig):
-    placement: _WiderPlacement = Field(default_factory=_WiderPlacement)
+    placement: Annotated[_WiderPlacement, Identity.PLACEMENT] = Field(default_factory=_WiderPlacement)
     #: The control: the same kind of setting added to ``train`` itself.
     added_knob: int = 1
 

@@ -10,7 +10,7 @@ Errors name the file and the offending key, for example::
     conf/demo.yaml: train.placement.num_workers: Input should be greater than 0
 """
 
-from tfbs.config.base import DEFAULT_GPU_DISCOVERY_SCRIPT, cpu_set
+from tfbs.config.base import DEFAULT_GPU_DISCOVERY_SCRIPT, Identity, cpu_set
 from tfbs.config.inputs import DataConfig, GenerateConfig, PreprocessConfig, SparkConfig, TFSpec
 from tfbs.config.loading import load_config
 from tfbs.config.model import EasyFlowConfig, FactorNetConfig, ModelConfig, MotifCNNConfig
@@ -31,6 +31,7 @@ __all__ = [
     "EvaluateConfig",
     "ExplainConfig",
     "FactorNetConfig",
+    "Identity",
     "GenerateConfig",
     "ModelConfig",
     "PipelineConfig",

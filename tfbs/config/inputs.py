@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import ClassVar, Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tfbs.config.base import Section, spark_counts
+from tfbs.config.base import Identity, Section, spark_counts
 from tfbs.config.profile import RealisticConfig
 from tfbs.dream import DREAM_TEST_CHROMS, DREAM_VALID_CHROMS
 from tfbs.storage import to_uri
@@ -54,49 +54,35 @@ class DataConfig(Section):
     DNase data: hard negatives are then drawn from all unbound bins, and the
     model's DNase input is switched off. Paths are URIs (``file://``, ``hdfs://``,
     ``gs://``) or local paths, which are made absolute on load because Spark
-    executors do not share the driver's working directory.
+    executors do not share the driver's working directory. The paths are
+    :attr:`~tfbs.config.base.Identity.LOCATION` settings: the shards are
+    named by the files' bytes, not by where they are.
     """
 
-    root: str
+    root: Annotated[str, Identity.LOCATION]
     tfs: list[str] = Field(min_length=1)
     cells: list[str] | None = Field(
         None, description="cells to train on, each in every TF's label file (None: each label file's own)"
     )
-    labels_dir: str = ""
-    dnase_dir: str | None = Field("", description="DNase peaks per cell; null when there are none")
-    peaks_dir: str = ""
-    genome_fasta: str = ""
-    proteins_fasta: str = ""
-    chrom_sizes: str = ""
-    blacklist: str | None = ""
-    oracle_dir: str = Field("", description="generated data only: per-bin P(B) the simulation sampled from")
-    rnaseq_dir: str | None = Field(
+    labels_dir: Annotated[str, Identity.LOCATION] = ""
+    dnase_dir: Annotated[str | None, Identity.LOCATION] = Field(
+        "", description="DNase peaks per cell; null when there are none"
+    )
+    peaks_dir: Annotated[str, Identity.LOCATION] = ""
+    genome_fasta: Annotated[str, Identity.LOCATION] = ""
+    proteins_fasta: Annotated[str, Identity.LOCATION] = ""
+    chrom_sizes: Annotated[str, Identity.LOCATION] = ""
+    blacklist: Annotated[str | None, Identity.LOCATION] = ""
+    oracle_dir: Annotated[str, Identity.LOCATION] = Field(
+        "", description="generated data only: per-bin P(B) the simulation sampled from"
+    )
+    rnaseq_dir: Annotated[str | None, Identity.LOCATION] = Field(
         "", description="RSEM gene_expression.<CELL>.biorep<N>.tsv files per cell; null when there are none"
     )
     heldout_cells: list[str] = Field(
         default_factory=list,
         description="cells whose labels training never reads (their DNase is read): evaluation scores their "
         "test chromosomes apart from the training cells', as ENCODE-DREAM's final round did",
-    )
-
-    #: Keys that say where files are, not what is in them: the input
-    #: fingerprint holds the files' content digests, so moving identical
-    #: files (or naming them from another working directory) changes
-    #: nothing. Whether one is set still counts: null turns DNase or the
-    #: blacklist off.
-    LOCATION_KEYS: ClassVar[frozenset[str]] = frozenset(
-        {
-            "root",
-            "labels_dir",
-            "dnase_dir",
-            "peaks_dir",
-            "genome_fasta",
-            "proteins_fasta",
-            "chrom_sizes",
-            "blacklist",
-            "oracle_dir",
-            "rnaseq_dir",
-        }
     )
 
     @model_validator(mode="after")
@@ -254,7 +240,13 @@ class GenerateConfig(Section):
 
 
 class PreprocessConfig(Section):
-    """Segregation, balancing and sharding (``tfbs preprocess``)."""
+    """Segregation, balancing and sharding (``tfbs preprocess``).
+
+    The :attr:`~tfbs.config.base.Identity.LAYOUT` settings say how shards
+    are laid out in files or how inputs are read, not which rows the shards
+    hold: changing one rebuilds nothing and retrains nothing (it applies the
+    next time the shards are built).
+    """
 
     seed: int = 13
     window: int = Field(1000, gt=0, description="sequence window centred on the 200 bp bin")
@@ -267,25 +259,21 @@ class PreprocessConfig(Section):
     negative_draws: int = Field(1, gt=0, description="independent U draws written (a trainer redraws per epoch)")
     pad_windows: bool = Field(False, description="pad windows that leave the chromosome with N instead of dropping")
     max_n_fraction: float = Field(0.1, ge=0, le=1, description="drop windows with a larger share of N")
-    rows_per_record_file: int = Field(4096, gt=0, description="rows per training record file")
-    rows_per_row_group: int = Field(
+    rows_per_record_file: Annotated[int, Identity.LAYOUT] = Field(
+        4096, gt=0, description="rows per training record file"
+    )
+    rows_per_row_group: Annotated[int, Identity.LAYOUT] = Field(
         1024, gt=0, description="Parquet row group size of train/valid shards; small, so workers get many"
     )
-    test_rows_per_row_group: int = Field(
+    test_rows_per_row_group: Annotated[int, Identity.LAYOUT] = Field(
         1 << 17, gt=0, description="Parquet row group size of test shards, read whole by evaluation"
     )
-    read_block_mb: int = Field(16, gt=0, description="decompressed MiB of a label file parsed at a time")
-    bad_rows: Literal["fail", "set_aside"] = "fail"
-
-    #: Keys that say how shards are laid out in files or how inputs are
-    #: read, not which rows the shards hold: no part of the input
-    #: fingerprint, so changing one rebuilds nothing and retrains nothing
-    #: (it applies the next time the shards are built). ``bad_rows`` is one:
-    #: shards exist only when every line was good (``fail``) or the bad ones
-    #: were set aside, which gives the same rows from the same good lines.
-    LAYOUT_KEYS: ClassVar[frozenset[str]] = frozenset(
-        {"rows_per_record_file", "rows_per_row_group", "test_rows_per_row_group", "read_block_mb", "bad_rows"}
+    read_block_mb: Annotated[int, Identity.LAYOUT] = Field(
+        16, gt=0, description="decompressed MiB of a label file parsed at a time"
     )
+    # Shards exist only when every line was good (``fail``) or the bad ones
+    # were set aside, which gives the same rows from the same good lines.
+    bad_rows: Annotated[Literal["fail", "set_aside"], Identity.LAYOUT] = "fail"
 
     @model_validator(mode="after")
     def _splits_disjoint(self) -> "PreprocessConfig":

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from tfbs.config.base import Section
+from tfbs.config.base import Identity, Section
 from tfbs.storage import to_uri
 
 
@@ -65,7 +65,8 @@ class MotifCNNConfig(Section):
         "motif configured: every filter starts random, and the training log says why). Off by default: over three "
         "generated data sets it bought nothing overall, a little on one, a loss on another (docs/model-quality.md)",
     )
-    seed_motif_db: str | None = Field(
+    # Its bytes are part of the recipe (tfbs.lineage.naming): where it is is not.
+    seed_motif_db: Annotated[str | None, Identity.DIGESTED] = Field(
         None,
         description="a MEME file whose motifs, in file order, start the first filters instead of the run's TFs' "
         "own (e.g. other TFs' motifs, a control of what seeding buys); None: evaluate.motifs of the run's TFs",

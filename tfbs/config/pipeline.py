@@ -8,7 +8,7 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from tfbs.config.base import Section
+from tfbs.config.base import Section, identity_settings, nested_section
 from tfbs.config.inputs import DataConfig, GenerateConfig, PreprocessConfig, SparkConfig
 from tfbs.config.stages import EvaluateConfig, ExplainConfig, PredictConfig, UnseenConfig
 from tfbs.config.train import TrainConfig
@@ -70,22 +70,20 @@ class PipelineConfig(Section):
     def content_settings(self, sections: set[str]) -> dict[str, Any]:
         """The settings of ``sections`` that change what the pipeline makes, as JSON values.
 
-        Left out: ``data``'s locations (only whether each is set is kept;
-        :attr:`DataConfig.LOCATION_KEYS`), ``preprocess``'s layout
-        (:attr:`PreprocessConfig.LAYOUT_KEYS`) and, of ``train``, the whole
-        ``placement`` section and the ``version`` name
-        (:attr:`TrainConfig.NOT_RECIPE`).
+        Each field counts as its type's :class:`~tfbs.config.base.Identity`
+        says: ``data``'s locations only by whether each is set, ``preprocess``'s
+        layout and ``train``'s ``placement`` and ``version`` not at all.
         """
         tree = self.model_dump(mode="json", include=sections)
-        if "data" in tree:
-            tree["data"] = {
-                key: (value is not None if key in DataConfig.LOCATION_KEYS else value)
-                for key, value in tree["data"].items()
-            }
-        for name, left_out in (("preprocess", PreprocessConfig.LAYOUT_KEYS), ("train", TrainConfig.NOT_RECIPE)):
-            if name in tree:
-                tree[name] = {key: value for key, value in tree[name].items() if key not in left_out}
-        return tree
+        return {name: identity_settings(self.section_type(name), value) for name, value in tree.items()}
+
+    @classmethod
+    def section_type(cls, name: str) -> type[Section]:
+        """The class of the section ``name`` (``data``: :class:`DataConfig`)."""
+        section = nested_section(cls.model_fields[name])
+        if section is None:
+            raise KeyError(f"{name} is not a section of the configuration")
+        return section
 
     def content_digest(self, sections: set[str]) -> str:
         """A short hash of :meth:`content_settings`: equal exactly when those settings are."""

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Annotated
 
 from pydantic import Field, field_validator, model_validator
 
-from tfbs.config.base import Section
+from tfbs.config.base import Identity, Section
 from tfbs.config.model import ModelConfig
 from tfbs.config.placement import PlacementConfig
 
@@ -56,21 +56,16 @@ class TrainConfig(Section):
     # training process logs a warning when it sees no GPU.
     mixed_precision: bool = Field(False, description="keras mixed_float16 in training; logits stay float32")
     model: ModelConfig = Field(default_factory=ModelConfig)
-    placement: PlacementConfig = Field(
+    placement: Annotated[PlacementConfig, Identity.PLACEMENT] = Field(
         default_factory=PlacementConfig,
         description="where and how training runs, and how long it may wait: no part of a model version",
     )
-    version: str | None = Field(
+    version: Annotated[str | None, Identity.NAME] = Field(
         None,
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
         max_length=100,
         description="name of the model version (None: from the shards' manifest and this section, tfbs.lineage)",
     )
-
-    #: What is no part of a model version (:mod:`tfbs.lineage`): the whole
-    #: ``placement`` section, whatever it holds, and the name ``version``
-    #: gives a version (a name, not a recipe).
-    NOT_RECIPE: ClassVar[frozenset[str]] = frozenset({"placement", "version"})
 
     @model_validator(mode="after")
     def _consistent(self) -> "TrainConfig":

@@ -92,7 +92,7 @@ def manifest_digest(manifest: str | bytes | Mapping[str, Any] | Dumpable) -> str
 
 
 def training_config(config: PipelineConfig) -> dict[str, Any]:
-    """The ``train`` section (model included) without ``placement`` and ``version`` (``TrainConfig.NOT_RECIPE``).
+    """The ``train`` section (model included) as a model version's identity holds it (``placement`` and ``version`` left out).
 
     When the model's first filters start as known motifs
     (``train.model.motif_cnn.seed_motifs``), the motifs they start as are
@@ -106,7 +106,6 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
     recipe, under ``expression_from``: new RNA-seq trains a new version.
     """
     tree: dict[str, Any] = config.content_settings({"train"})["train"]
-    tree["model"]["motif_cnn"]["seed_motif_db"] = None
     model, evaluate = config.train.model, config.evaluate
     if model.use_expression:
         tree["expression_from"] = _expression_digests(config.data.rnaseq_dir)
