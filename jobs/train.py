@@ -20,8 +20,9 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     A version already trained from these shards and this ``train`` section
     is not trained again, and no Spark starts.
     """
-    from tf_models.train import prepare_version, train_on_spark, up_to_date_summary
+    from tf_models.train import train_on_spark
     from tf_models.training_launch import training_master, training_needs
+    from tf_models.versions import prepare_version, up_to_date_summary
     from tfbs.lineage import export_uri
     from tfbs.manifest import read_manifest
     from tfbs.session import spark_session
@@ -40,7 +41,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
         needs=training_needs(config),
         scratch_dir=None if is_remote(config.run_dir) else local_path(config.run_dir),
     ) as spark:
-        summary = train_on_spark(spark, config, manifest)
+        summary = train_on_spark(spark, config, manifest, claimed=lineage)
     print(f"model: {export_uri(config.run_dir, summary['version'])} (version {summary['version']})")
     return summary
 

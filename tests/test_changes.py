@@ -141,7 +141,7 @@ def _truncate(path: Path) -> None:
 
 def test_latest_whose_export_is_damaged_is_work_to_do_and_trained_again(run, capsys):
     """A truncated variables file (all files still there) is found by its digest, not its presence."""
-    from tf_models.train import finished_export
+    from tf_models.versions import finished_export
 
     config, version_lineage = run
     export = lineage.export_uri(config.run_dir, version_lineage.version)

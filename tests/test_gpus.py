@@ -172,7 +172,8 @@ def test_a_cpu_plan_sizes_the_pools_first_and_pins_after(monkeypatch):
 def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     """The ps hides the GPU; a worker with no Spark GPU fails before its server starts."""
     import tf_models.tfos as tfos
-    from tf_models.train import node_main
+    from tf_models.node import NodeJob, node_main
+    from tf_models.node_inputs import NodeInputs
     from tfbs.lineage import Lineage
 
     started = []
@@ -180,7 +181,8 @@ def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     monkeypatch.setattr(tfos, "wait_for_chief", lambda *a, **k: "ok")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
     config = load_config(DEMO, [f"run_dir={tmp_path}", "train.placement.gpus_per_worker=1"])
-    args = {"config": config, "manifest": {}, "lineage": Lineage.of(config, {}, MODEL_FORMAT), "run_id": "r"}
+    job = NodeJob(config, {}, Lineage.of(config, {}, MODEL_FORMAT), NodeInputs(str(tmp_path), None, None))
+    args = {**job.node_args(), "run_id": "r"}
 
     node_main(args, _node_info("ps"))
     assert started == ["ps"]

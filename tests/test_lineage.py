@@ -223,7 +223,7 @@ def test_a_model_reading_expression_has_its_rna_seq_in_its_recipe(tmp_path):
 
 
 def test_the_lineage_is_written_before_training(small_shards, tmp_path):
-    from tf_models.train import prepare_version
+    from tf_models.versions import prepare_version
 
     shared, manifest = small_shards
     config = _config(tmp_path, shared.shards_uri, shared.data.root)
@@ -326,7 +326,7 @@ def test_a_moved_run_trains_nothing(first, tmp_path, monkeypatch):
     import shutil
 
     import jobs.train
-    from tf_models.train import prepare_version
+    from tf_models.versions import prepare_version
     from tfbs.manifest import read_manifest
 
     config, _, summary = first
@@ -351,7 +351,8 @@ def test_a_truncated_export_is_trained_and_exported_again(spark, first, tmp_path
     resumes from the version's checkpoint and writes a whole export again."""
     import shutil
 
-    from tf_models.train import finished_export, prepare_version, train_on_spark
+    from tf_models.train import train_on_spark
+    from tf_models.versions import finished_export, prepare_version
     from tfbs.manifest import read_manifest
 
     config, _, summary = first

@@ -185,7 +185,7 @@ def test_match_dropout_drops_best_matches_in_training_only():
 
 def test_known_motifs_seed_the_first_filters_and_the_rest_stay_random():
     from tf_models.motif_cnn import seed_filters
-    from tf_models.train import known_motif_seeds
+    from tf_models.node_inputs import known_motif_seeds
     from tfbs.motifs import encode_dna
 
     config = load_config(DEMO_CONFIG, TINY)
@@ -210,7 +210,7 @@ def test_known_motifs_seed_the_first_filters_and_the_rest_stay_random():
 def test_seeding_says_where_its_motifs_come_from_or_why_there_are_none(tmp_path, caplog):
     """Seeds from another motif file (a control of what seeding buys) or none, each a version of its own."""
     from tf_models.explain.tomtom import to_meme
-    from tf_models.train import known_motif_seeds
+    from tf_models.node_inputs import known_motif_seeds
     from tfbs.lineage import training_config_digest
     from tfbs.motifs import read_meme
 

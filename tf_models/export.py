@@ -22,9 +22,13 @@ import tensorflow as tf
 
 from tf_models.encoding import dna_one_hot, protein_bytes_to_indices, protein_one_hot
 from tf_models.model import TFBSModel, build_model
-from tfbs.config import ModelConfig
+from tf_models.model_dir import model_directory
+from tfbs import lineage, storage
+from tfbs.config import ModelConfig, PipelineConfig
 from tfbs.content_keys import record_digests
 from tfbs.lineage import EXPORT_METADATA as METADATA_NAME
+from tfbs.lineage import Lineage
+from tfbs.manifest import Manifest
 from tfbs.proteins import protein_table
 from tfbs.storage import PARTIAL_SUFFIX
 
@@ -127,3 +131,50 @@ def export_model(
     shutil.rmtree(export_dir, ignore_errors=True)
     partial.rename(export_dir)
     return export_dir
+
+
+def export_version(config: PipelineConfig, version_lineage: Lineage, run, manifest: Manifest, result) -> str:
+    """Export the trained ``result.model`` to its version's ``export`` folder, the metadata last; its URI.
+
+    The metadata marks a whole export (:func:`tf_models.versions.finished_export`).
+    """
+    model_config = run.model_config(config.train)
+    metadata = {
+        "tfs": manifest.tfs,
+        "cells": manifest.cells,
+        "window": manifest.window,
+        "uses_dnase": model_config.use_dnase,
+        "uses_cell_type": model_config.use_cell_type,
+        # The expression table is by cell_index: only these cells can be scored.
+        "uses_expression": model_config.use_expression,
+        "steps": result.steps,
+        "strategy": config.train.placement.strategy,
+        "config_digest": config.digest(),
+        "version": version_lineage.version,
+        "manifest_digest": version_lineage.manifest_digest,
+        "training_config_digest": version_lineage.training_config_digest,
+    }
+    target = lineage.export_uri(config.run_dir, version_lineage.version)
+    storage.delete_dir(target)  # a partial export of a killed run goes; this one replaces it whole
+    # Training closed its mirror: the export gets one of its own (or, for a
+    # local model URI, writes in place).
+    with model_directory(lineage.model_uri(config.run_dir, version_lineage.version)) as directory:
+        local = export_model(
+            result.model,
+            model_config,
+            len(manifest.cells),
+            manifest.window,
+            [manifest.proteins[tf] for tf in manifest.tfs],
+            metadata,
+            f"{directory.local}/export",
+            cell_features=run.cell_features,
+        )
+        if directory.mirrored:
+            # The metadata marks a whole export (finished_export): it goes up
+            # after the SavedModel's files, never before.
+            written = Path(local, lineage.EXPORT_METADATA)
+            text = written.read_text()
+            written.unlink()
+            directory.push()
+            storage.write_text(f"{target}/{lineage.EXPORT_METADATA}", text)
+    return target

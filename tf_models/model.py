@@ -93,7 +93,7 @@ def build_model(
     With ``mixed_precision`` the layers compute in float16 and keep float32
     variables; the logit layer stays float32 (:func:`tf_models.gpus.mixed_precision_policy`).
     ``cell_features``: ``(n_cells, k)`` by ``cell_index``, which ``config.use_expression``
-    feeds (``motif_cnn`` only; :func:`tf_models.train.cell_expression_table`).
+    feeds (``motif_cnn`` only; :func:`tf_models.node_inputs.cell_expression_table`).
 
     Raises
     ------

@@ -50,8 +50,10 @@ MODEL_CODE_FILES = (
     "tf_models/training_run.py",
     "tf_models/train_progress.py",
     "tf_models/export.py",
-    # How training starts (the seed motifs of the first filters) and the numeric policy (mixed precision).
-    "tf_models/train.py",
+    # How training starts: the seed motifs of the first filters and the expression table (node_inputs.py),
+    # each node's strategy (node.py), and the numeric policy (mixed precision, gpus.py).
+    "tf_models/node_inputs.py",
+    "tf_models/node.py",
     "tf_models/gpus.py",
     "tfbs/records.py",
     "tfbs/proteins.py",

@@ -88,7 +88,7 @@ class TrainingRun:
     has_dnase: bool = True
     #: BLAKE3 of each record file, by URI, from the manifest: what a node's copy must hold.
     checksums: dict[str, str] = field(default_factory=dict)
-    #: Known motifs the first filters start as (tf_models.train.known_motif_seeds), or None.
+    #: Known motifs the first filters start as (tf_models.node_inputs.known_motif_seeds), or None.
     motif_seeds: tuple[np.ndarray, np.ndarray] | None = None
     #: (n_cells, n_genes) log2(1 + TPM) by ``cell_index`` (tf_models.train.cell_expression_table), or None.
     cell_features: np.ndarray | None = None
