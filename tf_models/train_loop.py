@@ -108,7 +108,13 @@ def build_training_step(cfg: TrainConfig, run: TrainingRun):
     The same model, loss and optimizer as :func:`train`, without a strategy
     or checkpoints: the baseline for benchmarks.
     """
-    model = build_model(run.model_config(cfg), run.n_cells, run.layout.window, cell_features=run.cell_features)
+    model = build_model(
+        run.model_config(cfg),
+        run.n_cells,
+        run.layout.window,
+        cell_features=run.cell_features,
+        known_motifs=run.known_motifs,
+    )
     optimizer = LockedAdam(cfg.learning_rate)
     proteins = protein_one_hot(tf.constant(protein_table(run.proteins, cfg.model.aa_max_length)))
     return tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1))
@@ -259,6 +265,7 @@ def _build_model_and_optimizer(
             run.layout.window,
             mixed_precision=cfg.mixed_precision,
             cell_features=run.cell_features,
+            known_motifs=run.known_motifs,
         )
         if run.motif_seeds is not None:
             seed_filters(model, run.motif_seeds)

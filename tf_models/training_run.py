@@ -90,8 +90,10 @@ class TrainingRun:
     checksums: dict[str, str] = field(default_factory=dict)
     #: Known motifs the first filters start as (tf_models.node_inputs.known_motif_seeds), or None.
     motif_seeds: tuple[np.ndarray, np.ndarray] | None = None
-    #: (n_cells, n_genes) log2(1 + TPM) by ``cell_index`` (tf_models.train.cell_expression_table), or None.
+    #: (n_cells, n_genes) log2(1 + TPM) by ``cell_index`` (tf_models.node_inputs.cell_expression_table), or None.
     cell_features: np.ndarray | None = None
+    #: ``(width, 4, motifs)`` frozen log-odds filters (tf_models.node_inputs.known_motif_filters), or None.
+    known_motifs: np.ndarray | None = None
 
     @classmethod
     def from_manifest(cls, manifest: Manifest) -> TrainingRun:
