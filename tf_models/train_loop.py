@@ -24,7 +24,7 @@ import keras
 import tensorflow as tf
 
 from tf_models.encoding import protein_one_hot
-from tf_models.model import TFBSModel, build_model
+from tf_models.model import TFBSModel
 from tf_models.model_dir import ModelDirectory, model_directory
 from tf_models.motif_cnn import seed_filters
 from tf_models.optimizer import LockedAdam
@@ -108,13 +108,7 @@ def build_training_step(cfg: TrainConfig, run: TrainingRun):
     The same model, loss and optimizer as :func:`train`, without a strategy
     or checkpoints: the baseline for benchmarks.
     """
-    model = build_model(
-        run.model_config(cfg),
-        run.n_cells,
-        run.layout.window,
-        cell_features=run.cell_features,
-        known_motifs=run.known_motifs,
-    )
+    model = run.new_model(cfg)
     optimizer = LockedAdam(cfg.learning_rate)
     proteins = protein_one_hot(tf.constant(protein_table(run.proteins, cfg.model.aa_max_length)))
     return tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1))
@@ -259,14 +253,7 @@ def _build_model_and_optimizer(
         ``LossScaleOptimizer`` under mixed precision; ``learning_rate`` is its schedule.
     """
     with strategy.scope():
-        model = build_model(
-            run.model_config(cfg),
-            run.n_cells,
-            run.layout.window,
-            mixed_precision=cfg.mixed_precision,
-            cell_features=run.cell_features,
-            known_motifs=run.known_motifs,
-        )
+        model = run.new_model(cfg, mixed_precision=cfg.mixed_precision)
         if run.motif_seeds is not None:
             seed_filters(model, run.motif_seeds)
         learning_rate = keras.optimizers.schedules.ExponentialDecay(

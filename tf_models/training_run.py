@@ -189,6 +189,19 @@ class TrainingRun:
         """The model section, its DNase input switched off when the shards have no DNase."""
         return cfg.model if self.has_dnase else cfg.model.model_copy(update={"use_dnase": False})
 
+    def new_model(self, cfg: TrainConfig, mixed_precision: bool = False):
+        """A new model of this run (:func:`tf_models.model.build_model`), with its expression table and known motifs."""
+        from tf_models.model import build_model
+
+        return build_model(
+            self.model_config(cfg),
+            self.n_cells,
+            self.layout.window,
+            mixed_precision=mixed_precision,
+            cell_features=self.cell_features,
+            known_motifs=self.known_motifs,
+        )
+
     def positive_fraction(self, cfg: TrainConfig) -> float:
         """Share of positives per batch: configured, or as preprocessing drew them."""
         return cfg.positive_fraction or self.natural_positive_fraction
