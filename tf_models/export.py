@@ -94,7 +94,6 @@ def export_model(
     metadata: dict,
     export_dir: str,
     cell_features: np.ndarray | None = None,
-    known_motifs: np.ndarray | None = None,
 ) -> str:
     """Copy the trained weights into a local model and save it for serving.
 
@@ -113,16 +112,15 @@ def export_model(
     ----------
     export_dir
         A local folder (the model directory's local side), replaced whole.
-    cell_features, known_motifs
-        The trained model's table by ``cell_index`` and frozen filters (:func:`tf_models.model.build_model`),
-        kept in the export.
+    cell_features
+        The trained model's table by ``cell_index`` (:func:`tf_models.model.build_model`), kept in the export.
 
     Returns
     -------
     str
         The export directory.
     """
-    local = build_model(model_config, n_cells, window, cell_features=cell_features, known_motifs=known_motifs)
+    local = build_model(model_config, n_cells, window, cell_features=cell_features)
     local.set_weights([np.asarray(w) for w in trained.get_weights()])
     module = ServingModule(local, proteins, window, model_config.aa_max_length)
     partial = Path(f"{export_dir}{PARTIAL_SUFFIX}")
@@ -170,7 +168,6 @@ def export_version(config: PipelineConfig, version_lineage: Lineage, run, manife
             metadata,
             f"{directory.local}/export",
             cell_features=run.cell_features,
-            known_motifs=run.known_motifs,
         )
         if directory.mirrored:
             # The metadata marks a whole export (finished_export): it goes up

@@ -83,7 +83,6 @@ def build_model(
     window: int,
     mixed_precision: bool = False,
     cell_features: np.ndarray | None = None,
-    known_motifs: np.ndarray | None = None,
 ) -> TFBSModel:
     """Create the model of ``config.architecture`` and its variables (called inside a strategy scope).
 
@@ -94,9 +93,7 @@ def build_model(
     With ``mixed_precision`` the layers compute in float16 and keep float32
     variables; the logit layer stays float32 (:func:`tf_models.gpus.mixed_precision_policy`).
     ``cell_features``: ``(n_cells, k)`` by ``cell_index``, which ``config.use_expression``
-    feeds (``motif_cnn`` only; :func:`tf_models.node_inputs.cell_expression_table`);
-    ``known_motifs``: the frozen filters ``motif_cnn.known_motifs`` reads
-    (:func:`tf_models.node_inputs.known_motif_filters`).
+    feeds (``motif_cnn`` only; :func:`tf_models.node_inputs.cell_expression_table`).
 
     Raises
     ------
@@ -112,7 +109,7 @@ def build_model(
         if config.architecture == "motif_cnn":
             from tf_models.motif_cnn import MotifCNN
 
-            model = MotifCNN(config, n_cells, window, cell_features=cell_features, known_motifs=known_motifs)
+            model = MotifCNN(config, n_cells, window, cell_features=cell_features)
         elif config.architecture == "factornet":
             from tf_models.factornet import FactorNet
 

@@ -32,7 +32,6 @@ import tensorflow as tf
 
 from tf_models.encoding import reverse_complement
 from tf_models.layers import protein_branch
-from tf_models.motif_features import WIDTHS
 from tfbs.config import ModelConfig
 
 
@@ -154,27 +153,6 @@ def scale_slices(window: int, scales_bp: list[int], kernel: int) -> tuple[int, i
     return first, length, slices
 
 
-#: Divides the known motifs' log-odds maxima to about the size of the other inputs.
-KNOWN_MATCH_SCALE = 10.0
-
-
-def known_slices(window: int, width: int) -> list[tuple[int, int]]:
-    """Per width of :data:`~tf_models.motif_features.WIDTHS`, ``(first, count)`` of the positions of a
-    ``width``-bp filter's map whose matches start inside it (centred on the window).
-
-    Examples
-    --------
-    >>> known_slices(1000, 20)[0], known_slices(1000, 20)[-1]
-    ((450, 100), (0, 981))
-    """
-    positions = window - width + 1
-    slices = []
-    for span in WIDTHS:
-        first = max((window - span) // 2, 0)
-        slices.append((first, min(first + span, positions) - first))
-    return slices
-
-
 def seed_filters(model: "MotifCNN", seeds: tuple[np.ndarray, np.ndarray]) -> None:
     """Overwrite the first filters of ``model`` with :func:`motif_seeds` (before training; checkpoints win)."""
     weights, biases = seeds
@@ -197,9 +175,6 @@ class MotifCNN(keras.Model):
         Length of the DNA windows the model is given.
     cell_features
         ``(n_cells, k)`` log2(1 + TPM) by ``cell_index`` (``config.use_expression``), or None.
-    known_motifs
-        ``(width, 4, motifs)`` log-odds filters read frozen beside the learned ones
-        (``motif_cnn.known_motifs``), or None.
 
     Notes
     -----
@@ -213,7 +188,6 @@ class MotifCNN(keras.Model):
         n_cells: int,
         window: int,
         cell_features: np.ndarray | None = None,
-        known_motifs: np.ndarray | None = None,
         **kwargs,
     ) -> None:
         super().__init__(**kwargs)
@@ -221,9 +195,6 @@ class MotifCNN(keras.Model):
         self.n_cells = n_cells
         # A constant of the model, saved with its export: a row per cell_index, expression scaled to about [0, 1].
         self.cell_features = None if cell_features is None else tf.constant(cell_features / 10.0, tf.float32)
-        # The baseline's motifs, frozen: a constant of the model too, and where their maxima are read.
-        self.known_motifs = None if known_motifs is None else tf.constant(known_motifs, tf.float32)
-        self.known_slices = [] if known_motifs is None else known_slices(window, known_motifs.shape[0])
         scan = config.motif_cnn
         self.positions = None
         #: Per width of ``scales_bp``, the slice of the motif maps whose matches lie inside it.
@@ -265,16 +236,6 @@ class MotifCNN(keras.Model):
             maps = self.positions(maps)
         return tf.reduce_max(maps, axis=1)
 
-    def _known_matches(self, dna: tf.Tensor) -> tf.Tensor:
-        """Each known motif's best log-odds match (either strand) in each width, scaled: (batch, widths * motifs)."""
-        assert self.known_motifs is not None
-        best = []
-        for strand in (dna, reverse_complement(dna)):
-            maps = tf.nn.conv1d(strand, self.known_motifs, stride=1, padding="VALID")
-            best.append(tf.stack([tf.reduce_max(maps[:, a : a + n], axis=1) for a, n in self.known_slices], axis=1))
-        matches = tf.maximum(best[0], best[1])
-        return tf.reshape(matches, [-1, len(self.known_slices) * self.known_motifs.shape[-1]]) / KNOWN_MATCH_SCALE
-
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
         dna = tf.cast(inputs["dna"][:, self.first : self.first + self.length], self.compute_dtype)
         matches = tf.maximum(self._best_matches(dna), self._best_matches(reverse_complement(dna)))
@@ -293,8 +254,6 @@ class MotifCNN(keras.Model):
             parts.append(tf.cast(inputs["dnase"], tf.float32)[:, None])
         if self.cell_features is not None:
             parts.append(tf.gather(self.cell_features, tf.cast(inputs["cell_index"], tf.int32)))
-        if self.known_motifs is not None:
-            parts.append(self._known_matches(tf.cast(inputs["dna"], tf.float32)))
         parts = [tf.cast(part, matches.dtype) for part in parts]
         hidden = self.dropout(self.dense(tf.concat(parts, axis=-1)), training=training)
         return tf.squeeze(self.logit(hidden), axis=-1)

@@ -35,8 +35,6 @@ class NodeInputs:
     motif_seeds: tuple[np.ndarray, np.ndarray] | None
     #: ``(cells, genes)`` log2(1 + TPM) by ``cell_index`` (:func:`cell_expression_table`), or None.
     cell_features: np.ndarray | None
-    #: ``(width, 4, motifs)`` frozen log-odds filters (:func:`known_motif_filters`), or None.
-    known_motifs: np.ndarray | None = None
 
 
 def node_inputs(config: PipelineConfig, manifest: Manifest) -> NodeInputs:
@@ -47,7 +45,6 @@ def node_inputs(config: PipelineConfig, manifest: Manifest) -> NodeInputs:
         records_cache=records_cache_location(config.train.placement.record_cache_dir),
         motif_seeds=known_motif_seeds(config, manifest.tfs),
         cell_features=cell_expression_table(config, manifest.cells),
-        known_motifs=known_motif_filters(config),
     )
 
 
@@ -58,41 +55,7 @@ def readable_run(manifest: Manifest, download: tuple[str, ...], inputs: NodeInpu
 
     cache = str(records_cache(inputs.records_cache))
     run = TrainingRun.from_manifest(manifest).readable_by_tensorflow(cache, download)
-    return dataclasses.replace(
-        run, motif_seeds=inputs.motif_seeds, cell_features=inputs.cell_features, known_motifs=inputs.known_motifs
-    )
-
-
-def known_motif_filters(config: PipelineConfig) -> np.ndarray | None:
-    """The gradient-boosted baseline's motifs as frozen filters (``train.model.motif_cnn.known_motifs``), or None.
-
-    Every motif of ``evaluate.motifs`` then ``evaluate.partner_motifs``, as
-    the baseline reads them (:func:`tf_models.boosted_fit.boosted_inputs`):
-    log-odds against the genome's background, each left-aligned in a
-    ``(widest, 4)`` filter whose other rows are 0.
-
-    Raises
-    ------
-    ConfigError
-        If the option is on and no motif file or motif is configured.
-    """
-    from tf_models.baselines import motif_log_odds
-
-    model, evaluate = config.train.model, config.evaluate
-    if model.architecture != "motif_cnn" or not model.motif_cnn.known_motifs:
-        return None
-    named = {**evaluate.motifs, **evaluate.partner_motifs}
-    if not named or not evaluate.motif_db:
-        raise ConfigError(
-            "train.model.motif_cnn.known_motifs: needs evaluate.motif_db and motifs in evaluate.motifs "
-            "or evaluate.partner_motifs"
-        )
-    matrices = list(motif_log_odds(evaluate.motif_db, named).values())
-    filters = np.zeros((max(m.shape[0] for m in matrices), 4, len(matrices)), np.float32)
-    for index, matrix in enumerate(matrices):
-        filters[: matrix.shape[0], :, index] = matrix
-    log.info("frozen filters of %d known motifs beside the learned ones: %s", len(matrices), ", ".join(named.values()))
-    return filters
+    return dataclasses.replace(run, motif_seeds=inputs.motif_seeds, cell_features=inputs.cell_features)
 
 
 def cell_expression_table(config: PipelineConfig, cells: list[str]) -> np.ndarray | None:

@@ -90,10 +90,8 @@ class TrainingRun:
     checksums: dict[str, str] = field(default_factory=dict)
     #: Known motifs the first filters start as (tf_models.node_inputs.known_motif_seeds), or None.
     motif_seeds: tuple[np.ndarray, np.ndarray] | None = None
-    #: (n_cells, n_genes) log2(1 + TPM) by ``cell_index`` (tf_models.node_inputs.cell_expression_table), or None.
+    #: (n_cells, n_genes) log2(1 + TPM) by ``cell_index`` (tf_models.train.cell_expression_table), or None.
     cell_features: np.ndarray | None = None
-    #: ``(width, 4, motifs)`` frozen log-odds filters (tf_models.node_inputs.known_motif_filters), or None.
-    known_motifs: np.ndarray | None = None
 
     @classmethod
     def from_manifest(cls, manifest: Manifest) -> TrainingRun:
@@ -190,7 +188,7 @@ class TrainingRun:
         return cfg.model if self.has_dnase else cfg.model.model_copy(update={"use_dnase": False})
 
     def new_model(self, cfg: TrainConfig, mixed_precision: bool = False):
-        """A new model of this run (:func:`tf_models.model.build_model`), with its expression table and known motifs."""
+        """A new model of this run (:func:`tf_models.model.build_model`), with its expression table."""
         from tf_models.model import build_model
 
         return build_model(
@@ -199,7 +197,6 @@ class TrainingRun:
             self.layout.window,
             mixed_precision=mixed_precision,
             cell_features=self.cell_features,
-            known_motifs=self.known_motifs,
         )
 
     def positive_fraction(self, cfg: TrainConfig) -> float:

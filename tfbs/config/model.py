@@ -57,13 +57,6 @@ class MotifCNNConfig(Section):
     match_dropout: float = Field(
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
     )
-    known_motifs: bool = Field(
-        False,
-        description="beside the learned filters, read what the gradient-boosted baseline reads: the best log-odds "
-        "match (either strand) of every motif of evaluate.motifs and evaluate.partner_motifs (evaluate.motif_db) "
-        "starting in 100, 200, 300, 400 and 1000 bp centred on the bin, frozen filters whose motifs are part of the "
-        "model's version",
-    )
     seed_motifs: bool = Field(
         False,
         description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db; "

@@ -109,11 +109,6 @@ def training_config(config: PipelineConfig) -> dict[str, Any]:
     model, evaluate = config.train.model, config.evaluate
     if model.use_expression:
         tree["expression_from"] = _expression_digests(config.data.rnaseq_dir)
-    if model.architecture == "motif_cnn" and model.motif_cnn.known_motifs and evaluate.motif_db:
-        tree["known_motifs_from"] = {
-            "motifs": dict(sorted({**evaluate.motifs, **evaluate.partner_motifs}.items())),
-            "motif_db_blake3": _motif_file_digest(evaluate.motif_db, "evaluate.motif_db"),
-        }
     if model.architecture != "motif_cnn" or not model.motif_cnn.seed_motifs:
         return tree
     if model.motif_cnn.seed_motif_db is not None:
