@@ -143,5 +143,4 @@ def print_verdict(verdict: str, reason: str, **details: object) -> None:
     """
     if verdict not in VERDICTS:
         raise ValueError(f"verdict {verdict!r}: one of {', '.join(VERDICTS)}")
-    sys.stdout.flush()
     print(json.dumps({"verdict": verdict, "reason": reason, **details}), flush=True)
