@@ -80,10 +80,10 @@ cluster-down:
 system-deps:
 	@bash scripts/system_deps.sh
 
-# The Spark driver's classes archived for the JVM (build/jvm, tfbs/class_archive.py):
+# The Spark driver's classes archived for the JVM (build/jvm, tfbs/launch/class_archive.py):
 # every driver then starts about 2 s sooner. Built once, about 25 s; a no-op after.
 class-archive: $(RUN_STAMP)
-	@$(BIN)/python -m tfbs.class_archive --config conf/demo.yaml
+	@$(BIN)/python -m tfbs.launch.class_archive --config conf/demo.yaml
 
 # The demo installs what the pipeline needs; the tests add the dev and
 # airflow extras on top (the demo's first run about a minute sooner).

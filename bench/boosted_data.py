@@ -17,7 +17,7 @@ def load_rows(config, split: str) -> dict[str, np.ndarray]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from tfbs.manifest import read_manifest
+    from tfbs.formats.manifest import read_manifest
     from tfbs.storage import local_path
 
     manifest = read_manifest(config.shards_uri)
@@ -42,7 +42,7 @@ def boosted_features(config, splits: list[dict[str, np.ndarray]]):
     """The baseline's inputs for ``config`` and the feature rows of each split's rows, the genome scanned once."""
     from tf_models.boosted_fit import boosted_inputs
     from tf_models.motif_features import block_maxima
-    from tfbs.genome import load_chromosome, read_fai
+    from tfbs.formats.genome import load_chromosome, read_fai
 
     cells = sorted({str(cell) for rows in splits for cell in np.unique(rows["cell"])})
     inputs, matrices = boosted_inputs(config, cells)

@@ -45,7 +45,7 @@ RECORDED = {"data": "generator seed 8, basic profile", "mean_test_auprc": 0.798}
 
 def mean_auprc(rows: dict[str, np.ndarray], scores: np.ndarray) -> float:
     """Mean auPRC over the rows' TF/cells."""
-    from tfbs.metrics import auprc_davis_goadrich, filter_ambiguous
+    from tfbs.formats.metrics import auprc_davis_goadrich, filter_ambiguous
 
     keys = np.char.add(np.char.add(rows["tf"].astype(str), "/"), rows["cell"].astype(str))
     values = []

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.report import result_path, write_summary
 from tf_models.train_loop import TrainingRun, build_training_step
 from tfbs.config import load_config
-from tfbs.manifest import read_manifest
+from tfbs.formats.manifest import read_manifest
 
 
 def rate(dataset: tf.data.Dataset, batches: int, batch_size: int, step=None, warmup: int = 100) -> float:

@@ -45,7 +45,7 @@ from bench.report import as_given, result_path, write_summary  # noqa: E402
 from tf_models.train_loop import TrainingRun, build_training_step  # noqa: E402
 from tfbs import storage  # noqa: E402
 from tfbs.config import load_config  # noqa: E402
-from tfbs.manifest import read_manifest  # noqa: E402
+from tfbs.formats.manifest import read_manifest  # noqa: E402
 
 PETASTORM_PYTHON = ROOT / ".venv-petastorm" / "bin" / "python"
 

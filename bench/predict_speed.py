@@ -39,11 +39,11 @@ from tf_models.model_dir import local_export
 from tf_models.predict import Target, predict_targets
 from tfbs import storage
 from tfbs.config import load_config
-from tfbs.genome import gather_windows, load_chromosome, read_fai
+from tfbs.formats.genome import gather_windows, load_chromosome, read_fai
+from tfbs.formats.proteins import read_protein_fasta
+from tfbs.formats.submission import genome_bins
+from tfbs.launch.session import spark_session
 from tfbs.lineage import EXPORT_METADATA, chosen_version, export_uri
-from tfbs.proteins import read_protein_fasta
-from tfbs.session import spark_session
-from tfbs.submission import genome_bins
 
 #: Bins per TF/cell in the challenge's test regions (hg19, 50 bp stride).
 CHALLENGE_BINS = 60_000_000

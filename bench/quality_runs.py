@@ -158,8 +158,8 @@ def version_of(config: str, overrides: list[str]) -> str:
     from tf_models import MODEL_FORMAT
     from tf_models.model_format import recorded_model_code
     from tfbs.config import load_config
+    from tfbs.formats.manifest import read_manifest
     from tfbs.lineage import Lineage
-    from tfbs.manifest import read_manifest
 
     loaded = load_config(config, overrides)
     return Lineage.of(loaded, read_manifest(loaded.shards_uri), MODEL_FORMAT, recorded_model_code()).version

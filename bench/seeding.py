@@ -45,7 +45,7 @@ OTHER_TF_MOTIFS = ("REST_f1", "SRF_do", "NFYA_f1", "MYC_f1")
 def write_other_motifs(motif_db: Path, out: Path) -> Path:
     """A MEME file of :data:`OTHER_TF_MOTIFS`, taken from ``motif_db``."""
     from tf_models.explain.tomtom import to_meme
-    from tfbs.motifs import read_meme
+    from tfbs.formats.motifs import read_meme
 
     database = read_meme(str(motif_db))
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -85,7 +85,7 @@ def write_records(folder: Path, windows: np.ndarray, labels: np.ndarray, test_sh
     """Record files of the train (positives, negatives), valid and test splits; returns the training run and test file."""
     from synthetic.proteins import synthetic_protein
     from tf_models.training_run import TrainingRun
-    from tfbs.records import RecordLayout, pack_records
+    from tfbs.formats.records import RecordLayout, pack_records
 
     layout = RecordLayout(windows.shape[1])
     n = len(labels)
@@ -142,8 +142,8 @@ def train_and_score(config, run, test_file: str, test_labels: np.ndarray, settin
     from tf_models.encoding import protein_one_hot
     from tf_models.input_pipeline import make_dataset
     from tf_models.train_loop import train
-    from tfbs.metrics import score_predictions
-    from tfbs.proteins import protein_table
+    from tfbs.formats.metrics import score_predictions
+    from tfbs.formats.proteins import protein_table
 
     model_config = _with(config.train.model, SETTINGS[setting])
     placement = config.train.placement.model_copy(update={"strategy": "local"})

@@ -86,7 +86,7 @@ def size_challenge(sizing: dict, preprocess: dict, pinned: dict, chrom_bins: dic
     held = {*sizing["splits"]["test_chroms"], *sizing["splits"]["valid_chroms"]}
     train_bins = sum(_bins(n) for chrom, n in sizing["chromosomes"].items() if chrom not in held)
     per_row_cell = preprocessed["rows_by_split"]["train"] / (train_bins * len(sizing["tfs"]) * training_cells)
-    # The challenge's split: chr1, chr8, chr21 tested, chr11 validated (tfbs.dream), the rest trained on.
+    # The challenge's split: chr1, chr8, chr21 tested, chr11 validated (tfbs.formats.dream), the rest trained on.
     full_train_bins = sum(n for chrom, n in chrom_bins.items() if chrom not in {*CHALLENGE["test_chroms"], "chr11"})
     examples = per_row_cell * tfs * full_train_bins * cells
     one_worker = steps["train_1_worker"]["steady_examples_per_s"]

@@ -206,7 +206,7 @@ class HostClusterState:
 
         With a Spark standalone master, also ``TFBS_SPARK_SECRET_FILE``: the
         file of the secret its master and workers share, which a session on
-        ``spark://`` needs (``tfbs.session.cluster_secret``).
+        ``spark://`` needs (``tfbs.launch.session.cluster_secret``).
         """
         info = self._started()
         env = {"HADOOP_CONF_DIR": info.conf_dir, "YARN_CONF_DIR": info.conf_dir, "JAVA_HOME": info.java_home}

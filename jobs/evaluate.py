@@ -23,9 +23,9 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     from tf_models import MODEL_FORMAT
     from tf_models.evaluate import evaluate
     from tf_models.model_format import recorded_model_code
+    from tfbs.formats.manifest import read_manifest
+    from tfbs.launch.session import spark_session
     from tfbs.lineage import EXPORT_METADATA, Lineage, export_uri, report_uri, require_lineage, require_whole_export
-    from tfbs.manifest import read_manifest
-    from tfbs.session import spark_session
     from tfbs.storage import require
 
     # Fail before the JVM starts: no shards, no such version, or no whole and

@@ -26,8 +26,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """Write ``motifs.json`` for the version; returns its table."""
     from tf_models.explain.run import explain_version
+    from tfbs.launch.session import spark_session
     from tfbs.lineage import chosen_version, report_uri
-    from tfbs.session import spark_session
 
     version = chosen_version(config.run_dir, getattr(args, "model_version", None))
     with spark_session(config.spark, app_suffix="-explain") as spark:

@@ -29,7 +29,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """Write one label file per TF; returns ``{tf: counts}``."""
-    from tfbs.labels import build_labels
+    from tfbs.formats.labels import build_labels
     from tfbs.storage import require
 
     data = config.data

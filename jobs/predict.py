@@ -44,8 +44,8 @@ def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     from tf_models.predict import Target, predict_targets
     from tf_models.submission_outputs import check_and_draw
     from tfbs.errors import ConfigError
+    from tfbs.launch.session import spark_session
     from tfbs.lineage import EXPORT_METADATA, chosen_version, export_uri, report_uri, require_whole_export
-    from tfbs.session import spark_session
     from tfbs.storage import require, to_uri
 
     regions = require(to_uri(args.regions), "regions file") if args.regions else None

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from tfbs.config import PipelineConfig
 
 if TYPE_CHECKING:
-    from tfbs.manifest import Manifest
+    from tfbs.formats.manifest import Manifest
 
 
 def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> Manifest:
@@ -25,7 +25,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> Manif
 
     from preprocess.build_shards import build_shards
     from preprocess.fingerprint import check_and_fingerprint
-    from tfbs.session import spark_session
+    from tfbs.launch.session import spark_session
 
     # Checked before the JVM starts; hashed (a 3 GB genome at full size: seconds) while it starts and the build runs.
     with ThreadPoolExecutor(1, thread_name_prefix="tfbs-fingerprint") as pool:

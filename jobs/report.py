@@ -29,8 +29,8 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> str:
         If no version is named and none is ``LATEST``, or the version was never evaluated.
     """
     from tf_models.report import write_html_report
+    from tfbs.formats.manifest import read_manifest
     from tfbs.lineage import chosen_version, read_latest
-    from tfbs.manifest import read_manifest
 
     version = chosen_version(config.run_dir, getattr(args, "model_version", None))
     latest = read_latest(config.run_dir)

@@ -23,9 +23,9 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     from tf_models.train import train_on_spark
     from tf_models.training_launch import training_master, training_needs
     from tf_models.versions import prepare_version, up_to_date_summary
+    from tfbs.formats.manifest import read_manifest
+    from tfbs.launch.session import spark_session
     from tfbs.lineage import export_uri
-    from tfbs.manifest import read_manifest
-    from tfbs.session import spark_session
     from tfbs.storage import is_remote, local_path
 
     # Fail, or find the model up to date, before the JVM starts.

@@ -25,7 +25,7 @@ def run(config: PipelineConfig, args: argparse.Namespace | None = None) -> dict:
     """
     from jobs import generate, preprocess, report
     from tf_models.unseen.run import family_control_config, run_unseen
-    from tfbs.manifest import read_manifest
+    from tfbs.formats.manifest import read_manifest
 
     control = None
     if config.unseen.family_control:

@@ -25,8 +25,8 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     """Print that the submission is valid, or stop at its first bad line; returns its number of rows."""
+    from tfbs.formats.submission import validate_submission
     from tfbs.storage import to_uri
-    from tfbs.submission import validate_submission
 
     submission = to_uri(args.submission)
     regions = to_uri(args.regions) if args.regions else None

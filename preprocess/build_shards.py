@@ -64,12 +64,13 @@ from preprocess.staging import (
     store_dealt_records,
     write_bins,
 )
-from tfbs import manifest, storage
+from tfbs import storage
 from tfbs.config import DataConfig, PipelineConfig, PreprocessConfig
-from tfbs.dream import TEST, read_bed_intervals, read_dnase_peaks
 from tfbs.errors import BadInputError
-from tfbs.genome import load_chromosome, window_status
-from tfbs.proteins import read_protein_fasta
+from tfbs.formats import manifest
+from tfbs.formats.dream import TEST, read_bed_intervals, read_dnase_peaks
+from tfbs.formats.genome import load_chromosome, window_status
+from tfbs.formats.proteins import read_protein_fasta
 
 log = logging.getLogger("tfbs.preprocess")
 
@@ -116,7 +117,7 @@ def _read_and_annotate(
 def _window_status_at(
     chromosome: np.ndarray, starts: np.ndarray, settings: TaskSettings, rows: np.ndarray
 ) -> np.ndarray:
-    """The window status of the bins at ``rows`` (:func:`tfbs.genome.window_status`)."""
+    """The window status of the bins at ``rows`` (:func:`tfbs.formats.genome.window_status`)."""
     return window_status(chromosome, starts[rows], settings.window, settings.max_n_fraction, settings.pad_windows)
 
 
@@ -391,7 +392,7 @@ def build_shards(spark: SparkSession, config: PipelineConfig, inputs: CheckedInp
         A malformed input line (``bad_rows=fail``), naming file and line.
     pydantic.ValidationError
         If the manifest does not validate, e.g. a TF/cell's outcomes do not
-        add up to its input rows (:class:`tfbs.manifest.ManifestMismatchError`).
+        add up to its input rows (:class:`tfbs.formats.manifest.ManifestMismatchError`).
     """
     started = time.monotonic()
     if inputs is None:

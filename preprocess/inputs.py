@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from tfbs import storage
-from tfbs.bed import read_bed
 from tfbs.config import DataConfig
-from tfbs.dream import parse_label_header, read_dnase_peaks
 from tfbs.errors import BadInputError
-from tfbs.genome import check_fasta_index
-from tfbs.proteins import read_protein_fasta
+from tfbs.formats.bed import read_bed
+from tfbs.formats.dream import parse_label_header, read_dnase_peaks
+from tfbs.formats.genome import check_fasta_index
+from tfbs.formats.proteins import read_protein_fasta
 from tfbs.storage import require
 
 

@@ -30,8 +30,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from tfbs import storage
-from tfbs.dream import BIN_SIZE, BIN_STEP, parse_label_header, parse_label_line
 from tfbs.errors import BadInputError
+from tfbs.formats.dream import BIN_SIZE, BIN_STEP, parse_label_header, parse_label_line
 
 #: Label codes inside preprocessing: index into :data:`LABEL_LETTERS`.
 CODE_U, CODE_B, CODE_A = 0, 1, 2

@@ -21,9 +21,9 @@ from preprocess.label_reader import ReadReport
 from preprocess.shard_writer import ChromResult, ShardContext
 from preprocess.staging import new_staging_uri
 from tfbs.config import PipelineConfig
-from tfbs.dream import split_of
-from tfbs.genome import FaiEntry, read_fai
-from tfbs.records import RecordLayout
+from tfbs.formats.dream import split_of
+from tfbs.formats.genome import FaiEntry, read_fai
+from tfbs.formats.records import RecordLayout
 
 
 @dataclass(frozen=True)

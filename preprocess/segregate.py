@@ -2,7 +2,7 @@
 
 The label rows of a chromosome arrive as pieces; they are sorted, annotated
 by bedtools (blacklist, DNase peak and summit per cell), and every (bin, cell) gets
-an outcome from :data:`tfbs.manifest.OUTCOMES`:
+an outcome from :data:`tfbs.formats.manifest.OUTCOMES`:
 
 - test chromosomes keep every bin (A included: evaluation removes it the
   official way), unless blacklisted or its window is unusable;
@@ -24,10 +24,10 @@ import numpy as np
 
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece, ReadReport
 from preprocess.sampling import uniform_draw
-from tfbs.annotate import Intervals, peak_proximity
-from tfbs.dream import TEST
-from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
-from tfbs.manifest import OUTCOMES
+from tfbs.formats.annotate import Intervals, peak_proximity
+from tfbs.formats.dream import TEST
+from tfbs.formats.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
+from tfbs.formats.manifest import OUTCOMES
 
 BLACKLIST = "blacklist"
 
@@ -201,7 +201,7 @@ def decide(
     seed
         Sampling seed.
     window_status_of
-        The :func:`tfbs.genome.window_status` of the bins at the indices it
+        The :func:`tfbs.formats.genome.window_status` of the bins at the indices it
         is given. Asked only for the bins some cell would keep: on a
         training chromosome a few per cent of them.
     heldout

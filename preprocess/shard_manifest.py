@@ -1,4 +1,4 @@
-"""The manifest of a shard build, folded from what its tasks wrote and counted (:mod:`tfbs.manifest`)."""
+"""The manifest of a shard build, folded from what its tasks wrote and counted (:mod:`tfbs.formats.manifest`)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 from preprocess.label_reader import ReadReport
 from preprocess.plan import ShardPlan
 from preprocess.shard_writer import ChromResult
-from tfbs import manifest
 from tfbs.config import PipelineConfig
-from tfbs.dream import TRAIN, VALID
+from tfbs.formats import manifest
+from tfbs.formats.dream import TRAIN, VALID
 
 log = logging.getLogger("tfbs.preprocess")
 
@@ -34,7 +34,7 @@ def shard_manifest(
     ------
     pydantic.ValidationError
         If it does not validate, e.g. a TF/cell's outcomes do not add up to
-        its input rows (:class:`tfbs.manifest.ManifestMismatchError`).
+        its input rows (:class:`tfbs.formats.manifest.ManifestMismatchError`).
     """
     pp, tfs = config.preprocess, plan.tfs
     input_rows = {tf: reports[tf].n_rows for tf in tfs}

@@ -32,10 +32,10 @@ from preprocess.label_reader import CODE_B, LABEL_LETTERS
 from preprocess.segregate import ChromBins, Decision
 from preprocess.staging import DealtChunk, GatheredChunk, RecordChunk, read_dealt_chunks
 from tfbs import storage
-from tfbs.dream import LABEL_CODES, TEST
-from tfbs.genome import gather_windows
-from tfbs.manifest import OUTCOMES
-from tfbs.records import RecordLayout, pack_records
+from tfbs.formats.dream import LABEL_CODES, TEST
+from tfbs.formats.genome import gather_windows
+from tfbs.formats.manifest import OUTCOMES
+from tfbs.formats.records import RecordLayout, pack_records
 
 _KEPT = OUTCOMES.index("kept")
 #: Shard label codes (A = -1) by preprocessing code.
@@ -140,7 +140,7 @@ def write_chromosome(
     bins, cells, decision
         The annotated bins, their cell names and outcomes.
     chromosome
-        The chromosome's bases (:func:`tfbs.genome.load_chromosome`).
+        The chromosome's bases (:func:`tfbs.formats.genome.load_chromosome`).
     context
         Output location and layout.
     """

@@ -30,7 +30,7 @@ import numpy as np
 
 from preprocess.segregate import ChromBins
 from tfbs import storage
-from tfbs.dream import BIN_STEP
+from tfbs.formats.dream import BIN_STEP
 
 #: Folders of the staging directory that hold what passes between the stages; removed before the commit.
 ANNOTATED, DEALT = "annotated", "dealt"

@@ -15,7 +15,7 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 missing=()
 command -v bedtools >/dev/null 2>&1 || missing+=(bedtools)
 java_major() { java -version 2>&1 | awk -F'"' '/version/ {split($2, v, "."); print v[1]}'; }
-# A JDK: the YARN launch profile compiles its executor plugin (tfbs/jvm/) with javac.
+# A JDK: the YARN launch profile compiles its executor plugin (tfbs/launch/java/) with javac.
 if ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] || ! command -v javac >/dev/null 2>&1; then
   missing+=(openjdk-17-jdk-headless)
 fi

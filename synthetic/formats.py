@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tfbs.motifs import decode_dna
+from tfbs.formats.motifs import decode_dna
 
 #: The ten narrowPeak columns, in order.
 NARROWPEAK_COLUMNS = ("chrom", "start", "end", "name", "score", "strand", "signal", "p", "q", "peak")

@@ -8,7 +8,7 @@ layout, everything the pipeline reads for a real DREAM run:
   narrowPeak.gz files; per cell a DNase conservative narrowPeak.gz;
 * the TF protein FASTA;
 * per TF the label file ``<TF>.train.labels.tsv.gz``, built from those peaks
-  with the official bedtools rule (:mod:`tfbs.labels`) on *all*
+  with the official bedtools rule (:mod:`tfbs.formats.labels`) on *all*
   chromosomes, test chromosomes included, so the demo can be evaluated;
 * per TF the oracle ``<TF>.oracle.tsv.gz``: for each test bin and cell, the
   probability the simulation gave it of being labelled B
@@ -47,10 +47,10 @@ from synthetic.proteins import write_protein_fasta
 from synthetic.sites import MOTIFLESS, STRONG, WEAK, match_scores
 from tfbs import storage
 from tfbs.config import DataConfig, GenerateConfig
-from tfbs.dream import DREAM_TEST_CHROMS
 from tfbs.errors import ConfigError, MissingInputError
-from tfbs.labels import build_labels
-from tfbs.motifs import N_CODE, log_odds, read_meme
+from tfbs.formats.dream import DREAM_TEST_CHROMS
+from tfbs.formats.labels import build_labels
+from tfbs.formats.motifs import N_CODE, log_odds, read_meme
 from tfbs.storage import local_path
 
 
@@ -69,7 +69,7 @@ def generate_dataset(
     data
         Where to write it (``file://`` URIs or local paths only).
     jobs
-        Cells labelled concurrently by :func:`tfbs.labels.build_labels`.
+        Cells labelled concurrently by :func:`tfbs.formats.labels.build_labels`.
 
     Returns
     -------

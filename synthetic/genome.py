@@ -1,6 +1,6 @@
 """A random hg19-like genome: background bases, N gaps, blacklist.
 
-Chromosomes are built as ``uint8`` base codes (see :mod:`tfbs.motifs`)
+Chromosomes are built as ``uint8`` base codes (see :mod:`tfbs.formats.motifs`)
 so motifs can be planted in place before the FASTA is written.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfbs.motifs import N_CODE
+from tfbs.formats.motifs import N_CODE
 
 
 def background_codes(length: int, gc: float, rng: np.random.Generator) -> np.ndarray:

@@ -42,9 +42,9 @@ from synthetic.proteins import write_protein_fasta
 from synthetic.sites import plant_motifs
 from synthetic.stream_genome import random_codes, write_fasta_stream
 from tfbs.config import DataConfig, GenerateConfig, TFSpec
-from tfbs.dream import read_chrom_sizes
 from tfbs.errors import ConfigError
-from tfbs.motifs import N_CODE
+from tfbs.formats.dream import read_chrom_sizes
+from tfbs.formats.motifs import N_CODE
 from tfbs.storage import local_path, require
 
 #: N run at each chromosome end, as hg19's telomeres (capped at 2 % of a chromosome).

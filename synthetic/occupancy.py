@@ -31,7 +31,7 @@ from synthetic.sites import (
 )
 from tfbs.config import GenerateConfig, TFSpec
 from tfbs.errors import ConfigError
-from tfbs.motifs import log_odds
+from tfbs.formats.motifs import log_odds
 
 #: Mean probability that an open site is bound, strong motifs / other kinds
 #: (see :func:`binding_probability`); used to size the site sets.

@@ -29,7 +29,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from tfbs.motifs import (
+from tfbs.formats.motifs import (
     degrade_instances,
     reverse_complement_codes,
     sample_instances,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from tfbs.motifs import N_CODE
+from tfbs.formats.motifs import N_CODE
 
 #: Bases per FASTA line (what UCSC's hg19.fa uses is 50; any fixed width is valid for a .fai).
 LINE_WIDTH = 60

@@ -246,7 +246,7 @@ def model_inputs(dna: list[bytes], proteins: list[str], aa_max_length: int, tf_i
     import tensorflow as tf
 
     from tf_models.encoding import dna_one_hot, protein_one_hot
-    from tfbs.proteins import protein_table
+    from tfbs.formats.proteins import protein_table
 
     return {
         "dna": dna_one_hot(np.frombuffer(b"".join(dna), np.uint8).reshape(len(dna), -1)),
@@ -312,9 +312,9 @@ def code_for_everyone(python_for_everyone) -> Iterator[Path]:
 @pytest.fixture(scope="session")
 def spark():
     """One local Spark session for the whole test run, its driver on the class archive (built if missing)."""
-    from tfbs.class_archive import build_archive
     from tfbs.launch import java_options
-    from tfbs.session import build_session
+    from tfbs.launch.class_archive import build_archive
+    from tfbs.launch.session import build_session
 
     config = load_config(DEMO_CONFIG)
     build_archive(config.spark.class_archive_dir, java_options(config.spark).get("spark.driver.extraJavaOptions", ""))

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tfbs.annotate import SUMMIT_REACH_BP, dnase_proximity, overlap_flags, peak_proximity
-from tfbs.bedtools import BedtoolsError
-from tfbs.dream import BIN_SIZE, BIN_STEP, read_dnase_peaks
+from tfbs.formats.annotate import SUMMIT_REACH_BP, dnase_proximity, overlap_flags, peak_proximity
+from tfbs.formats.bedtools import BedtoolsError
+from tfbs.formats.dream import BIN_SIZE, BIN_STEP, read_dnase_peaks
 
 
 def _intervals(*pairs: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:

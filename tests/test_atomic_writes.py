@@ -422,7 +422,7 @@ def test_train_on_hdfs_leaves_no_mirror(hdfs, tmp_path, monkeypatch):
 
     from tf_models.train_loop import TrainingRun, train
     from tfbs.config import load_config
-    from tfbs.records import RecordLayout, write_record_file
+    from tfbs.formats.records import RecordLayout, write_record_file
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     window, rng = 200, np.random.default_rng(0)

@@ -7,8 +7,8 @@ import pytest
 
 from tf_models.boosted import BoostedInputs, feature_matrix, fit_boosted, predict_boosted
 from tf_models.motif_features import NO_MATCH, WIDTHS, bin_features, block_maxima
-from tfbs.metrics import auprc_davis_goadrich
-from tfbs.motifs import encode_dna, log_odds, scan_positions
+from tfbs.formats.metrics import auprc_davis_goadrich
+from tfbs.formats.motifs import encode_dna, log_odds, scan_positions
 
 
 def _chromosome(length: int, seed: int = 0) -> np.ndarray:

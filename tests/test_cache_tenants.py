@@ -152,7 +152,7 @@ def test_code_is_loaded_only_from_the_user_s_own_unwritable_files(tmp_path, defe
 def test_a_plugin_jar_another_user_planted_is_refused_not_shipped(tmp_path):
     import pyspark
 
-    from tfbs.current_tokens import SOURCE, plugin_jar
+    from tfbs.launch.current_tokens import SOURCE, plugin_jar
 
     key = hashlib.sha256(SOURCE.read_bytes() + pyspark.__version__.encode()).hexdigest()[:16]
     planted = tmp_path / f"tfbs-current-tokens-{key}.jar"
@@ -164,8 +164,8 @@ def test_a_plugin_jar_another_user_planted_is_refused_not_shipped(tmp_path):
 
 @needs_root
 def test_a_class_archive_another_user_owns_is_not_mapped(tmp_path, caplog):
-    from tfbs.class_archive import build_archive
     from tfbs.launch import USE_OPTION, archive_path, with_archive
+    from tfbs.launch.class_archive import build_archive
 
     archive = archive_path(tmp_path)
     archive.write_bytes(b"not a real archive")

@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from tfbs.current_tokens import PLUGIN_CLASS, plugin_conf, plugin_jar
 from tfbs.hadoop_conf import CURRENT_TOKENS_NAME, TOKEN_FILE_ENV, use_current_tokens
+from tfbs.launch.current_tokens import PLUGIN_CLASS, plugin_conf, plugin_jar
 
 pytestmark = [pytest.mark.spark]
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tfbs.dream import parse_label_header, parse_label_line
 from tfbs.errors import BadInputError
+from tfbs.formats.dream import parse_label_header, parse_label_line
 
 URI = "file:///data/CTCF.train.labels.tsv.gz"
 

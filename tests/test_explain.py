@@ -18,7 +18,7 @@ from conftest import DREAM_DATA, small_config
 from tf_models.explain.attribution import contributions, ism, mutants
 from tf_models.explain.seqlets import build_pattern, seqlet_centres
 from tf_models.explain.tomtom import benjamini_hochberg, best_matches, to_meme
-from tfbs.motifs import decode_dna, read_meme, sample_instances
+from tfbs.formats.motifs import decode_dna, read_meme, sample_instances
 
 MOTIF_DB = DREAM_DATA / "annotations" / "HOCOMOCOv9.meme"
 
@@ -148,7 +148,7 @@ def _hand_built_export(config, database, export_dir: str, tfs: list[str], cells:
     """Export a motif_cnn whose logit is its two filters' best matches: CTCF_f2 and FOXA1_f1."""
     from tf_models.export import export_model
     from tf_models.model import build_model
-    from tfbs.proteins import read_protein_fasta
+    from tfbs.formats.proteins import read_protein_fasta
 
     model_config = config.train.model
     model = build_model(model_config, len(cells), config.preprocess.window)

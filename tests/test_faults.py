@@ -44,8 +44,8 @@ from conftest import DEMO_CONFIG, SMALL_OVERRIDES, TENANT_HOME, StreamedProcess
 from tfbs import storage
 from tfbs.config import load_config
 from tfbs.errors import MissingInputError
-from tfbs.manifest import MANIFEST_NAME, Manifest, read_manifest
-from tfbs.session import _local_cluster_home
+from tfbs.formats.manifest import MANIFEST_NAME, Manifest, read_manifest
+from tfbs.launch.session import _local_cluster_home
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -30,8 +30,8 @@ from preprocess.fingerprint import changed_inputs, input_fingerprint
 from tf_models.training_run import TrainingRun
 from tfbs import storage
 from tfbs.errors import BadInputError
-from tfbs.manifest import SCHEMA_VERSION
-from tfbs.records import RecordLayout
+from tfbs.formats.manifest import SCHEMA_VERSION
+from tfbs.formats.records import RecordLayout
 from tfbs.storage import local_path
 
 # -- same-length edits of each input ------------------------------------------

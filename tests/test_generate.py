@@ -10,8 +10,8 @@ import pytest
 
 from synthetic.generate import generate_dataset
 from tfbs.config import DataConfig, GenerateConfig, TFSpec
-from tfbs.metrics import score_predictions
-from tfbs.motifs import (
+from tfbs.formats.metrics import score_predictions
+from tfbs.formats.motifs import (
     encode_dna,
     log_odds,
     read_meme,

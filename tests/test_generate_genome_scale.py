@@ -18,7 +18,7 @@ from jobs import labels as labels_job
 from synthetic.genome_scale import merge_summits, read_summits
 from tfbs.config import PipelineConfig, load_config
 from tfbs.errors import ConfigError
-from tfbs.motifs import encode_dna, log_odds, read_meme, scan_positions
+from tfbs.formats.motifs import encode_dna, log_odds, read_meme, scan_positions
 
 ROOT = Path(__file__).resolve().parents[1]
 

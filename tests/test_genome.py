@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from pyfaidx import Fasta
 
-from tfbs.genome import (
+from tfbs.formats.genome import (
     WINDOW_OK,
     WINDOW_OUT_OF_BOUNDS,
     WINDOW_TOO_MANY_N,

@@ -20,8 +20,8 @@ from tf_models.evaluate import evaluate
 from tf_models.train import train_on_spark
 from tfbs import lineage
 from tfbs.config import load_config
-from tfbs.dream import TEST
 from tfbs.errors import BelowFloorError, ConfigError
+from tfbs.formats.dream import TEST
 from tfbs.storage import local_path
 
 DEMO_FLOOR = "evaluate.min_auprc_margin=0.05"

@@ -362,7 +362,7 @@ def test_only_yarn_s_administrator_administers_it(hadoop):
 _HELD_APPLICATION = """
 import sys
 from tfbs.config import SparkConfig
-from tfbs.session import build_session
+from tfbs.launch.session import build_session
 conf = {"spark.executor.instances": "1", "spark.executor.memory": "512m", "spark.yarn.am.memory": "512m"}
 session = build_session(SparkConfig(master="yarn", conf=conf))
 print("application", session.sparkContext.applicationId, flush=True)

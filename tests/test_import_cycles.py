@@ -1,8 +1,8 @@
 """No import circle among the project's modules: each can be read, tested and moved without the others.
 
 import-linter's contracts (``make lint``) keep the floors apart; a circle
-inside a floor (``tfbs.session`` importing ``tfbs.class_archive`` importing
-``tfbs.session``, even from inside a function) they do not see. This test
+inside a floor (``tfbs.launch.session`` importing ``tfbs.launch.class_archive`` importing
+``tfbs.launch.session``, even from inside a function) they do not see. This test
 builds the whole import graph of the packages ``[tool.importlinter]`` names
 (grimp, import-linter's own graph, counting imports inside functions and
 under ``TYPE_CHECKING`` too) and of the script folders beside them
@@ -13,6 +13,9 @@ name, read here with :mod:`ast`), and names every circle it finds.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 import tomllib
 from collections import deque
 from pathlib import Path
@@ -20,6 +23,8 @@ from pathlib import Path
 import grimp
 import pytest
 from conftest import REPO
+
+from tfbs.moved import MOVED
 
 
 def _root_packages() -> list[str]:
@@ -147,3 +152,23 @@ def test_a_circle_is_found_and_named(tmp_path: Path) -> None:
     (tmp_path / "a.py").write_text("import b\n")
     (tmp_path / "b.py").write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from a import X\n")
     assert _circles(_folder_graph(tmp_path)) == [["a", "b", "a"]]
+
+
+def test_every_moved_module_imports_by_its_old_name_as_the_same_module_with_a_warning() -> None:
+    """``import tfbs.bed`` gives :mod:`tfbs.formats.bed` itself and says where it went, in a fresh interpreter."""
+    script = (
+        "import importlib, json, sys, warnings\n"
+        "from tfbs.moved import MOVED\n"
+        "seen = {}\n"
+        "for old, new in MOVED.items():\n"
+        "    with warnings.catch_warnings(record=True) as caught:\n"
+        "        warnings.simplefilter('always')\n"
+        "        same = importlib.import_module(old) is importlib.import_module(new)\n"
+        "    seen[old] = [same, [str(w.message) for w in caught if w.category is DeprecationWarning]]\n"
+        "print(json.dumps(seen))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, cwd=REPO)
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen == {old: [True, [f"{old} moved to {new}"]] for old, new in MOVED.items()}
+    assert len(MOVED) == 18
+    assert not [old for old in MOVED if (REPO / Path(*old.split("."))).with_suffix(".py").exists()]

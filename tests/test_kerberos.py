@@ -1,4 +1,4 @@
-"""``tfbs.kerberos``: a ticket of one's own from a keytab, the one place the project runs ``kinit``.
+"""``tfbs.launch.kerberos``: a ticket of one's own from a keytab, the one place the project runs ``kinit``.
 
 ``kinit`` and ``kdestroy`` here are stand-ins on ``PATH`` that record what
 they were given and write the cache file ``KRB5CCNAME`` names; the real
@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tfbs import kerberos
 from tfbs.errors import TfbsError
+from tfbs.launch import kerberos
 
 #: A kinit that writes its arguments to the cache, or refuses the principal "mallory".
 _KINIT = """#!/bin/sh

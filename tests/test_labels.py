@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tfbs.bedtools import BedtoolsError, run_bedtools
-from tfbs.labels import build_labels
+from tfbs.formats.bedtools import BedtoolsError, run_bedtools
+from tfbs.formats.labels import build_labels
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -59,7 +59,7 @@ def first(spark, small_shards, tmp_path_factory):
 @pytest.fixture(scope="module")
 def other_shards(small_shards, tmp_path_factory):
     """A shard directory whose manifest differs from the session's in content (other row-changing settings)."""
-    from tfbs.manifest import MANIFEST_NAME, Manifest
+    from tfbs.formats.manifest import MANIFEST_NAME, Manifest
 
     shared, manifest = small_shards
     changed = manifest.model_copy(update={"fingerprint": {**manifest.fingerprint, "config": "0" * 64}})
@@ -129,7 +129,7 @@ def test_the_manifest_names_its_files_relative_to_its_folder(small_shards, tmp_p
     """manifest.json holds paths relative to the shard folder; a copy of the folder reads its own files."""
     import shutil
 
-    from tfbs.manifest import MANIFEST_NAME, SCHEMA_VERSION, read_manifest
+    from tfbs.formats.manifest import MANIFEST_NAME, SCHEMA_VERSION, read_manifest
 
     shared, manifest = small_shards
     stored = json.loads(Path(local_path(shared.shards_uri), MANIFEST_NAME).read_text())
@@ -274,7 +274,7 @@ def test_a_second_train_on_the_same_shards_does_not_retrain(spark, first, monkey
     def no_spark(*args, **kwargs):
         raise AssertionError("an up-to-date model started Spark")
 
-    monkeypatch.setattr("tfbs.session.build_session", no_spark)
+    monkeypatch.setattr("tfbs.launch.session.build_session", no_spark)
     assert jobs.train.run(config)["up_to_date"]
     assert {path: path.stat().st_mtime_ns for path in model_dir.rglob("*") if path.is_file()} == written
 
@@ -327,7 +327,7 @@ def test_a_moved_run_trains_nothing(first, tmp_path, monkeypatch):
 
     import jobs.train
     from tf_models.versions import prepare_version
-    from tfbs.manifest import read_manifest
+    from tfbs.formats.manifest import read_manifest
 
     config, _, summary = first
     moved_shards, moved_run = tmp_path / "moved" / "shards", tmp_path / "moved" / "run"
@@ -342,7 +342,7 @@ def test_a_moved_run_trains_nothing(first, tmp_path, monkeypatch):
     def no_spark(*args, **kwargs):
         raise AssertionError("a moved run started Spark")
 
-    monkeypatch.setattr("tfbs.session.build_session", no_spark)
+    monkeypatch.setattr("tfbs.launch.session.build_session", no_spark)
     assert jobs.train.run(moved)["up_to_date"]
 
 
@@ -353,7 +353,7 @@ def test_a_truncated_export_is_trained_and_exported_again(spark, first, tmp_path
 
     from tf_models.train import train_on_spark
     from tf_models.versions import finished_export, prepare_version
-    from tfbs.manifest import read_manifest
+    from tfbs.formats.manifest import read_manifest
 
     config, _, summary = first
     moved_run = tmp_path / "run"  # a copy: the module's other tests keep the original
@@ -431,7 +431,7 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
 
     config, _, summary = first
     _, _, retrained = second
-    monkeypatch.setattr("tfbs.session.build_session", lambda *args, **kwargs: _Borrowed(spark))
+    monkeypatch.setattr("tfbs.launch.session.build_session", lambda *args, **kwargs: _Borrowed(spark))
     regions = tmp_path / "regions.bed"
     regions.write_text("chr8\t10000\t10200\nchr21\t5000\t5200\n")
     args = argparse.Namespace(regions=str(regions), tf="CTCF", cell="K562", out=None, model_version=None)
@@ -443,7 +443,7 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
     import pyBigWig
 
     from tf_models.tracks import read_submission, step_maxima
-    from tfbs.submission import write_genome_bins
+    from tfbs.formats.submission import write_genome_bins
 
     bins = write_genome_bins(config.data.genome_fasta, ["chr8"], storage.to_uri(tmp_path / "chr8.bed.gz"))
     assert bins == (60000 - 200) // 50 + 1

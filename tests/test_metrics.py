@@ -1,4 +1,4 @@
-"""Tests for tfbs.metrics (ENCODE-DREAM official scoring)."""
+"""Tests for tfbs.formats.metrics (ENCODE-DREAM official scoring)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from sklearn.metrics import (
 )
 from sklearn.metrics import roc_curve as sk_roc_curve
 
-from tfbs.metrics import (
+from tfbs.formats.metrics import (
     auprc_davis_goadrich,
     auroc,
     filter_ambiguous,

@@ -79,7 +79,11 @@ def test_the_check_exits_1_naming_the_files(checkout, monkeypatch, capsys):
     monkeypatch.setattr(model_format, "repository_root", lambda: checkout)
     monkeypatch.setattr(model_format, "record_path", lambda: checkout / "record.json")
     assert model_format.main([]) == 0
-    (checkout / "tfbs" / "records.py").write_text((checkout / "tfbs" / "records.py").read_text() + "\nX = 1\n")
+    (checkout / "tfbs" / "formats" / "records.py").write_text(
+        (checkout / "tfbs" / "formats" / "records.py").read_text() + "\nX = 1\n"
+    )
     assert model_format.main([]) == 1
-    assert capsys.readouterr().err.startswith("the model's code changed since it was recorded: tfbs/records.py; run ")
+    assert capsys.readouterr().err.startswith(
+        "the model's code changed since it was recorded: tfbs/formats/records.py; run "
+    )
     assert model_format.main(["--record"]) == 0 and model_format.main([]) == 0

@@ -186,7 +186,7 @@ def test_match_dropout_drops_best_matches_in_training_only():
 def test_known_motifs_seed_the_first_filters_and_the_rest_stay_random():
     from tf_models.motif_cnn import seed_filters
     from tf_models.node_inputs import known_motif_seeds
-    from tfbs.motifs import encode_dna
+    from tfbs.formats.motifs import encode_dna
 
     config = load_config(DEMO_CONFIG, TINY)
     seeds = known_motif_seeds(config, ["FOXA2", "CTCF", "UNKNOWN"])
@@ -211,8 +211,8 @@ def test_seeding_says_where_its_motifs_come_from_or_why_there_are_none(tmp_path,
     """Seeds from another motif file (a control of what seeding buys) or none, each a version of its own."""
     from tf_models.explain.tomtom import to_meme
     from tf_models.node_inputs import known_motif_seeds
+    from tfbs.formats.motifs import read_meme
     from tfbs.lineage import training_config_digest
-    from tfbs.motifs import read_meme
 
     database = read_meme(str(REPO / "data" / "dream" / "annotations" / "HOCOMOCOv9.meme"))
     other = tmp_path / "other_tfs.meme"
@@ -342,7 +342,7 @@ def test_the_ps_step_exchanges_packed_tensors_and_takes_the_plain_step():
 @pytest.mark.parametrize("name", ["motif_cnn", "factornet"])
 def test_export_signatures_agree_with_the_model(tmp_path, name):
     from tf_models.export import export_model
-    from tfbs.proteins import AMINO_ACIDS
+    from tfbs.formats.proteins import AMINO_ACIDS
 
     model, config = _build(name)
     rng = np.random.default_rng(4)

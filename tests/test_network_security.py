@@ -50,8 +50,8 @@ from tfbs.launch import (
     cluster_secret,
     network_conf,
 )
-from tfbs.session import spark_session
-from tfbs.web_ui import UI_KEY, bearer_token, token_path
+from tfbs.launch.session import spark_session
+from tfbs.launch.web_ui import UI_KEY, bearer_token, token_path
 
 # ---------------------------------------------------------------------------
 # The reservation exchange: signed, bound, and nothing unpickled unsigned

@@ -16,7 +16,7 @@ from pyfaidx import Fasta
 from preprocess.build_shards import build_shards
 from preprocess.inputs import check_preprocess_inputs
 from tfbs.errors import BadInputError, MissingInputError
-from tfbs.genome import window_starts
+from tfbs.formats.genome import window_starts
 from tfbs.storage import local_path
 
 

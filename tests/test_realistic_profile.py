@@ -13,7 +13,7 @@ from synthetic.generate import generate_dataset
 from tfbs.config import DataConfig, GenerateConfig, TFSpec
 from tfbs.config.profile import PartnerSpec, RealisticConfig
 from tfbs.errors import BadInputError, ConfigError
-from tfbs.expression import cell_expression, read_expression
+from tfbs.formats.expression import cell_expression, read_expression
 
 ROOT = Path(__file__).resolve().parents[1]
 MEME = ROOT / "data" / "dream" / "annotations" / "HOCOMOCOv9.meme"

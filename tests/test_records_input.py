@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from tf_models.encoding import dna_one_hot, reverse_complement
 from tf_models.input_pipeline import make_dataset
-from tfbs.records import RecordLayout, write_record_file
+from tfbs.formats.records import RecordLayout, write_record_file
 
 LAYOUT = RecordLayout(window=8)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from preprocess.sampling import draw_probabilities, uniform_draw
-from tfbs.dream import BIN_STEP
+from tfbs.formats.dream import BIN_STEP
 
 #: The coordinates of one draw: seed, draw, TF, cell, chromosome.
 BASE = (13, 0, "CTCF", "K562", "chr2")

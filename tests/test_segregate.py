@@ -19,9 +19,9 @@ from preprocess.segregate import (
     dnase_source,
 )
 from preprocess.staging import read_bins, write_bins
-from tfbs.dream import BIN_STEP, TEST, TRAIN, VALID
-from tfbs.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N, window_status
-from tfbs.manifest import OUTCOMES
+from tfbs.formats.dream import BIN_STEP, TEST, TRAIN, VALID
+from tfbs.formats.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N, window_status
+from tfbs.formats.manifest import OUTCOMES
 from tfbs.storage import to_uri
 
 U, B, A = CODE_U, CODE_B, CODE_A

@@ -16,10 +16,10 @@ from blake3 import blake3
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U
 from preprocess.segregate import ChromBins, Decision, decide
 from preprocess.shard_writer import ShardContext, deal, tally, write_chromosome, write_dealt_records
-from tfbs.dream import BIN_STEP, TEST, TRAIN
-from tfbs.genome import gather_windows, window_status
-from tfbs.manifest import OUTCOMES, CellOutcomes, ManifestMismatchError, check_accounting, tally_outcomes
-from tfbs.records import RecordLayout
+from tfbs.formats.dream import BIN_STEP, TEST, TRAIN
+from tfbs.formats.genome import gather_windows, window_status
+from tfbs.formats.manifest import OUTCOMES, CellOutcomes, ManifestMismatchError, check_accounting, tally_outcomes
+from tfbs.formats.records import RecordLayout
 from tfbs.storage import local_path, to_uri
 
 WINDOW = 400

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from tfbs.metrics import auprc_davis_goadrich, auroc, filter_ambiguous, recall_at_fdr, score_predictions
+from tfbs.formats.metrics import auprc_davis_goadrich, auroc, filter_ambiguous, recall_at_fdr, score_predictions
 from tfbs.site_bootstrap import (
     METRICS,
     KeyBins,

@@ -310,7 +310,7 @@ REMOVED_EXECUTORS_PROBE = """
 import json, sys, time
 import psutil
 from tfbs.config import load_config
-from tfbs.session import build_session
+from tfbs.launch.session import build_session
 from tf_models.tfos.spark_status import removed_executors
 
 spark = build_session(load_config(sys.argv[1]).spark, master="local-cluster[2,1,1024]", app_suffix="-probe")

@@ -209,7 +209,7 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
     from pyfaidx import Fasta
 
     from tf_models.predict import predict_regions
-    from tfbs.genome import window_starts
+    from tfbs.formats.genome import window_starts
 
     config, manifest, summary = trained
     test_files = [local_path(f.path) for f in manifest.parquet["test"] if "/CTCF/" in f.path]
@@ -248,7 +248,7 @@ def test_genome_wide_prediction_in_parts_joins_in_order_and_reuses_finished_part
 
     from tf_models import predict
     from tfbs import storage
-    from tfbs.submission import genome_bins, validate_submission
+    from tfbs.formats.submission import genome_bins, validate_submission
 
     config, _, summary = trained
     config = config.model_copy(update={"predict": config.predict.model_copy(update={"rows_per_part": 4000})})

@@ -21,7 +21,7 @@ from tf_models.unseen.shards import count_by_tf, without_tf
 from tf_models.unseen.table import COLUMNS, INPUTS, JSON_NAME, PNG_NAME, SITES, control_note, family_note
 from tfbs import lineage
 from tfbs.errors import BadInputError, ConfigError, MissingInputError
-from tfbs.records import RecordLayout
+from tfbs.formats.records import RecordLayout
 from tfbs.storage import local_path
 
 PROTEIN = "MSTEKLAGHWQRPDYNVCFIAAKKLLEEGG" * 10

@@ -16,7 +16,7 @@ from conftest import REPO
 
 from tfbs import storage
 from tfbs.errors import BadInputError
-from tfbs.submission import validate_submission
+from tfbs.formats.submission import validate_submission
 
 REGIONS = [("chr1", 600, 800), ("chr1", 650, 850), ("chr1", 700, 900), ("chr2", 0, 200), ("chr2", 50, 250)]
 
@@ -90,7 +90,7 @@ def test_tfbs_validate_says_valid_or_names_the_line(files):
 
 
 def test_a_genome_wide_submission_is_checked_against_every_bin_of_the_genome(tmp_path):
-    from tfbs.submission import genome_bins, write_genome_bins
+    from tfbs.formats.submission import genome_bins, write_genome_bins
 
     fasta = tmp_path / "genome.fa"
     fasta.write_text(">chr1\n" + "A" * 400 + "\n>chr2\n" + "C" * 260 + "\n")

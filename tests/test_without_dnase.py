@@ -49,7 +49,7 @@ def test_negatives_are_drawn_from_all_unbound_bins(without_dnase):
     rows = np.concatenate(
         [np.fromfile(local_path(f.path), np.uint8).reshape(-1, layout["record_bytes"]) for f in files]
     )
-    assert not rows[:, layout["window"] + 3].any()  # the DNase byte (tfbs.records)
+    assert not rows[:, layout["window"] + 3].any()  # the DNase byte (tfbs.formats.records)
     negatives = sum(sum(per_split["train"]) for cells in manifest.draws.values() for per_split in cells.values())
     positives = sum(cells.kept["train"]["B"] for tf in manifest.counts.values() for cells in tf.values())
     assert negatives == pytest.approx(3.0 * positives, rel=0.25)  # the demo's U:B ratio, all from closed bins

@@ -150,7 +150,7 @@ def test_a_stage_longer_than_the_token_renewal_interval_keeps_its_tokens(dag_on_
 def test_the_tf_nodes_read_with_the_tokens_spark_keeps_current(dag_on_yarn, hadoop):
     """On a keytab login Spark replaces the tokens before they expire, in the executor JVMs only.
 
-    The executor plugin (tfbs/jvm/CurrentTokensPlugin.java) copies them
+    The executor plugin (tfbs/launch/java/CurrentTokensPlugin.java) copies them
     beside YARN's token file whenever they change, and the containers' HDFS
     clients read that copy (tfbs.hadoop_conf.use_current_tokens). Without
     it a TF node whose container started after Spark's first replacement

@@ -26,7 +26,7 @@ import pyarrow.csv as pacsv
 
 from tfbs import storage
 from tfbs.errors import ConfigError
-from tfbs.motifs import encode_dna, log_odds, read_meme, scan_positions
+from tfbs.formats.motifs import encode_dna, log_odds, read_meme, scan_positions
 
 #: hg19's base composition (41 % G+C), the background of the log-odds.
 GENOME_BACKGROUND = (0.295, 0.205, 0.205, 0.295)

@@ -14,7 +14,7 @@ any of them needs new fresh seeds, ``bench/plan/fresh_seeds.json``):
   centred on the bin (:mod:`tf_models.motif_features`);
 * the row's DNase input, its proximity to the cell's DNase summit (``dnase``);
 * where the run has RNA-seq, ``log2(1 + TPM)`` of each TF and partner gene in
-  the row's cell (:mod:`tfbs.expression`): the only thing that tells a
+  the row's cell (:mod:`tfbs.formats.expression`): the only thing that tells a
   held-out cell's partners.
 
 One classifier per TF: scikit-learn's histogram gradient boosting (LightGBM's

@@ -28,13 +28,13 @@ from pyspark.sql import functions as F
 
 from tf_models.baselines import motif_log_odds
 from tf_models.boosted import BoostedInputs, feature_matrix, fit_boosted
+from tf_models.expression_inputs import run_expression, run_genes
 from tf_models.motif_features import bin_features, block_maxima
 from tfbs import storage
 from tfbs.config import PipelineConfig
-from tfbs.dream import TRAIN
-from tfbs.expression import run_expression, run_genes
-from tfbs.genome import load_chromosome, read_fai
-from tfbs.manifest import Manifest
+from tfbs.formats.dream import TRAIN
+from tfbs.formats.genome import load_chromosome, read_fai
+from tfbs.formats.manifest import Manifest
 
 log = logging.getLogger("tfbs.evaluate")
 

@@ -14,7 +14,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from tfbs.metrics import (
+from tfbs.formats.metrics import (
     auprc_davis_goadrich,
     auroc,
     filter_ambiguous,
@@ -88,8 +88,8 @@ def plot_curves(curves: dict[str, dict], out_png: str) -> None:
         Maps a label such as ``"CTCF/PC-3"`` to either
 
         * ``{"precision", "recall", "fpr", "tpr"}`` arrays, e.g. from
-          :func:`tfbs.metrics.pr_curve` and
-          :func:`tfbs.metrics.roc_curve`, with optional float
+          :func:`tfbs.formats.metrics.pr_curve` and
+          :func:`tfbs.formats.metrics.roc_curve`, with optional float
           ``"auprc"`` / ``"auroc"`` for the legend; or
         * ``{"labels", "scores"}`` (U/B/A or 0/1/-1 labels); A bins are
           removed and curves plus auPRC (Davis-Goadrich) and auROC are

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import tensorflow as tf
 
-from tfbs.proteins import AA_CHANNELS, AMINO_ACIDS
+from tfbs.formats.proteins import AA_CHANNELS, AMINO_ACIDS
 
 DNA_CHANNELS = 4
 
@@ -95,7 +95,7 @@ def reverse_complement(one_hot: tf.Tensor) -> tf.Tensor:
 
 
 def protein_one_hot(indices: tf.Tensor) -> tf.Tensor:
-    """One-hot encode protein index tables from :func:`tfbs.proteins.protein_table`.
+    """One-hot encode protein index tables from :func:`tfbs.formats.proteins.protein_table`.
 
     Padding (-1) becomes an all-zero row.
     """

@@ -40,11 +40,11 @@ from tf_models.protocol import (
 )
 from tfbs import lineage, storage
 from tfbs.config import DataConfig, EvaluateConfig, PipelineConfig
-from tfbs.dream import TEST
 from tfbs.errors import BelowFloorError
-from tfbs.genome import gather_windows, load_chromosome, read_fai
+from tfbs.formats.dream import TEST
+from tfbs.formats.genome import gather_windows, load_chromosome, read_fai
+from tfbs.formats.manifest import Manifest
 from tfbs.lineage import Lineage
-from tfbs.manifest import Manifest
 
 log = logging.getLogger("tfbs.evaluate")
 
@@ -172,7 +172,7 @@ def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTa
         arrays for the curve plots, and per key the arrays the site
         bootstrap reads (``chrom``, ``start``, ``label`` and every scorer's).
     """
-    from tfbs.metrics import score_predictions
+    from tfbs.formats.metrics import score_predictions
 
     grouped: dict[tuple[str, str], list[tuple]] = defaultdict(list)
     for row in predictions:

@@ -26,10 +26,10 @@ from tf_models.model_dir import model_directory
 from tfbs import lineage, storage
 from tfbs.config import ModelConfig, PipelineConfig
 from tfbs.content_keys import record_digests
+from tfbs.formats.manifest import Manifest
+from tfbs.formats.proteins import protein_table
 from tfbs.lineage import EXPORT_METADATA as METADATA_NAME
 from tfbs.lineage import Lineage
-from tfbs.manifest import Manifest
-from tfbs.proteins import protein_table
 from tfbs.storage import PARTIAL_SUFFIX
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import tensorflow as tf
 
 from tf_models.encoding import dna_one_hot
-from tfbs.records import RecordLayout
+from tfbs.formats.records import RecordLayout
 
 #: Records per block: the unit of reading and of the block-level shuffle.
 BLOCK_RECORDS = 64

@@ -55,8 +55,8 @@ MODEL_CODE_FILES = (
     "tf_models/node_inputs.py",
     "tf_models/node.py",
     "tf_models/gpus.py",
-    "tfbs/records.py",
-    "tfbs/proteins.py",
+    "tfbs/formats/records.py",
+    "tfbs/formats/proteins.py",
 )
 #: Beside this module: the fingerprint recorded for the code as it is (package data).
 RECORD_NAME = "model_code.json"

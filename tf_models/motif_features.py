@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfbs.dream import BIN_SIZE, BIN_STEP
-from tfbs.motifs import encode_dna, scan_positions
+from tfbs.formats.dream import BIN_SIZE, BIN_STEP
+from tfbs.formats.motifs import encode_dna, scan_positions
 
 #: Bases scanned at a time: bounds memory on long chromosomes (two float32 per base and motif).
 _CHUNK_BP = 4_000_000
@@ -34,7 +34,7 @@ def block_maxima(bases: np.ndarray, motifs: list[np.ndarray], block: int = BIN_S
     Parameters
     ----------
     bases
-        The chromosome as ``uint8`` ASCII (:func:`tfbs.genome.load_chromosome`).
+        The chromosome as ``uint8`` ASCII (:func:`tfbs.formats.genome.load_chromosome`).
     motifs
         ``(w, 4)`` log-odds matrices.
     block
@@ -48,7 +48,7 @@ def block_maxima(bases: np.ndarray, motifs: list[np.ndarray], block: int = BIN_S
 
     Examples
     --------
-    >>> from tfbs.motifs import log_odds
+    >>> from tfbs.formats.motifs import log_odds
     >>> acgt = log_odds(np.eye(4) * 0.97 + 0.01)
     >>> blocks = block_maxima(np.frombuffer(b"T" * 60 + b"ACGT" + b"T" * 36, np.uint8), [acgt], block=50)
     >>> blocks.shape, bool(blocks[1, 0] > 5 > blocks[0, 0])

@@ -16,8 +16,8 @@ from typing import Any
 from tf_models.node_inputs import NodeInputs, readable_run
 from tfbs import lineage
 from tfbs.config import PipelineConfig
+from tfbs.formats.manifest import Manifest
 from tfbs.lineage import Lineage
-from tfbs.manifest import Manifest
 
 #: Written by the chief when training ends (its status inside); the ps and workers wait for it.
 DONE_MARKER = "_TRAINING_DONE"

@@ -17,7 +17,7 @@ import numpy as np
 
 from tfbs.config import PipelineConfig
 from tfbs.errors import ConfigError
-from tfbs.manifest import Manifest
+from tfbs.formats.manifest import Manifest
 
 if TYPE_CHECKING:
     from tf_models.training_run import TrainingRun
@@ -67,7 +67,7 @@ def cell_expression_table(config: PipelineConfig, cells: list[str]) -> np.ndarra
     ConfigError
         If the model reads expression and a cell of the shards has no RNA-seq.
     """
-    from tfbs.expression import run_expression
+    from tf_models.expression_inputs import run_expression
 
     if not config.train.model.use_expression:
         return None
@@ -92,7 +92,7 @@ def known_motif_seeds(config: PipelineConfig, tfs: list[str]) -> tuple[np.ndarra
     """
     from tf_models.baselines import GENOME_BACKGROUND, motif_log_odds
     from tf_models.motif_cnn import motif_seeds
-    from tfbs.motifs import log_odds, read_meme
+    from tfbs.formats.motifs import log_odds, read_meme
 
     model = config.train.model
     if model.architecture != "motif_cnn":

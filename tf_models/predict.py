@@ -2,7 +2,7 @@
 
 ``F.<TF>.<CELL>.tab.gz``: no header, ``chr start stop probability``, rows
 in exactly the order of the regions (ladder or test) file, or of the
-genome's bins (:func:`tfbs.submission.genome_bins`). The TF's protein comes
+genome's bins (:func:`tfbs.formats.submission.genome_bins`). The TF's protein comes
 from the protein FASTA, so a TF the model never saw can be scored too.
 
 The regions are cut into parts of ``predict.rows_per_part`` consecutive
@@ -36,15 +36,15 @@ from pyspark.sql import SparkSession
 
 from tf_models.model_dir import local_export
 from tfbs import storage
-from tfbs.annotate import dnase_proximity
 from tfbs.config import PipelineConfig
-from tfbs.dream import BIN_SIZE, BIN_STEP, read_dnase_peaks
 from tfbs.errors import BadInputError, bad_input_in
-from tfbs.genome import gather_windows, load_chromosome, read_fai
+from tfbs.formats.annotate import dnase_proximity
+from tfbs.formats.dream import BIN_SIZE, BIN_STEP, read_dnase_peaks
+from tfbs.formats.genome import gather_windows, load_chromosome, read_fai
+from tfbs.formats.proteins import read_protein_fasta
+from tfbs.formats.submission import bins_in
+from tfbs.launch.session import stage_progress
 from tfbs.lineage import read_export_metadata
-from tfbs.proteins import read_protein_fasta
-from tfbs.session import stage_progress
-from tfbs.submission import bins_in
 
 log = logging.getLogger("tfbs.predict")
 

@@ -7,9 +7,9 @@ import json
 from tf_models.tracks import write_tracks
 from tfbs import storage
 from tfbs.config import PipelineConfig
-from tfbs.genome import read_fai
+from tfbs.formats.genome import read_fai
+from tfbs.formats.submission import validate_submission
 from tfbs.lineage import report_uri
-from tfbs.submission import validate_submission
 
 #: The report section predict fills (tf_models/report/collect.py draws it).
 PREDICTIONS_SECTION = "predictions.json"
@@ -61,7 +61,7 @@ def check_and_draw(
     Raises
     ------
     BadInputError
-        If the submission breaks a rule of the challenge (tfbs.submission).
+        If the submission breaks a rule of the challenge (tfbs.formats.submission).
     """
     validate_submission(out_uri, regions_uri, config.data.genome_fasta)
     sizes = {chrom: entry.length for chrom, entry in read_fai(config.data.genome_fasta).items()}

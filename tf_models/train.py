@@ -27,8 +27,8 @@ from tf_models.training_launch import elastic_workers
 from tf_models.versions import prepare_version, up_to_date_summary
 from tfbs import lineage
 from tfbs.config import PipelineConfig
+from tfbs.formats.manifest import Manifest
 from tfbs.lineage import Lineage
-from tfbs.manifest import Manifest
 
 log = logging.getLogger("tfbs.train")
 

@@ -40,7 +40,7 @@ from tf_models.train_progress import (
 from tf_models.training_run import TrainingRun, pipeline_batch_size
 from tfbs import storage
 from tfbs.config import TrainConfig
-from tfbs.proteins import protein_table
+from tfbs.formats.proteins import protein_table
 
 log = logging.getLogger("tfbs.train")
 

@@ -17,7 +17,7 @@ import tensorflow as tf
 from tf_models.input_pipeline import make_dataset
 from tf_models.model import TFBSModel
 from tfbs.config import TrainConfig
-from tfbs.metrics import auprc_davis_goadrich
+from tfbs.formats.metrics import auprc_davis_goadrich
 
 if TYPE_CHECKING:
     from tf_models.training_run import TrainingRun

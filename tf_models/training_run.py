@@ -26,8 +26,8 @@ from tf_models.input_pipeline import make_dataset, positives_per_batch
 from tfbs import storage
 from tfbs.config import ModelConfig, TrainConfig
 from tfbs.errors import BadInputError
-from tfbs.manifest import Manifest
-from tfbs.records import RecordLayout
+from tfbs.formats.manifest import Manifest
+from tfbs.formats.records import RecordLayout
 from tfbs.storage import HASH_BLOCK_BYTES, blake3_of
 
 log = logging.getLogger("tfbs.train")

@@ -15,8 +15,8 @@ from tf_models.driver_progress import read_history
 from tf_models.model_format import recorded_model_code
 from tfbs import lineage
 from tfbs.config import PipelineConfig
+from tfbs.formats.manifest import Manifest
 from tfbs.lineage import Lineage
-from tfbs.manifest import Manifest
 
 log = logging.getLogger("tfbs.train")
 

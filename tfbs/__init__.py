@@ -9,3 +9,7 @@ Spark sessions. The stages live in ``preprocess``, ``tf_models`` and
 #: The package's version, written here only: ``pyproject.toml`` reads it
 #: (``[tool.setuptools.dynamic]``) and lineage records it as ``tfbs_version``.
 __version__ = "0.2.0"
+
+from tfbs import moved as _moved
+
+_moved.install()

@@ -15,7 +15,7 @@ from pathlib import Path
 #: Set by YARN in a container (and by ``hdfs fetchdt`` users): the delegation tokens of the application.
 TOKEN_FILE_ENV = "HADOOP_TOKEN_FILE_LOCATION"
 #: The executor plugin's copy of the container's current tokens, beside YARN's file
-#: (``tfbs/jvm/CurrentTokensPlugin.java``, :mod:`tfbs.current_tokens`).
+#: (``tfbs/launch/java/CurrentTokensPlugin.java``, :mod:`tfbs.launch.current_tokens`).
 CURRENT_TOKENS_NAME = "tfbs-current-tokens"
 
 
@@ -36,7 +36,7 @@ def use_current_tokens() -> str | None:
 
     YARN's token file holds the tokens of the container's launch; on a
     keytab login Spark replaces them in the executor JVM before they expire,
-    and the executor plugin (:mod:`tfbs.current_tokens`) copies the current
+    and the executor plugin (:mod:`tfbs.launch.current_tokens`) copies the current
     ones beside that file. hdfs-native reads the file ``HADOOP_TOKEN_FILE_LOCATION``
     names for each new connection, so pointing it at the copy, which the
     plugin replaces whole, keeps a long-lived process (a TF node) on valid

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tfbs.motifs import ALPHABET
+from tfbs.formats.motifs import ALPHABET
 
 
 def _information_frame(ppm: np.ndarray, first: int = 0):

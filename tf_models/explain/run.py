@@ -29,7 +29,7 @@ from tf_models.seeding import seeding_note
 from tfbs import lineage, storage
 from tfbs.config import PipelineConfig
 from tfbs.errors import MissingInputError
-from tfbs.motifs import read_meme
+from tfbs.formats.motifs import read_meme
 
 log = logging.getLogger("tfbs.explain")
 
@@ -67,9 +67,9 @@ def top_predictions(spark: SparkSession, predictions_uri: str, top_n: int) -> li
 
 def _windows_and_dnase(config: PipelineConfig, rows: list[tuple], window: int, uses_dnase: bool) -> tuple[list, list]:
     """The genome window and DNase input of each row, cut on the driver (a few hundred rows)."""
-    from tfbs.annotate import dnase_proximity
-    from tfbs.dream import read_dnase_peaks
-    from tfbs.genome import gather_windows, load_chromosome, read_fai
+    from tfbs.formats.annotate import dnase_proximity
+    from tfbs.formats.dream import read_dnase_peaks
+    from tfbs.formats.genome import gather_windows, load_chromosome, read_fai
 
     fasta, fai = config.data.genome_fasta, read_fai(config.data.genome_fasta)
     windows: list = [None] * len(rows)

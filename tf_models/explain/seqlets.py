@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tfbs.motifs import encode_dna, reverse_complement_codes
+from tfbs.formats.motifs import encode_dna, reverse_complement_codes
 
 #: Pseudocount per base and column of a profile (seqlet counts are small).
 PSEUDOCOUNT = 0.25

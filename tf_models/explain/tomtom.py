@@ -63,7 +63,7 @@ def tomtom_q(queries: list[np.ndarray], database: dict[str, np.ndarray]) -> tupl
     queries
         ``(width, 4)`` probability matrices, ACGT order.
     database
-        ``{motif id: (width, 4) probabilities}`` (:func:`tfbs.motifs.read_meme`).
+        ``{motif id: (width, 4) probabilities}`` (:func:`tfbs.formats.motifs.read_meme`).
 
     Returns
     -------

@@ -59,7 +59,7 @@ def write_html_report(
         The shard manifest (object, dict or JSON text), for the class balance
         and accounting; if None, ``read_manifest`` reads the lineage's shards.
     read_manifest
-        ``shards_uri -> manifest`` (``tfbs.manifest.read_manifest``).
+        ``shards_uri -> manifest`` (``tfbs.formats.manifest.read_manifest``).
     table_uris
         ``tf -> {baseline: URI}`` of the generator's per-bin tables
         (``DataConfig.generator_table_uris``), to draw the oracle's and the

@@ -56,7 +56,7 @@ def _thin(values: np.ndarray, points: int = CURVE_POINTS) -> list[float]:
 
 def _curve(labels: np.ndarray, scores: np.ndarray) -> dict[str, list[float]]:
     """PR and ROC points of one scorer, thinned to :data:`CURVE_POINTS` each."""
-    from tfbs.metrics import filter_ambiguous, pr_curve, roc_curve
+    from tfbs.formats.metrics import filter_ambiguous, pr_curve, roc_curve
 
     y, s = filter_ambiguous(labels, scores)
     precision, recall, _ = pr_curve(y, s)
@@ -261,7 +261,7 @@ def collect(
         The shard manifest (pydantic object, dict or JSON text); if None,
         ``read_manifest(shards_uri)`` of the version's lineage, if given.
     read_manifest
-        Reads a shard directory's manifest (``tfbs.manifest.read_manifest``).
+        Reads a shard directory's manifest (``tfbs.formats.manifest.read_manifest``).
     table_uris
         ``tf -> {baseline: URI}`` of the generator's per-bin tables
         (``DataConfig.generator_table_uris``), for the oracle's and the

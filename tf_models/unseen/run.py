@@ -27,9 +27,9 @@ from tf_models.unseen.shards import without_tf
 from tf_models.unseen.table import INPUTS, SITES, control_note, family_note, table_rows, verdict, write_table
 from tfbs import lineage, storage
 from tfbs.config import DataConfig, PipelineConfig
-from tfbs.dream import TEST
 from tfbs.errors import ConfigError, MissingInputError
-from tfbs.manifest import Manifest
+from tfbs.formats.dream import TEST
+from tfbs.formats.manifest import Manifest
 
 log = logging.getLogger("tfbs.unseen")
 

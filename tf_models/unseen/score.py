@@ -21,9 +21,9 @@ from tf_models.encoding import dna_one_hot, protein_one_hot
 from tf_models.model import build_model
 from tfbs import storage
 from tfbs.config import ModelConfig
-from tfbs.genome import gather_windows, load_chromosome, read_fai
-from tfbs.metrics import score_predictions
-from tfbs.proteins import protein_table
+from tfbs.formats.genome import gather_windows, load_chromosome, read_fai
+from tfbs.formats.metrics import score_predictions
+from tfbs.formats.proteins import protein_table
 
 _COLUMNS = ["tf", "cell", "chrom", "start", "label_code", "cell_index", "dnase"]
 

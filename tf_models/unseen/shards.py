@@ -12,8 +12,8 @@ import numpy as np
 from blake3 import blake3
 
 from tfbs import storage
-from tfbs.manifest import FileEntry, Manifest, SplitRecords
-from tfbs.records import RecordLayout
+from tfbs.formats.manifest import FileEntry, Manifest, SplitRecords
+from tfbs.formats.records import RecordLayout
 
 
 def filter_record_file(source: str, target: str, layout: RecordLayout, new_index: np.ndarray) -> FileEntry:

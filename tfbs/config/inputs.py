@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from tfbs.config.base import Identity, Section, spark_counts
 from tfbs.config.profile import RealisticConfig
-from tfbs.dream import DREAM_TEST_CHROMS, DREAM_VALID_CHROMS
+from tfbs.formats.dream import DREAM_TEST_CHROMS, DREAM_VALID_CHROMS
 from tfbs.storage import to_uri
 
 
@@ -21,7 +21,7 @@ class SparkConfig(Section):
     conf: dict[str, str] = Field(default_factory=dict)
     class_archive_dir: str | None = Field(
         None,
-        description="local folder of the driver JVM's class archive (tfbs.class_archive); null: none",
+        description="local folder of the driver JVM's class archive (tfbs.launch.class_archive); null: none",
     )
     quick_jvm: list[Literal["driver", "executor", "yarn.am"]] = Field(
         default_factory=list,

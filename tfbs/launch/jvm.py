@@ -1,7 +1,7 @@
 """The JVM options of a launch: the quick compiler where the configuration asks for it, the driver's class archive.
 
 Part of the launch profile (:mod:`tfbs.launch`); the archive itself is
-built by :mod:`tfbs.class_archive`.
+built by :mod:`tfbs.launch.class_archive`.
 """
 
 from __future__ import annotations

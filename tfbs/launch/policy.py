@@ -15,15 +15,15 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from tfbs.current_tokens import plugin_conf
 from tfbs.errors import ConfigError
+from tfbs.launch.current_tokens import plugin_conf
+from tfbs.launch.web_ui import UI_KEY
 from tfbs.spark_master import spark_master
-from tfbs.web_ui import UI_KEY
 
 #: The one address every Spark service of a one-machine run binds to.
 LOOPBACK = "127.0.0.1"
 
-#: Spark's shared secret, drawn per session on one machine (:func:`tfbs.session.build_session`).
+#: Spark's shared secret, drawn per session on one machine (:func:`tfbs.launch.session.build_session`).
 AUTH_SECRET = "spark.authenticate.secret"
 
 #: The settings a session draws per session on one machine, kept off every command line.
@@ -67,7 +67,7 @@ YARN_SECURITY = {**CLUSTER_SECURITY, "spark.ui.killEnabled": "false"}
 #: The environment variable naming the file that holds a standalone
 #: cluster's shared secret (the one its master and workers were started
 #: with; ``hadoop/hosts.py`` exports it for the gateway). Read by
-#: :func:`tfbs.session.build_session`, handed to Spark through py4j, never
+#: :func:`tfbs.launch.session.build_session`, handed to Spark through py4j, never
 #: on a command line.
 SECRET_FILE_ENV = "TFBS_SPARK_SECRET_FILE"
 
@@ -87,7 +87,7 @@ def yarn_conf() -> dict[str, str]:
 
     :data:`YARN_SECURITY`, and the executor plugin that copies each
     container's current Hadoop tokens where its Python processes read them
-    (:mod:`tfbs.current_tokens`): without it a TF node on a keytab
+    (:mod:`tfbs.launch.current_tokens`): without it a TF node on a keytab
     submission fails once its launch-time token is a renewal interval old.
     """
     return {**YARN_SECURITY, **plugin_conf()}
@@ -100,14 +100,14 @@ def network_conf(master: str) -> dict[str, str]:
     manager bind and advertise ``127.0.0.1``. The rest (the UI, a
     ``local-cluster``'s master, workers and executor JVMs) follows
     ``SPARK_LOCAL_IP`` (:data:`LOCAL_ENV`), which
-    :func:`tfbs.session.build_session` sets before the JVM starts: Spark
+    :func:`tfbs.launch.session.build_session` sets before the JVM starts: Spark
     binds its web UIs to ``SPARK_LOCAL_IP`` or else every interface, and
     executors inherit the driver JVM's environment. ``spark.authenticate``
     too, with a secret the session draws: another user of the machine
     reaches loopback, and a ``local-cluster``'s master would otherwise take
     any worker's registration (and hand it tasks, whose closures carry the
     TF cluster's secrets). The web UIs, which no secret of Spark's guards,
-    go behind a key the session draws too (:mod:`tfbs.web_ui`).
+    go behind a key the session draws too (:mod:`tfbs.launch.web_ui`).
 
     YARN: :data:`YARN_SECURITY` (Spark's ACLs on, the UI's kill action
     off). ``spark.authenticate`` with no secret
@@ -142,7 +142,7 @@ def network_conf(master: str) -> dict[str, str]:
             "spark.driver.bindAddress": LOOPBACK,
             "spark.driver.host": LOOPBACK,
             "spark.authenticate": "true",
-            # Only the run's token opens the web UIs (tfbs.web_ui); even then they stop nothing.
+            # Only the run's token opens the web UIs (tfbs.launch.web_ui); even then they stop nothing.
             "spark.ui.killEnabled": "false",
         }
     if where.yarn:

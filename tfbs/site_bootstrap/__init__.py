@@ -15,7 +15,7 @@ too narrow; this module resamples genomic *regions* instead:
 3. :func:`weighted_metrics` evaluates auPRC (Davis-Goadrich, PRROC
    ``auc.davis.goadrich``), auROC and recall at 10 % FDR on the weighted
    bins of many resamples at once.  With integer weights each value equals
-   the :mod:`tfbs.metrics` value on the data with every row repeated its
+   the :mod:`tfbs.formats.metrics` value on the data with every row repeated its
    weight times (auROC and recall bit for bit, auPRC up to the order of a
    floating-point sum).  Recall at 50 % FDR is not bootstrapped.
 4. :func:`bootstrap_metrics` scores several keys and methods on the same
@@ -28,7 +28,7 @@ JSON layout of :func:`bootstrap_metrics`
 ----------------------------------------
 An *interval* is ``{"estimate": float, "ci": [lo, hi]}``: ``estimate`` is
 the value on all bins (for a key, identical to
-:func:`tfbs.metrics.score_predictions`), ``ci`` the 2.5 and 97.5
+:func:`tfbs.formats.metrics.score_predictions`), ``ci`` the 2.5 and 97.5
 percentiles over the resamples where the value is defined (``null`` if it
 is defined in none).  A resample is undefined for a key when it draws no
 ``B`` or no ``U`` bin of that key; a group mean or difference is undefined

@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tfbs.metrics import (
+from tfbs.formats.metrics import (
     _auprc_dg_steps,
     _auroc_steps,
     _recall_at_fdr_steps,
@@ -210,7 +210,7 @@ def bootstrap_metrics(
     Raises
     ------
     ValueError
-        On invalid labels or scores (as :func:`tfbs.metrics.score_predictions`),
+        On invalid labels or scores (as :func:`tfbs.formats.metrics.score_predictions`),
         a key without B or U bins, or a group naming an unknown key.
     """
     groups = dict(groups or {})

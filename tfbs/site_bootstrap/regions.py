@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from tfbs.metrics import (
+from tfbs.formats.metrics import (
     _encode_labels,
 )
 

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tfbs.metrics import (
+from tfbs.formats.metrics import (
     _check_binary,
     _encode_labels,
 )
@@ -109,14 +109,14 @@ def _curve(prep: PreparedScores, mult: np.ndarray) -> _Curve:
 
 def _weighted_auroc(c: _Curve, n_pos: np.ndarray, n_neg: np.ndarray) -> np.ndarray:
     # 2U = sum over positive steps of d * (2 * U bins below + U bins tied):
-    # the same integer as tfbs.metrics' sum dFP * (TP + TP_prev), and exact
+    # the same integer as tfbs.formats.metrics' sum dFP * (TP + TP_prev), and exact
     # in float64 (integers below 2**53), so the quotient is bit-identical.
     num = np.sum(c.d * (2.0 * n_neg[:, None] - c.fp - c.fp_prev), axis=1)
     return num / (2.0 * n_pos * n_neg)
 
 
 def _weighted_auprc(c: _Curve, n_pos: np.ndarray) -> np.ndarray:
-    """Davis-Goadrich area per resample, the rule of ``tfbs.metrics._auprc_dg_steps``.
+    """Davis-Goadrich area per resample, the rule of ``tfbs.formats.metrics._auprc_dg_steps``.
 
     A positive step with nothing drawn above it is the first step of the
     weighted curve (flat at its own precision); the previous point of any
@@ -168,7 +168,7 @@ def _interior_points(c: _Curve, tp_prev: np.ndarray, interp: np.ndarray) -> np.n
 
 def _weighted_recall(c: _Curve, n_pos: np.ndarray) -> np.ndarray:
     # Largest recall over thresholds with 1 - precision <= 10 %, as
-    # tfbs.metrics._recall_at_fdr_steps; a step adding only U bins has a
+    # tfbs.formats.metrics._recall_at_fdr_steps; a step adding only U bins has a
     # lower precision at the same recall, so positive steps suffice.
     with np.errstate(invalid="ignore", divide="ignore"):
         ok = (1 - c.tp / (c.tp + c.fp)) <= FDR
@@ -225,7 +225,7 @@ def key_data(labels: np.ndarray, region: np.ndarray, n_regions: int) -> KeyData:
 
 
 def method_scores(key: KeyData, scores: np.ndarray) -> np.ndarray:
-    """The scores of the key's U/B bins, validated as tfbs.metrics does."""
+    """The scores of the key's U/B bins, validated as tfbs.formats.metrics does."""
     s = np.asarray(scores)
     if s.shape != key.keep.shape:
         raise ValueError(f"scores and labels differ in shape: {s.shape} != {key.keep.shape}")
@@ -253,7 +253,7 @@ def weighted_metrics(
     """Metrics of one key and method under each row of region multiplicities.
 
     Bin ``i`` has weight ``multiplicity[r, region[i]]`` in resample ``r``.
-    Each value equals the :mod:`tfbs.metrics` value on the U/B bins repeated
+    Each value equals the :mod:`tfbs.formats.metrics` value on the U/B bins repeated
     their weight times: ``auroc`` and ``recall_at_fdr_10`` bit for bit,
     ``auprc`` (Davis-Goadrich) up to float rounding of a differently
     ordered sum.  Recall at 50 % FDR is not computed.
@@ -282,7 +282,7 @@ def weighted_metrics(
     Weights 2, 1, 1 are the data with the first bin twice:
 
     >>> w = weighted_metrics(["B", "U", "B"], [0.9, 0.5, 0.1], np.arange(3), np.array([[2, 1, 1]]))
-    >>> from tfbs.metrics import auroc
+    >>> from tfbs.formats.metrics import auroc
     >>> float(w["auroc"][0]) == auroc(np.array([1, 1, 0, 1]), np.array([0.9, 0.9, 0.5, 0.1]))
     True
     """

@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tfbs.dream import LABEL_CODES
+from tfbs.formats.dream import LABEL_CODES
 
 __all__ = [
     "filter_ambiguous",

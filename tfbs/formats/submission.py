@@ -13,9 +13,9 @@ import math
 from collections.abc import Iterator
 
 from tfbs import storage
-from tfbs.dream import BIN_SIZE, BIN_STEP
 from tfbs.errors import BadInputError
-from tfbs.genome import read_fai
+from tfbs.formats.dream import BIN_SIZE, BIN_STEP
+from tfbs.formats.genome import read_fai
 
 #: The two bytes every gzip stream starts with.
 GZIP_MAGIC = b"\x1f\x8b"

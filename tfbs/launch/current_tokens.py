@@ -11,7 +11,7 @@ its shards with hdfs-native) kept the token of its launch and failed with
 ``InvalidToken: Token has expired`` one renewal interval after that token
 was issued (24 h by default on a real cluster).
 
-``tfbs/jvm/CurrentTokensPlugin.java``, a Spark executor plugin, copies the
+``tfbs/launch/java/CurrentTokensPlugin.java``, a Spark executor plugin, copies the
 executor JVM's current tokens to a file beside YARN's whenever they change;
 :func:`tfbs.hadoop_conf.use_current_tokens` points the container's Python
 HDFS clients at that copy, which hdfs-native reads for each new connection.
@@ -35,7 +35,7 @@ from tfbs.private_dirs import is_own_file
 #: The plugin's class, for ``spark.plugins``.
 PLUGIN_CLASS = "tfbs.jvm.CurrentTokensPlugin"
 #: Its source, shipped with the package.
-SOURCE = Path(__file__).resolve().parent / "jvm" / "CurrentTokensPlugin.java"
+SOURCE = Path(__file__).resolve().parent / "java" / "CurrentTokensPlugin.java"
 
 
 def cache_dir() -> Path:
@@ -49,7 +49,7 @@ def _javac() -> str:
     found = str(Path(home) / "bin" / "javac") if home else shutil.which("javac")
     if not found or not Path(found).exists():
         raise FileNotFoundError(
-            "javac not found: the YARN launch profile compiles its executor plugin (tfbs/jvm/); "
+            "javac not found: the YARN launch profile compiles its executor plugin (tfbs/launch/java/); "
             "install a JDK 17 (make does: scripts/system_deps.sh) or set JAVA_HOME to one"
         )
     return found

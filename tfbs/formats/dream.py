@@ -15,8 +15,8 @@ from typing import Literal
 import numpy as np
 
 from tfbs import storage
-from tfbs.bed import read_bed
 from tfbs.errors import BadInputError
+from tfbs.formats.bed import read_bed
 
 BIN_SIZE = 200
 BIN_STEP = 50
@@ -149,7 +149,7 @@ def read_bed_intervals(
 ) -> dict[str, tuple[np.ndarray, ...]]:
     """Read the first three columns of a BED/narrowPeak file, by chromosome: ``{chrom: (starts, ends)}``.
 
-    Every line is checked (see :func:`tfbs.bed.read_bed`, which this is).
+    Every line is checked (see :func:`tfbs.formats.bed.read_bed`, which this is).
 
     Raises
     ------
@@ -164,7 +164,7 @@ def read_dnase_peaks(uri: str, chrom_sizes: dict[str, int] | None = None) -> dic
 
     Summits are positions on the chromosome (a peak's midpoint when the file
     has no summit column or the summit is -1); they place each bin in its
-    open region (:func:`tfbs.annotate.peak_proximity`).
+    open region (:func:`tfbs.formats.annotate.peak_proximity`).
 
     Raises
     ------

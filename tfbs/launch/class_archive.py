@@ -8,7 +8,7 @@ Airflow task. Java 17 can dump the classes a run loaded into an archive
 (``-XX:SharedArchiveFile``); a driver then starts in about 2 s.
 
 The archive is built once, by a small Spark run (``python -m
-tfbs.class_archive --config conf/demo.yaml``, which ``make`` runs), into the
+tfbs.launch.class_archive --config conf/demo.yaml``, which ``make`` runs), into the
 configuration's ``spark.class_archive_dir``, under a name keyed by the Java
 binary and the PySpark jars (:func:`tfbs.launch.archive_path`), so an
 upgrade of either builds a new one instead of using the old. A JVM that cannot use an archive (another
@@ -34,7 +34,7 @@ from pathlib import Path
 from tfbs.launch import DUMP_OPTION, StageNeeds, archive_path, java_options
 from tfbs.private_dirs import is_own_file
 
-log = logging.getLogger("tfbs.class_archive")
+log = logging.getLogger("tfbs.launch.class_archive")
 
 
 def build_archive(directory: str | os.PathLike[str], java_options: str = "") -> Path:
@@ -68,7 +68,7 @@ def build_archive(directory: str | os.PathLike[str], java_options: str = "") -> 
     partial = archive.with_name(f".{archive.name}.{uuid.uuid4().hex[:8]}")
     started = time.monotonic()
     subprocess.run(
-        [sys.executable, "-m", "tfbs.class_archive", "--dump-to", str(partial), "--java-options", java_options],
+        [sys.executable, "-m", "tfbs.launch.class_archive", "--dump-to", str(partial), "--java-options", java_options],
         check=True,
     )
     if not partial.is_file():
@@ -89,7 +89,7 @@ def _dump(partial: Path, java_options: str) -> None:
     from pyspark import SparkContext
 
     from tfbs.config import SparkConfig
-    from tfbs.session import build_session
+    from tfbs.launch.session import build_session
 
     # -Xlog: without it the JVM lists every class it cannot archive (signed jars, old class files).
     options = f"{java_options} {DUMP_OPTION}{partial} -Xlog:cds=off -Xlog:cds+dynamic=off".strip()

@@ -6,7 +6,7 @@ logs in from a keytab gets a cache of its own, in a private folder, so two
 submissions never share or overwrite a ticket, and the cache goes when the
 submission ends.
 
-``python -m tfbs.kerberos --principal P --keytab K -- COMMAND ...`` runs a
+``python -m tfbs.launch.kerberos --principal P --keytab K -- COMMAND ...`` runs a
 command with such a ticket (``scripts/submit_yarn.sh``); ``--cache
 FILE:<path>`` only writes the ticket to a cache the caller owns and removes
 (the Airflow tasks, which hand it to the provider's ``spark-submit``).

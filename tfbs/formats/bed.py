@@ -23,7 +23,7 @@ import pyarrow.csv as pacsv
 from tfbs import storage
 from tfbs.errors import BadInputError
 
-log = logging.getLogger("tfbs.bed")
+log = logging.getLogger("tfbs.formats.bed")
 
 #: ``{chrom: (starts, ends)}`` (or ``(starts, ends, summits)``), int64 arrays in file order.
 Intervals = dict[str, tuple[np.ndarray, ...]]

@@ -22,8 +22,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
-from tfbs.bedtools import run_bedtools
-from tfbs.dream import BIN_SIZE
+from tfbs.formats.bedtools import run_bedtools
+from tfbs.formats.dream import BIN_SIZE
 
 #: ``{source name: (starts, ends)}`` or ``(starts, ends, summits)`` of the intervals on one chromosome.
 Intervals = dict[str, tuple[np.ndarray, ...]]
@@ -158,7 +158,7 @@ def dnase_proximity(chrom: str, starts: np.ndarray, peaks: dict[str, dict]) -> d
     starts
         Bin starts.
     peaks
-        ``{cell: {chrom: (starts, ends, summits)}}`` (:func:`tfbs.dream.read_dnase_peaks`).
+        ``{cell: {chrom: (starts, ends, summits)}}`` (:func:`tfbs.formats.dream.read_dnase_peaks`).
 
     Returns
     -------

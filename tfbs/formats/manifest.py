@@ -39,7 +39,7 @@ from tfbs import storage
 from tfbs.errors import BadInputError
 
 #: 4: the fingerprint holds a content digest of every input; every file entry its SHA-256.
-#: 5: a row's ``dnase`` is its proximity to the cell's DNase summit (tfbs.annotate.peak_proximity), not a flag.
+#: 5: a row's ``dnase`` is its proximity to the cell's DNase summit (tfbs.formats.annotate.peak_proximity), not a flag.
 #: 6: BLAKE3 instead of SHA-256, in file entries (``blake3``) and the fingerprint (kind ``blake3``).
 #: 7: held-out cells (``heldout_cells``, the outcome ``excluded_heldout_cell``).
 #: 8: file entries' paths relative to the shard folder in ``manifest.json`` (a moved folder reads its own files).

@@ -13,7 +13,7 @@ Layout of one record (``window + 4`` bytes)::
     window        label: 0 unbound, 1 bound
     window + 1    TF index (into the manifest's ``tfs``)
     window + 2    cell index (into the manifest's ``cells``)
-    window + 3    DNase proximity (tfbs.annotate.peak_proximity), 0-255 for 0.0-1.0
+    window + 3    DNase proximity (tfbs.formats.annotate.peak_proximity), 0-255 for 0.0-1.0
 """
 
 from __future__ import annotations

@@ -36,10 +36,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
-from tfbs.bed import read_bed
-from tfbs.bedtools import run_bedtools
-from tfbs.dream import BIN_SIZE, BIN_STEP, read_chrom_sizes
 from tfbs.errors import BadInputError, MissingInputError
+from tfbs.formats.bed import read_bed
+from tfbs.formats.bedtools import run_bedtools
+from tfbs.formats.dream import BIN_SIZE, BIN_STEP, read_chrom_sizes
 from tfbs.storage import PARTIAL_SUFFIX, local_path
 
 #: Rows formatted per slice when writing TSV (about 25 MB of text).
@@ -104,7 +104,7 @@ def check_peak_files(peaks: dict[str, tuple[str, str]], sizes: dict[str, int], b
     MissingInputError
         If a peak file is missing.
     BadInputError
-        Naming file, line and reason (see :func:`tfbs.bed.read_bed`).
+        Naming file, line and reason (see :func:`tfbs.formats.bed.read_bed`).
     """
     for cell, pair in sorted(peaks.items()):
         for kind, path in zip(("conservative", "relaxed"), pair):
@@ -234,10 +234,10 @@ def build_labels(
         If a peak file is missing.
     BadInputError
         A malformed sizes, peak or blacklist line (:func:`check_peak_files`).
-    tfbs.bedtools.BedtoolsError
+    tfbs.formats.bedtools.BedtoolsError
         If bedtools is missing or fails.
     """
-    log = logging.getLogger("tfbs.labels")
+    log = logging.getLogger("tfbs.formats.labels")
     started = time.perf_counter()
     if not peaks:
         raise ValueError("build_labels: no cell given in peaks")

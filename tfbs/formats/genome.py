@@ -14,8 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from tfbs import storage
-from tfbs.dream import BIN_SIZE
 from tfbs.errors import BadInputError
+from tfbs.formats.dream import BIN_SIZE
 
 #: Status of a bin's window, as counted in the manifest.
 WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N = 0, 1, 2

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from tfbs.config import SparkConfig
 from tfbs.interrupts import note_interrupts, raise_if_interrupted
 from tfbs.launch import StageNeeds, launch_profile
-from tfbs.web_ui import UI_FILTER, save_token, token_path
+from tfbs.launch.web_ui import UI_FILTER, save_token, token_path
 
 
 def _local_cluster_home(scratch_dir: str) -> str:
