@@ -25,12 +25,6 @@ from typing import Any
 from airflow.sdk import Variable
 from airflow.sdk.exceptions import AirflowException, AirflowFailException
 
-#: The executors' interpreter inside the archive of ``tfbs_env_archive``.
-ARCHIVE_ALIAS = "environment"
-
-#: The GPU discovery script under ``<project>/scripts``, shipped with training.
-GPU_DISCOVERY_SCRIPT = "get_gpus_resources.sh"
-
 #: A job's exit code when the user's configuration or input is wrong (``jobs.common.run_stage``).
 USER_ERROR = 2
 
@@ -128,20 +122,19 @@ def ask_project(deployment: Deployment, job: str, arguments: list[str], log: log
     raise AirflowException(f"{job} exited {done.returncode} without an answer: {error}")
 
 
-def launch_profile(
-    deployment: Deployment, config: str, overrides: list[str], master: str, environment: str | None
-) -> tuple[dict[str, str], dict[str, str]]:
-    """The Spark settings and environment a submission of ``config`` to ``master`` needs (``tfbs.launch``,
-    which classifies the master), with the interpreters of the driver and, from the packed environment
-    shipped as ``environment`` (None: none), of the executors.
+def launch_profile(deployment: Deployment, config: str, overrides: list[str], master: str) -> dict[str, Any]:
+    """What a submission of ``config`` to ``master`` needs (``tfbs.launch``, which classifies the master):
+    its settings, the interpreters of the driver and, from ``tfbs_env_archive``, of the executors, and
+    the archives and files it ships.
 
     Runs ``python -m tfbs.launch --json`` with the project's interpreter in
     the project directory, so the scheduler never imports pipeline code.
 
     Returns
     -------
-    tuple of dict
-        ``spark-submit``'s ``--conf`` settings, and its environment's additions.
+    dict
+        ``conf`` (``spark-submit``'s ``--conf`` settings), ``env`` (its
+        environment's additions), ``archives`` (or None) and ``files``.
 
     Raises
     ------
@@ -149,15 +142,14 @@ def launch_profile(
         If the configuration cannot be read: no retry would help.
     """
     command = [deployment.python, "-m", "tfbs.launch", "--json", "--master", master, "--python", deployment.python]
-    if environment:
-        command += ["--environment", environment]
+    if deployment.env_archive:
+        command += ["--env-archive", deployment.env_archive]
     command += config_arguments(deployment, config, overrides)
     done = subprocess.run(command, cwd=deployment.project_dir, capture_output=True, text=True)
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or [""])[-1]
         raise AirflowFailException(f"the launch profile of {config} ({' '.join(command)}): {last}")
-    profile = json.loads(done.stdout.strip().splitlines()[-1])
-    return dict(profile["conf"]), dict(profile["env"])
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 @contextlib.contextmanager
@@ -165,7 +157,7 @@ def kerberos_ticket(deployment: Deployment) -> Iterator[dict[str, str]]:
     """A ticket of the deployment's principal in a cache of this task's own; its ``KRB5CCNAME``.
 
     Nothing (an empty dict) when no principal is configured. The project
-    writes the ticket from the keytab (``python -m tfbs.kerberos --cache``)
+    writes the ticket from the keytab (``python -m tfbs.launch.kerberos --cache``)
     to a cache in a private folder of the task's, removed when the block ends.
 
     Raises
@@ -180,7 +172,7 @@ def kerberos_ticket(deployment: Deployment) -> Iterator[dict[str, str]]:
         raise AirflowFailException("Variable tfbs_principal is set: set tfbs_keytab beside it")
     folder = tempfile.mkdtemp(prefix="tfbs-krb5cc-")
     env = {"KRB5CCNAME": f"FILE:{folder}/cc"}
-    command = [deployment.python, "-m", "tfbs.kerberos", "--principal", deployment.principal]
+    command = [deployment.python, "-m", "tfbs.launch.kerberos", "--principal", deployment.principal]
     command += ["--keytab", deployment.keytab, "--cache", env["KRB5CCNAME"]]
     try:
         done = subprocess.run(command, cwd=deployment.project_dir, capture_output=True, text=True)

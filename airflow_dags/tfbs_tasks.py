@@ -18,8 +18,6 @@ from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 from airflow.sdk import BaseHook, BaseOperator, BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowFailException, AirflowSkipException
 from tfbs_deployment import (
-    ARCHIVE_ALIAS,
-    GPU_DISCOVERY_SCRIPT,
     Deployment,
     ask_project,
     config_arguments,
@@ -137,22 +135,16 @@ class StageSubmitOperator(BaseOperator):
             for option in ("regions", "tf", "cell", "out"):
                 if predict.get(option):
                     arguments += [f"--{option}", predict[option]]
-        archives, environment = None, None
-        if deployment.env_archive:
-            archive, _, alias = deployment.env_archive.partition("#")
-            environment = alias or ARCHIVE_ALIAS
-            archives = f"{archive}#{environment}"
-        conf, env = launch_profile(deployment, params["config"], list(params["overrides"]), master, environment)
+        profile = launch_profile(deployment, params["config"], list(params["overrides"]), master)
         # spark-submit's launcher finds pyspark with $PYSPARK_PYTHON; the profile gives the driver's and executors'.
-        env |= {"PYSPARK_PYTHON": deployment.python, **deployment.hadoop_env}
+        env = {**profile["env"], "PYSPARK_PYTHON": deployment.python, **deployment.hadoop_env}
         return Submission(
             application=str(deployment.project_dir / "jobs" / f"{self.stage}.py"),
             arguments=arguments,
-            conf={**conf, **(deployment.spark_conf or {})},
+            conf={**profile["conf"], **(deployment.spark_conf or {})},
             env=env,
-            archives=archives,
-            # Spark runs it on GPU nodes from the container's working directory.
-            files=str(deployment.project_dir / "scripts" / GPU_DISCOVERY_SCRIPT) if self.stage == "train" else None,
+            archives=profile["archives"],
+            files=",".join(profile["files"]) or None,
         )
 
     def hook(self, deployment: Deployment, params: dict[str, Any]) -> tuple[SparkSubmitHook, Submission]:

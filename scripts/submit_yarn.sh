@@ -37,21 +37,17 @@ cd "$(dirname "$0")/.."
 
 stage="${1:?usage: $0 <stage> [spark-submit options] -- [stage arguments]}"
 shift
-# The GPU discovery script goes with every submission, beside any --files
-# given (spark-submit keeps only the last --files): on a GPU node Spark runs
-# it in the container's working directory (train.placement.gpu_discovery_script:
-# ./get_gpus_resources.sh, conf/yarn_gpu.yaml).
-discovery=scripts/get_gpus_resources.sh
+# The submitter's own --files go to the launch profile, which ships them with
+# the GPU discovery script (spark-submit keeps only the last --files).
 submit_options=()
-shipped=
+user_files=()
 while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
   if [ "$1" = "--files" ] && [ "$#" -gt 1 ]; then
-    submit_options+=("$1" "$2,$discovery"); shipped=1; shift 2
+    user_files=(--files "$2"); shift 2
   else
     submit_options+=("$1"); shift
   fi
 done
-[ -n "$shipped" ] || submit_options+=(--files "$discovery")
 [ "${1:-}" = "--" ] && shift
 : "${HADOOP_CONF_DIR:?set HADOOP_CONF_DIR to the client configuration of the cluster}"
 
@@ -61,8 +57,8 @@ if [ -n "${TFBS_PRINCIPAL:-}" ]; then
   : "${TFBS_KEYTAB:?set TFBS_KEYTAB beside TFBS_PRINCIPAL}"
   submit_options+=(--principal "$TFBS_PRINCIPAL" --keytab "$TFBS_KEYTAB")
   # The driver's HDFS client (hdfs-native) reads a ticket cache: this
-  # submission's own, gone when it ends (tfbs/kerberos.py).
-  with_ticket=("$python" -m tfbs.kerberos --principal "$TFBS_PRINCIPAL" --keytab "$TFBS_KEYTAB" --)
+  # submission's own, gone when it ends (tfbs/launch/kerberos.py).
+  with_ticket=("$python" -m tfbs.launch.kerberos --principal "$TFBS_PRINCIPAL" --keytab "$TFBS_KEYTAB" --)
 fi
 env_archive="${TFBS_ENV_ARCHIVE:-build/dist/tfbs-env.tar.gz}"
 spark_archive="${TFBS_SPARK_ARCHIVE:-build/dist/spark-jars.zip}"
@@ -82,17 +78,19 @@ for ((i = 0; i < ${#arguments[@]}; i++)); do
   esac
 done
 # One argument a line; a value may hold spaces (JVM options), never a newline.
-# With the packaging: the driver on this Python, executors on the archive's, the
-# cluster found in the Hadoop configuration Spark puts in every container.
-launch_options=(--deploy yarn --python "$python" --environment environment --spark-archive "$spark_archive")
+# With the packaging: the driver on this Python, executors on the archive's
+# (--archives), the cluster found in the Hadoop configuration Spark puts in
+# every container, the files a container needs (--files).
+launch_options=(--deploy yarn --python "$python" --env-archive "$env_archive" --spark-archive "$spark_archive")
+launch_options+=("${user_files[@]}")
 [ -z "${SPARK_LOCAL_IP:-}" ] || launch_options+=(--local-ip "$SPARK_LOCAL_IP")
 profile=$("$python" -m tfbs.launch "${launch_options[@]}" "${profile_args[@]}")
-conf=()
-[ -z "$profile" ] || mapfile -t conf <<<"$profile"
+profile_options=()
+[ -z "$profile" ] || mapfile -t profile_options <<<"$profile"
 case "$stage" in
   *.py) application=$stage ;;
   *) application=jobs/$stage.py ;;
 esac
 exec "${with_ticket[@]}" "$SPARK_HOME/bin/spark-submit" --master yarn --deploy-mode client \
-  --archives "$env_archive#environment" "${conf[@]}" "${submit_options[@]}" \
+  "${profile_options[@]}" "${submit_options[@]}" \
   "$application" "$@"

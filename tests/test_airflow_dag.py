@@ -54,6 +54,7 @@ from blake3 import blake3
 from conftest import DEMO_CONFIG, PIPELINE_OVERRIDES, REPO
 from hostnet import placement_hosts
 
+from tfbs.config import DEFAULT_GPU_DISCOVERY_SCRIPT
 from tfbs.launch import QUICK_JVM_OPTIONS
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -309,8 +310,8 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
         }, stage
         # The training job sizes its own executors (one per TF node): no stage's command does.
         assert not {"--num-executors", "--executor-cores"} & set(argv), stage
-        shipped = ("--files", str(tmp_path / "scripts" / "get_gpus_resources.sh")) in pairs
-        assert shipped == (stage == "train"), stage
+        # The launch profile ships the GPU discovery script with every YARN submission (DEFAULT_GPU_DISCOVERY_SCRIPT).
+        assert ("--files", DEFAULT_GPU_DISCOVERY_SCRIPT) in pairs, stage
     train = commands["train"]["argv"]
     assert train[-4:] == ["--set", "train.placement.num_ps=2", "--set", "train.placement.num_workers=3"]
     predict = commands["predict"]["argv"]

@@ -201,7 +201,7 @@ def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
     seen = {}
     monkeypatch.setattr(tfos, "run_cluster", lambda sc, main, node_args, **kw: seen.update(node_args))
     spark = type("FakeSpark", (), {"sparkContext": None})()
-    from tfbs.manifest import FileEntry, Manifest, SplitRecords
+    from tfbs.formats.manifest import FileEntry, Manifest, SplitRecords
 
     records = SplitRecords(
         positives=[FileEntry(path="p.rec", rows=100, blake3="0" * 64)],
@@ -441,7 +441,7 @@ def test_a_node_logs_its_devices_and_warns_when_given_gpus_it_cannot_use(caplog,
 
 @pytest.mark.parametrize(
     "given, shipped",
-    [([], "scripts/get_gpus_resources.sh"), (["--files", "extra.txt"], "extra.txt,scripts/get_gpus_resources.sh")],
+    [([], DEFAULT_GPU_DISCOVERY_SCRIPT), (["--files", "extra.txt"], f"extra.txt,{DEFAULT_GPU_DISCOVERY_SCRIPT}")],
 )
 def test_submit_yarn_ships_the_discovery_script_with_any_other_files(tmp_path, given, shipped):
     """scripts/submit_yarn.sh, run against a spark-submit that prints its arguments."""

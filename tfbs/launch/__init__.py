@@ -4,7 +4,7 @@ The one package that writes Spark's settings, whoever starts the JVM
 (the network policy per master in :mod:`tfbs.launch.policy`, the JVM's
 options and class archive in :mod:`tfbs.launch.jvm`, a stage's needs and
 the whole profile in :mod:`tfbs.launch.profile`, re-exported here):
-:func:`launch_profile` for a session (:func:`tfbs.session.build_session`,
+:func:`launch_profile` for a session (:func:`tfbs.launch.session.build_session`,
 in-process or under ``spark-submit``; the class archive's run), and
 :func:`submission_profile` for a ``spark-submit`` command line
 (``scripts/submit_yarn.sh``, the Airflow DAG through ``python -m
@@ -19,7 +19,7 @@ writes them as settings. The profile holds:
 - the JVM options of the configuration's ``spark.quick_jvm`` roles
   (:data:`QUICK_JVM_OPTIONS`, :func:`java_options`);
 - the driver's class archive (:func:`with_archive`, built by
-  :mod:`tfbs.class_archive`);
+  :mod:`tfbs.launch.class_archive`);
 - for a ``spark-submit``, which interpreters the driver and the executors
   run, the packed environment's on YARN (:func:`python_packaging`), and
   the archive of Spark's jars YARN ships;
@@ -57,11 +57,14 @@ from tfbs.launch.policy import (
     yarn_conf,
 )
 from tfbs.launch.profile import (
+    ENVIRONMENT_ALIAS,
     GPU_RESOURCE,
     HADOOP_CONF_IN_CONTAINER,
     LaunchProfile,
     StageNeeds,
+    command_line,
     launch_profile,
+    packed_environment,
     python_packaging,
     stage_conf,
     submission_profile,
@@ -73,6 +76,7 @@ __all__ = [
     "AUTH_SECRET",
     "CLUSTER_SECURITY",
     "DUMP_OPTION",
+    "ENVIRONMENT_ALIAS",
     "GCM_CIPHER",
     "GPU_RESOURCE",
     "HADOOP_CONF_IN_CONTAINER",
@@ -88,10 +92,12 @@ __all__ = [
     "archive_path",
     "check_security",
     "cluster_secret",
+    "command_line",
     "insecure_settings",
     "java_options",
     "launch_profile",
     "network_conf",
+    "packed_environment",
     "python_packaging",
     "stage_conf",
     "submission_profile",

@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from tfbs.config import SparkConfig
+from tfbs.config import DEFAULT_GPU_DISCOVERY_SCRIPT, SparkConfig
 from tfbs.launch.jvm import java_options, with_archive
 from tfbs.launch.policy import (
     AUTH_SECRET,
@@ -18,8 +18,8 @@ from tfbs.launch.policy import (
     network_conf,
     yarn_conf,
 )
+from tfbs.launch.web_ui import UI_FILTER, UI_KEY, ui_key_and_token
 from tfbs.spark_master import Deploy, SparkMaster, spark_master
-from tfbs.web_ui import UI_FILTER, UI_KEY, ui_key_and_token
 
 #: Spark's name of the GPUs it schedules (``spark.executor.resource.gpu.*``); YARN's is ``yarn.io/gpu``.
 GPU_RESOURCE = "gpu"
@@ -121,7 +121,11 @@ class LaunchProfile:
     secret_keys : frozenset of str
         The keys of ``conf`` no command line may carry: the JVM gets them through py4j.
     ui_token : str
-        The bearer token that opens the web UIs (:mod:`tfbs.web_ui`); "" when no key was drawn.
+        The bearer token that opens the web UIs (:mod:`tfbs.launch.web_ui`); "" when no key was drawn.
+    archives : str or None
+        A ``spark-submit``'s ``--archives``: the packed environment as ``<tar.gz>#<alias>`` (YARN).
+    files : tuple of str
+        A ``spark-submit``'s ``--files``, comma-joined on its command line.
     """
 
     master: SparkMaster
@@ -129,6 +133,8 @@ class LaunchProfile:
     env: dict[str, str] = field(default_factory=dict)
     secret_keys: frozenset[str] = frozenset()
     ui_token: str = ""
+    archives: str | None = None
+    files: tuple[str, ...] = ()
 
     def public_conf(self) -> dict[str, str]:
         """``conf`` without its secrets: what a JVM's command line may show."""
@@ -206,9 +212,10 @@ def submission_profile(
     master: SparkMaster,
     *,
     python: str | None = None,
-    environment: str | None = None,
+    env_archive: str | None = None,
     spark_archive: str | None = None,
     local_ip: str | None = None,
+    files: tuple[str, ...] = (),
 ) -> LaunchProfile:
     """What a ``spark-submit`` of this configuration on ``master`` must give on its command line.
 
@@ -221,15 +228,26 @@ def submission_profile(
     another class path (the cluster's configuration on it), where the
     archive cannot serve. Nothing for a standalone or other cluster.
 
+    On YARN the submission also ships the GPU discovery script
+    (:data:`~tfbs.config.base.DEFAULT_GPU_DISCOVERY_SCRIPT`) with ``files``:
+    a GPU node's executor runs it from its working directory
+    (``train.placement.gpu_discovery_script: ./get_gpus_resources.sh``,
+    conf/yarn_gpu.yaml), and ``spark-submit`` keeps only its last
+    ``--files``.
+
     Parameters
     ----------
-    python, environment
-        The driver's interpreter and the packed environment's alias: the
-        interpreters (:func:`python_packaging`).
+    python
+        The driver's interpreter: the interpreters (:func:`python_packaging`).
+    env_archive
+        The packed environment the executors run, ``<tar.gz>[#<alias>]``
+        (:func:`packed_environment`), shipped with ``--archives``.
     spark_archive
         The zip of Spark's jars YARN ships (``spark.yarn.archive``).
     local_ip
         The address the containers' Spark binds (``SPARK_LOCAL_IP``), on hosts of several addresses.
+    files
+        The submitter's own ``--files``.
 
     Examples
     --------
@@ -244,13 +262,36 @@ def submission_profile(
         driver = with_archive(conf.get("spark.driver.extraJavaOptions", ""), spark.class_archive_dir)
         if driver:
             conf["spark.driver.extraJavaOptions"] = driver
+    archives, environment = packed_environment(env_archive) if env_archive else (None, None)
     if python:
         conf = python_packaging(python, environment) | conf
     if spark_archive:
         conf["spark.yarn.archive"] = spark_archive
     if local_ip:
         conf |= {f"{env_key}.SPARK_LOCAL_IP": local_ip for env_key in ("spark.executorEnv", "spark.yarn.appMasterEnv")}
-    return LaunchProfile(master, conf, dict(LOCAL_ENV) if deploy == "local" else {})
+    if deploy == "yarn":
+        files = (*files, DEFAULT_GPU_DISCOVERY_SCRIPT)
+    env = dict(LOCAL_ENV) if deploy == "local" else {}
+    return LaunchProfile(master, conf, env, archives=archives, files=tuple(files))
+
+
+#: The packed environment's alias when its ``--archives`` entry names none.
+ENVIRONMENT_ALIAS = "environment"
+
+
+def packed_environment(env_archive: str) -> tuple[str, str]:
+    """``spark-submit``'s ``--archives`` entry of a packed environment ``<tar.gz>[#<alias>]``, and its alias.
+
+    Examples
+    --------
+    >>> packed_environment("build/dist/tfbs-env.tar.gz")
+    ('build/dist/tfbs-env.tar.gz#environment', 'environment')
+    >>> packed_environment("hdfs:///envs/tfbs.tar.gz#env")
+    ('hdfs:///envs/tfbs.tar.gz#env', 'env')
+    """
+    archive, _, alias = env_archive.partition("#")
+    alias = alias or ENVIRONMENT_ALIAS
+    return f"{archive}#{alias}", alias
 
 
 #: Where Spark puts the client's Hadoop configuration in a YARN container.
@@ -283,6 +324,22 @@ def python_packaging(driver_python: str, environment: str | None = None) -> dict
         for env_key in ("spark.executorEnv", "spark.yarn.appMasterEnv"):
             settings[f"{env_key}.HADOOP_CONF_DIR"] = HADOOP_CONF_IN_CONTAINER
     return settings
+
+
+def command_line(profile: LaunchProfile) -> list[str]:
+    """A submission's ``spark-submit`` options: ``--conf`` per public setting, ``--archives`` and ``--files``.
+
+    Examples
+    --------
+    >>> command_line(LaunchProfile(spark_master("yarn"), {"spark.authenticate": "true"}, files=("a.txt", "b.sh")))
+    ['--conf', 'spark.authenticate=true', '--files', 'a.txt,b.sh']
+    """
+    options = submit_arguments(profile.public_conf())
+    if profile.archives:
+        options += ["--archives", profile.archives]
+    if profile.files:
+        options += ["--files", ",".join(profile.files)]
+    return options
 
 
 def submit_arguments(settings: Mapping[str, str]) -> list[str]:
