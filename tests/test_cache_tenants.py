@@ -22,8 +22,8 @@ import sys
 
 import pytest
 
-from tfbs import private_dirs
-from tfbs.private_dirs import is_own_file, private_dir, user_name, user_root, user_temp_dir
+from tfbs.storage import private_dirs
+from tfbs.storage.private_dirs import is_own_file, private_dir, user_name, user_root, user_temp_dir
 
 NOBODY = 65534
 
@@ -61,7 +61,7 @@ def test_the_user_is_the_process_s_uid_not_the_environment(monkeypatch, machine)
 
 @needs_root
 def test_another_uid_gets_its_own_name_whatever_user_it_claims(code_for_everyone):
-    script = "import sys; sys.path.insert(0, sys.argv[1]); from tfbs.private_dirs import user_name; print(user_name())"
+    script = "import sys; sys.path.insert(0, sys.argv[1]); from tfbs.storage.private_dirs import user_name; print(user_name())"
     done = subprocess.run(
         ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", sys.executable, "-c", script, str(code_for_everyone)],
         env={**os.environ, "USER": "root", "LOGNAME": "root"},
@@ -99,7 +99,7 @@ def test_another_user_s_folder_at_the_old_location_neither_stops_nor_feeds_the_r
     squatted.mkdir()
     os.chown(squatted, NOBODY, NOBODY)
     squatted.chmod(mode)
-    with caplog.at_level(logging.WARNING, logger="tfbs.private_dirs"):
+    with caplog.at_level(logging.WARNING, logger="tfbs.storage.private_dirs"):
         exports = user_temp_dir("exports")
     # The run goes on in a folder of its own, under its home, private.
     assert exports == home / ".cache" / "tfbs" / "node" / "exports"

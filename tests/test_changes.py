@@ -29,10 +29,10 @@ from preprocess.changes import Changes, changes_since_latest
 from preprocess.fingerprint import changed_inputs, input_fingerprint, same_content
 from tf_models import MODEL_FORMAT
 from tf_models.model_format import recorded_model_code
-from tfbs import content_keys, lineage, storage
+from tfbs import lineage, storage
 from tfbs.config import PipelineConfig
 from tfbs.lineage import Lineage
-from tfbs.storage import local_path
+from tfbs.storage import content_keys, local_path
 
 #: What a whole export holds (tfbs.lineage.export_problem), beside its metadata.
 EXPORT = ("saved_model.pb", "variables/variables.index", "variables/variables.data-00000-of-00001")

@@ -15,8 +15,8 @@ import sys
 
 import pytest
 
-from tfbs.hadoop_conf import CURRENT_TOKENS_NAME, TOKEN_FILE_ENV, use_current_tokens
 from tfbs.launch.current_tokens import PLUGIN_CLASS, plugin_conf, plugin_jar
+from tfbs.storage.hadoop_conf import CURRENT_TOKENS_NAME, TOKEN_FILE_ENV, use_current_tokens
 
 pytestmark = [pytest.mark.spark]
 
@@ -31,7 +31,7 @@ for key, value in conf.items():
 spark = builder.getOrCreate()
 
 def in_task(_):
-    from tfbs.hadoop_conf import TOKEN_FILE_ENV, use_current_tokens
+    from tfbs.storage.hadoop_conf import TOKEN_FILE_ENV, use_current_tokens
     use_current_tokens()
     yield os.environ[TOKEN_FILE_ENV]
 

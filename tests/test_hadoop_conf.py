@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tfbs.hadoop_conf import TOKEN_FILE_ENV, hadoop_setting, token_service_host
+from tfbs.storage.hadoop_conf import TOKEN_FILE_ENV, hadoop_setting, token_service_host
 
 CORE_SITE = """<?xml version="1.0"?>
 <configuration>

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tfbs.private_dirs import private_dir, records_cache, records_cache_location
+from tfbs.storage.private_dirs import private_dir, records_cache, records_cache_location
 
 
 def test_a_private_dir_is_made_mode_700_at_every_new_level(tmp_path):
@@ -49,8 +49,8 @@ def test_a_folder_anyone_else_could_write_in_is_refused(tmp_path, defect):
 def test_records_go_to_a_folder_of_the_user_named_by_its_own_key_by_default(monkeypatch, tmp_path):
     home = tmp_path / "home"
     home.mkdir(mode=0o700)
-    monkeypatch.setattr("tfbs.private_dirs.RECORDS_ROOT", str(tmp_path / "tfbs-{user}-{key}" / "records"))
-    monkeypatch.setattr("tfbs.private_dirs.user_cache_home", lambda: home / ".cache" / "tfbs")
+    monkeypatch.setattr("tfbs.storage.private_dirs.RECORDS_ROOT", str(tmp_path / "tfbs-{user}-{key}" / "records"))
+    monkeypatch.setattr("tfbs.storage.private_dirs.user_cache_home", lambda: home / ".cache" / "tfbs")
     location = records_cache_location()
     secret = home / ".cache" / "tfbs" / "node" / "keys" / "name-key"
     key = hmac.new(secret.read_bytes(), b"records", hashlib.sha256).hexdigest()[:16]
@@ -85,7 +85,7 @@ def test_another_user_can_neither_read_nor_take_the_cache(shared_tmp, code_for_e
     script = (
         "import sys; sys.path.insert(0, sys.argv[1]); from pathlib import Path\n"
         "try:\n    print(list(Path(sys.argv[2]).iterdir()))\nexcept PermissionError as e:\n    print('refused')\n"
-        "from tfbs.private_dirs import records_cache, records_cache_location\n"
+        "from tfbs.storage.private_dirs import records_cache, records_cache_location\n"
         "print(records_cache(records_cache_location(sys.argv[3] + '/tfbs-{user}/records')))\n"
     )
     done = subprocess.run(

@@ -335,8 +335,8 @@ _GATEWAY_CHILD = r"""
 import os, socket, sys
 sys.path.insert(0, sys.argv[1])
 from tfbs import storage
-from tfbs.storage_gateway import GATEWAY_FD_ENV
-from tfbs.storage_gateway_server import StorageGateway
+from tfbs.storage.gateway import GATEWAY_FD_ENV
+from tfbs.storage.gateway_server import StorageGateway
 from tf_models.tfos import private_network
 base = sys.argv[2]
 parent, child = socket.socketpair()

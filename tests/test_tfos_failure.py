@@ -244,16 +244,16 @@ def test_the_run_goes_on_without_a_lost_worker_only_while_one_is_left_and_never_
     """The driver's policy per role (tf_models.tfos.lost_nodes), on a node job of stand-ins."""
     import types
 
-    from tf_models.tfos.driver import _NodeJob
     from tf_models.tfos.failures import ClusterFailed
+    from tf_models.tfos.node_watch import RunningNodes
 
     nodes = [*NODES, {**NODES[2], "task_index": 1, "tfos_index": 3, "spark_executor": "3"}]
     cancelled: list[bool] = []
     sc = types.SimpleNamespace(cancelAllJobs=lambda: cancelled.append(True))
     cluster = types.SimpleNamespace(server=types.SimpleNamespace(stop=lambda: None))
 
-    def job(elastic: bool) -> _NodeJob:
-        return _NodeJob(sc, cluster, 0, nodes, "run-a", set(), None, elastic)
+    def job(elastic: bool) -> RunningNodes:
+        return RunningNodes(sc, cluster, 0, nodes, "run-a", set(), None, elastic)
 
     elastic = job(True)
     elastic.lose(nodes[2], lambda: "TF node worker:0 (...) lost: gone")

@@ -22,8 +22,8 @@ import pytest
 from conftest import DEMO_CONFIG, MOTIFS_FOR_EVERYONE, REPO, SHARED_TMP, SMALL_OVERRIDES
 
 from tfbs.config import load_config
-from tfbs.private_dirs import PREDICTABLE_RECORDS_ROOT, records_cache_location
 from tfbs.storage import local_path
+from tfbs.storage.private_dirs import PREDICTABLE_RECORDS_ROOT, records_cache_location
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 

@@ -73,7 +73,7 @@ def test_cli_predict_refuses_damaged_export_metadata_in_one_line(tmp_path):
 
 def _export_files(export: Path, version: str, manifest_digest: str) -> Path:
     """A stand-in export of ``version`` with its digests record, as export_model writes one; returns its data file."""
-    from tfbs import content_keys
+    from tfbs.storage import content_keys
 
     data = export / "variables" / "variables.data-00000-of-00001"
     data.parent.mkdir(parents=True)

@@ -26,8 +26,9 @@ import pyarrow.fs as pafs
 import pytest
 from blake3 import blake3
 
-from tfbs import content_keys, dir_swap, owned_dirs, storage
+from tfbs import storage
 from tfbs.lineage import DamagedExportError
+from tfbs.storage import content_keys, dir_swap, owned_dirs
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -275,7 +276,7 @@ def test_record_digests_names_every_file(tmp_path):
 
 _HOLDER = """
 import sys, time
-from tfbs import owned_dirs
+from tfbs.storage import owned_dirs
 owned_dirs.claim(sys.argv[1])
 print("claimed", flush=True)
 time.sleep(600)
@@ -317,7 +318,7 @@ def test_sweep_removes_folders_of_killed_processes_only(tmp_path):
 
 def test_model_directory_sweeps_mirrors_of_killed_runs(gcs_base, tmp_path, monkeypatch):
     from tf_models.model_dir import MIRROR_PREFIX, model_directory
-    from tfbs.private_dirs import user_temp_dir
+    from tfbs.storage.private_dirs import user_temp_dir
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     mirrors = user_temp_dir("mirrors")

@@ -152,7 +152,7 @@ def test_the_tf_nodes_read_with_the_tokens_spark_keeps_current(dag_on_yarn, hado
 
     The executor plugin (tfbs/launch/java/CurrentTokensPlugin.java) copies them
     beside YARN's token file whenever they change, and the containers' HDFS
-    clients read that copy (tfbs.hadoop_conf.use_current_tokens). Without
+    clients read that copy (tfbs.storage.hadoop_conf.use_current_tokens). Without
     it a TF node whose container started after Spark's first replacement
     held a token nobody renewed, and the NameNode refused it one renewal
     interval later (``Token has expired``) in the middle of training.

@@ -25,12 +25,12 @@ from tf_models.model import TFBSModel, build_model
 from tf_models.model_dir import model_directory
 from tfbs import lineage, storage
 from tfbs.config import ModelConfig, PipelineConfig
-from tfbs.content_keys import record_digests
 from tfbs.formats.manifest import Manifest
 from tfbs.formats.proteins import protein_table
 from tfbs.lineage import EXPORT_METADATA as METADATA_NAME
 from tfbs.lineage import Lineage
 from tfbs.storage import PARTIAL_SUFFIX
+from tfbs.storage.content_keys import record_digests
 
 
 class ServingModule(tf.Module):
@@ -99,7 +99,7 @@ def export_model(
 
     The copy detaches the export from where the variables live (parameter
     servers, mirrored replicas), so the SavedModel loads anywhere. The
-    BLAKE3 of each file goes into :data:`~tfbs.content_keys.DIGESTS_NAME`
+    BLAKE3 of each file goes into :data:`~tfbs.storage.content_keys.DIGESTS_NAME`
     (nodes key their copies of the export by it,
     :func:`tf_models.model_dir.local_export`). ``metadata`` is written
     last, as :data:`METADATA_NAME`: its presence marks a whole export.

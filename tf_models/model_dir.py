@@ -30,10 +30,11 @@ from types import TracebackType
 
 import pyarrow.fs as pafs
 
-from tfbs import owned_dirs, storage
-from tfbs.content_keys import DIGESTS_NAME, content_key, unlike_record
+from tfbs import storage
 from tfbs.lineage import DamagedExportError
-from tfbs.private_dirs import user_temp_dir
+from tfbs.storage import owned_dirs
+from tfbs.storage.content_keys import DIGESTS_NAME, content_key, unlike_record
+from tfbs.storage.private_dirs import user_temp_dir
 
 log = logging.getLogger("tfbs.train")
 
@@ -62,7 +63,7 @@ class ModelDirectory:
         Whether ``local`` is a temporary mirror that :meth:`close` removes
         (also removed when the object is garbage-collected or the
         interpreter exits, should nobody call :meth:`close`). The mirror is
-        claimed meanwhile (:func:`tfbs.owned_dirs.claim`): should this
+        claimed meanwhile (:func:`tfbs.storage.owned_dirs.claim`): should this
         process be killed, the next :func:`model_directory` of the user on
         this node removes it.
     """
@@ -165,7 +166,7 @@ def model_directory(uri: str) -> ModelDirectory:
     """The model directory of ``uri``: itself if local, else a fresh temporary mirror (close it when done).
 
     Mirrors that processes killed on this node left are removed first
-    (:func:`tfbs.owned_dirs.sweep`).
+    (:func:`tfbs.storage.owned_dirs.sweep`).
     """
     if not storage.is_remote(uri):
         return ModelDirectory(uri, storage.local_path(uri))
@@ -221,11 +222,11 @@ def _digest(data: bytes) -> str:
 
 
 def _export_version(export_uri: str) -> str:
-    """A digest of the export's file names and content keys (:mod:`tfbs.content_keys`).
+    """A digest of the export's file names and content keys (:mod:`tfbs.storage.content_keys`).
 
     Sizes say nothing: a model retrained at the same URI has files of the
     same sizes. The keys come from the export's record of its own files
-    (:data:`~tfbs.content_keys.DIGESTS_NAME`, written at export) where it
+    (:data:`~tfbs.storage.content_keys.DIGESTS_NAME`, written at export) where it
     has one, so only that file is read; files it does not name are keyed
     by the store's checksum (GCS's MD5) or, without one, by their bytes.
     """
@@ -278,7 +279,7 @@ def _check_recorded(export_uri: str, copy: Path) -> None:
 
 
 def _remove_other_versions(cache: Path, name: str, keep: Path) -> None:
-    """Remove older copies of the same export (unfinished ones are :func:`tfbs.owned_dirs.sweep`'s)."""
+    """Remove older copies of the same export (unfinished ones are :func:`tfbs.storage.owned_dirs.sweep`'s)."""
     for other in cache.iterdir():
         if other != keep and other.name.startswith(f"{name}-"):
             shutil.rmtree(other, ignore_errors=True)

@@ -29,7 +29,7 @@ log = logging.getLogger("tfbs.train")
 class NodeInputs:
     """What the driver chose and read for the nodes (:func:`node_inputs`)."""
 
-    #: Where every node keeps its copies of remote record files (``tfbs.private_dirs.records_cache_location``).
+    #: Where every node keeps its copies of remote record files (``tfbs.storage.private_dirs.records_cache_location``).
     records_cache: str
     #: Conv1D weights and biases the first filters start as (:func:`known_motif_seeds`), or None.
     motif_seeds: tuple[np.ndarray, np.ndarray] | None
@@ -39,7 +39,7 @@ class NodeInputs:
 
 def node_inputs(config: PipelineConfig, manifest: Manifest) -> NodeInputs:
     """The nodes' inputs besides the records, chosen or read once on the driver."""
-    from tfbs.private_dirs import records_cache_location
+    from tfbs.storage.private_dirs import records_cache_location
 
     return NodeInputs(
         records_cache=records_cache_location(config.train.placement.record_cache_dir),
@@ -51,7 +51,7 @@ def node_inputs(config: PipelineConfig, manifest: Manifest) -> NodeInputs:
 def readable_run(manifest: Manifest, download: tuple[str, ...], inputs: NodeInputs) -> TrainingRun:
     """The manifest's training run, the record files of the ``download`` splits copied where this node reads them."""
     from tf_models.training_run import TrainingRun
-    from tfbs.private_dirs import records_cache
+    from tfbs.storage.private_dirs import records_cache
 
     cache = str(records_cache(inputs.records_cache))
     run = TrainingRun.from_manifest(manifest).readable_by_tensorflow(cache, download)

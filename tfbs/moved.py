@@ -17,10 +17,15 @@ from types import ModuleType
 
 _FORMATS = "annotate bed bedtools dream expression genome labels manifest metrics motifs proteins records submission"
 _LAUNCH = "class_archive current_tokens kerberos session web_ui"
+_STORAGE = "content_keys dir_swap hadoop_conf owned_dirs private_dirs"
 
 #: Old name -> new name, for every module the floors' subpackages took in.
-MOVED: dict[str, str] = {f"tfbs.{name}": f"tfbs.formats.{name}" for name in _FORMATS.split()} | {
-    f"tfbs.{name}": f"tfbs.launch.{name}" for name in _LAUNCH.split()
+MOVED: dict[str, str] = {
+    **{f"tfbs.{name}": f"tfbs.formats.{name}" for name in _FORMATS.split()},
+    **{f"tfbs.{name}": f"tfbs.launch.{name}" for name in _LAUNCH.split()},
+    **{f"tfbs.{name}": f"tfbs.storage.{name}" for name in _STORAGE.split()},
+    "tfbs.storage_gateway": "tfbs.storage.gateway",
+    "tfbs.storage_gateway_server": "tfbs.storage.gateway_server",
 }
 
 

@@ -35,8 +35,8 @@ from tf_models.tfos.node import (
 )
 from tf_models.tfos.node_files import write_node_file
 from tf_models.tfos.tunnel import TunnelAgent
-from tfbs.storage_gateway import GATEWAY_FD_ENV
-from tfbs.storage_gateway_server import StorageGateway
+from tfbs.storage.gateway import GATEWAY_FD_ENV
+from tfbs.storage.gateway_server import StorageGateway
 
 
 @dataclass(frozen=True)

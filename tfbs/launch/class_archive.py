@@ -32,7 +32,7 @@ import uuid
 from pathlib import Path
 
 from tfbs.launch import DUMP_OPTION, StageNeeds, archive_path, java_options
-from tfbs.private_dirs import is_own_file
+from tfbs.storage.private_dirs import is_own_file
 
 log = logging.getLogger("tfbs.launch.class_archive")
 

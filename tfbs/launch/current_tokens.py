@@ -13,7 +13,7 @@ was issued (24 h by default on a real cluster).
 
 ``tfbs/launch/java/CurrentTokensPlugin.java``, a Spark executor plugin, copies the
 executor JVM's current tokens to a file beside YARN's whenever they change;
-:func:`tfbs.hadoop_conf.use_current_tokens` points the container's Python
+:func:`tfbs.storage.hadoop_conf.use_current_tokens` points the container's Python
 HDFS clients at that copy, which hdfs-native reads for each new connection.
 :func:`plugin_conf` gives the settings that load it (the YARN launch
 profile, :mod:`tfbs.launch`); the jar is compiled against this PySpark's
@@ -30,7 +30,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from tfbs.private_dirs import is_own_file
+from tfbs.storage.private_dirs import is_own_file
 
 #: The plugin's class, for ``spark.plugins``.
 PLUGIN_CLASS = "tfbs.jvm.CurrentTokensPlugin"

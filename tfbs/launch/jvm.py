@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Literal
 
 from tfbs.config import SparkConfig
-from tfbs.private_dirs import is_own_file
+from tfbs.storage.private_dirs import is_own_file
 
 log = logging.getLogger("tfbs.launch")
 

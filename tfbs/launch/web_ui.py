@@ -22,7 +22,7 @@ import os
 import secrets
 from pathlib import Path
 
-from tfbs.private_dirs import user_temp_dir, user_temp_path
+from tfbs.storage.private_dirs import user_temp_dir, user_temp_path
 
 #: Spark's servlet filter that wants a JSON Web Signature with every request (Spark 4.0+).
 UI_FILTER = "org.apache.spark.ui.JWSFilter"

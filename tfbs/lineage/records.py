@@ -8,7 +8,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from tfbs import __version__, storage
-from tfbs.content_keys import unlike_record
 from tfbs.errors import BadInputError, MissingInputError, TfbsError
 from tfbs.lineage.naming import (
     Dumpable,
@@ -31,6 +30,7 @@ from tfbs.lineage.paths import (
     models_uri,
     read_export_metadata,
 )
+from tfbs.storage.content_keys import unlike_record
 
 if TYPE_CHECKING:
     from tfbs.config import PipelineConfig
@@ -273,7 +273,7 @@ def export_damage(export_uri: str) -> str | None:
     """``<file>: <reason>`` for the first file of the export unlike its digests record; None if all are alike.
 
     The export records the BLAKE3 of each of its files (``tfbs_digests.json``,
-    :func:`tfbs.content_keys.record_digests`) before its metadata; every
+    :func:`tfbs.storage.content_keys.record_digests`) before its metadata; every
     reader that trusts an export (``tfbs changes``, train's up-to-date
     check, evaluate, predict) checks its bytes against that record, so a
     truncated ``variables.data-*`` retrains instead of failing in a Spark

@@ -22,7 +22,7 @@ import pyarrow.fs as pafs
 
 from tfbs import interrupts
 from tfbs.storage import filesystems, hdfs
-from tfbs.storage_gateway import GatewayHandler
+from tfbs.storage.gateway import GatewayHandler
 
 #: A file being written: ``.<name>.tmp-<32 hex digits>`` next to its target.
 _TEMPORARY_NAME = re.compile(r"^\..+\.tmp-[0-9a-f]{32}$")

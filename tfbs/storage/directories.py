@@ -13,8 +13,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow.fs as pafs
 
-from tfbs import dir_swap, interrupts
-from tfbs.storage import atomic, filesystems, uris
+from tfbs import interrupts
+from tfbs.storage import atomic, dir_swap, filesystems, uris
 
 
 def exists(uri: str) -> bool:
@@ -135,7 +135,7 @@ def replace_dir(staging_uri: str, final_uri: str, commit_marker: str) -> None:
 
     - Local file systems on Linux: the two names are exchanged in one step
       (``renameat2``), so readers find the old directory or the new one,
-      whole, at every moment (:mod:`tfbs.dir_swap`).
+      whole, at every moment (:mod:`tfbs.storage.dir_swap`).
     - HDFS, and local file systems without that exchange: the old directory
       is renamed aside, the staging one renamed in, then the old one
       deleted; readers find the old directory whole, for a moment none,

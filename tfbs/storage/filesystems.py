@@ -3,7 +3,7 @@
 :func:`filesystem` maps a URI to a pyarrow file system and the path within
 it: the local disk, HDFS through ``hdfs-native`` (:mod:`tfbs.storage.hdfs`),
 GCS (or its emulator), or, in a process without network access of its own,
-its parent's storage gateway (:mod:`tfbs.storage_gateway`). Clients are
+its parent's storage gateway (:mod:`tfbs.storage.gateway`). Clients are
 cached per endpoint and process.
 """
 
@@ -17,10 +17,10 @@ from urllib.parse import ParseResult, urlparse
 
 import pyarrow.fs as pafs
 
-from tfbs.hadoop_conf import token_service_host, use_current_tokens
 from tfbs.storage import hdfs, uris
+from tfbs.storage.gateway import GATEWAY_FD_ENV, GatewayHandler
+from tfbs.storage.hadoop_conf import token_service_host, use_current_tokens
 from tfbs.storage.uris import _GCS_SCHEMES, _HDFS_SCHEMES, _REMOTE_SCHEMES
-from tfbs.storage_gateway import GATEWAY_FD_ENV, GatewayHandler
 
 #: The name node's RPC port when an ``hdfs://host/`` URI names none.
 HDFS_DEFAULT_PORT = 8020
@@ -69,7 +69,7 @@ def filesystem(uri: str) -> tuple[pafs.FileSystem, str]:
 
 @functools.lru_cache(maxsize=8)
 def _gateway_filesystem(base: str, fd: int, pid: int) -> pafs.FileSystem:
-    """The remote file system ``base`` through the parent's storage gateway (:mod:`tfbs.storage_gateway`)."""
+    """The remote file system ``base`` through the parent's storage gateway (:mod:`tfbs.storage.gateway`)."""
     del pid
     return pafs.PyFileSystem(GatewayHandler(base, fd))
 

@@ -14,8 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urlparse
 
-from tfbs import content_keys
-from tfbs.storage import atomic, directories, files, filesystems, uris
+from tfbs.storage import atomic, content_keys, directories, files, filesystems, uris
 from tfbs.storage.atomic import _CHUNK
 
 
@@ -52,7 +51,7 @@ def fetch_file(uri: str, target: str | os.PathLike[str]) -> bool:
     """Copy the file at ``uri`` to the local ``target``, unless ``target`` holds its bytes already.
 
     A copy there is kept only if its content key is the file's
-    (:func:`tfbs.content_keys.same_content`): the MD5 GCS keeps, else
+    (:func:`tfbs.storage.content_keys.same_content`): the MD5 GCS keeps, else
     BLAKE3, which reads the file once; a file rewritten at the same size
     is fetched again. The copy is written under a temporary name and
     renamed, so processes fetching the same file at once (or after a killed

@@ -32,7 +32,7 @@ import org.apache.spark.api.plugin.SparkPlugin;
  * shards with hdfs-native) would keep the launch-time token and fail once it expired. This plugin
  * writes the executor's current tokens to {@value #FILE_NAME} in the same folder whenever they
  * change (checked every {@value #CHECK_SECONDS} s), replacing the file whole and readable by its
- * owner only; {@code tfbs.hadoop_conf.use_current_tokens} points the container's Python processes
+ * owner only; {@code tfbs.storage.hadoop_conf.use_current_tokens} points the container's Python processes
  * at it, and hdfs-native reads the file again for each new connection.
  *
  * <p>Spark sends new tokens to the executors registered when it obtains them: an executor that
@@ -42,7 +42,7 @@ import org.apache.spark.api.plugin.SparkPlugin;
  * the executor also asks the driver for its current tokens and adds them to its own.
  */
 public class CurrentTokensPlugin implements SparkPlugin {
-  /** The copy's name, in the folder of YARN's token file (tfbs/hadoop_conf.py reads the same name). */
+  /** The copy's name, in the folder of YARN's token file (tfbs/storage/hadoop_conf.py reads the same name). */
   public static final String FILE_NAME = "tfbs-current-tokens";
   /** How often the executor's tokens are compared with the copy: a tiny fraction of any token's life. */
   public static final long CHECK_SECONDS = 5;

@@ -1,4 +1,4 @@
-"""The parent's side of the storage gateway (:mod:`tfbs.storage_gateway`): the real file systems, served.
+"""The parent's side of the storage gateway (:mod:`tfbs.storage.gateway`): the real file systems, served.
 
 Apart from the node's side because it serves through :mod:`tfbs.storage`,
 whose remote file systems in a node process are the node's side.
@@ -14,7 +14,7 @@ from typing import Any
 import pyarrow.fs as pafs
 
 from tfbs import storage
-from tfbs.storage_gateway import info_tuple, receive_message, send_message
+from tfbs.storage.gateway import info_tuple, receive_message, send_message
 
 
 class StorageGateway:

@@ -3,7 +3,7 @@
 A TF node's process lives in a private network (only its loopback, see
 ``tf_models.tfos.private_network``), from where no HDFS NameNode or bucket
 can be reached. Its parent, on the host's network, serves as its gateway:
-:class:`~tfbs.storage_gateway_server.StorageGateway` answers requests on one
+:class:`~tfbs.storage.gateway_server.StorageGateway` answers requests on one
 end of a Unix socket pair,
 and the node process, given the other end in ``TFBS_STORAGE_GATEWAY_FD``,
 gets every remote file system of :func:`tfbs.storage.filesystem` as a
@@ -12,7 +12,7 @@ share the host's file system: file contents pass as local files in a
 spool folder, not through the socket.
 
 This module is the node's side and the wire format; the parent's side is
-:mod:`tfbs.storage_gateway_server`, apart because it serves through
+:mod:`tfbs.storage.gateway_server`, apart because it serves through
 :mod:`tfbs.storage`, which uses this module.
 
 The requests are pickles: both ends are the same program, forked, and the

@@ -38,7 +38,7 @@ PREDICTABLE_RECORDS_ROOT = "/tmp/tfbs-{user}/records"
 NAME_KEY_FILE = "name-key"
 
 
-log = logging.getLogger("tfbs.private_dirs")
+log = logging.getLogger("tfbs.storage.private_dirs")
 
 
 def user_name() -> str:

@@ -66,7 +66,7 @@ def sweep(parent: Path, selects: Callable[[str], bool], stale_after: timedelta =
     Parameters
     ----------
     parent
-        A private folder of this user (:func:`tfbs.private_dirs.user_temp_dir`).
+        A private folder of this user (:func:`tfbs.storage.private_dirs.user_temp_dir`).
     selects
         Which names to consider (a mirror's prefix, a temporary name).
     stale_after
