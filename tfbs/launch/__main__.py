@@ -25,7 +25,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--local-ip", help="SPARK_LOCAL_IP of the YARN containers")
     parser.add_argument("--files", help="the submitter's own --files (comma-separated), shipped beside the profile's")
     parser.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="a configuration override")
-    parser.add_argument("--json", action="store_true", help='print {"conf": {...}, "env": {...}} instead')
+    parser.add_argument(
+        "--json", action="store_true", help='print {"conf", "env", "archives", "files"} as JSON instead'
+    )
     args = parser.parse_args(argv)
     spark = load_config(args.config, args.set).spark if args.config else SparkConfig()
     master = spark_master(args.master or args.deploy)
