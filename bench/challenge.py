@@ -66,8 +66,11 @@ def data_sets(owner: str) -> list[DataSet]:
 
 
 def averaged_predictions(model_dirs: list[Path]) -> dict[str, dict[str, np.ndarray]]:
-    """Per TF/cell, the runs' model probabilities averaged bin by bin, beside the baselines' columns of the first run."""
+    """Per TF/cell, the runs' model probabilities averaged bin by bin, beside the baselines' columns of the first run
+    and the average joined to the boosted baseline (:func:`tf_models.protocol.joined_scores`)."""
     import pyarrow.parquet as pq
+
+    from tf_models.protocol import BASELINES, JOINED, joined_scores
 
     tables = [pq.read_table(model_dir / "report" / "predictions").to_pandas() for model_dir in model_dirs]
     order = ["tf", "cell", "chrom", "start"]
@@ -84,7 +87,8 @@ def averaged_predictions(model_dirs: list[Path]) -> dict[str, dict[str, np.ndarr
             "start": rows["start"].to_numpy(),
             "label": rows["label"].to_numpy(),
             "model": rows["probability"].to_numpy(),
-            **{name: rows[name].to_numpy() for name in ("boosted", "dnase_motif", "dnase", "motif_scan")},
+            **{name: rows[name].to_numpy() for name in BASELINES},
+            JOINED: joined_scores(rows["probability"].to_numpy(), rows["boosted"].to_numpy()),
         }
     return per_key
 
@@ -105,7 +109,7 @@ def add_references(per_key: dict, config) -> None:
 
 def ensemble(data: DataSet, work: Path, config_path: str, base: list[str], records: list[dict]) -> dict:
     """One data set's averaged predictions scored with intervals, and the spread of its runs' group means."""
-    from tf_models.protocol import group_summary, site_intervals
+    from tf_models.protocol import JOINED, group_summary, site_intervals
     from tfbs.config import load_config
 
     runs = [r for r in records if r["data"] == data.name]
@@ -117,7 +121,9 @@ def ensemble(data: DataSet, work: Path, config_path: str, base: list[str], recor
     reports = [json.loads((d / "report" / "report.json").read_text()) for d in model_dirs]
     seeds_spread = {
         group: {
-            scorer: _spread([r["groups"][group]["auprc"][scorer]["estimate"] for r in reports]) for scorer in ("model",)
+            scorer: _spread([r["groups"][group]["auprc"][scorer]["estimate"] for r in reports])
+            for scorer in ("model", JOINED)
+            if all(scorer in r["groups"][group]["auprc"] for r in reports)
         }
         for group in reports[0]["groups"]
     }

@@ -98,6 +98,7 @@ def _by_data_set(summary: dict, variant: str) -> list[tuple[str, str]]:
 #: The challenge tables' scorers, in column order, with their headings.
 CHALLENGE_SCORERS = (
     ("model", "model"),
+    ("model_and_boosted", "model + boosted"),
     ("boosted", "gradient-boosted"),
     ("dnase_motif", "motif x DNase"),
     ("dnase", "DNase alone"),
@@ -231,10 +232,31 @@ def candidates_table(candidates: dict[str, dict]) -> str:
                         interval_text(entry["auprc"]["model"]),
                         interval_text(entry["auprc"]["boosted"]),
                         interval_text(entry["model_minus_best"], signed=True) + f" ({entry['best_baseline']})",
+                        _joined_text(ensemble, group),
                     ]
                 )
-    header = ["candidate", "data", "seeds", "cells", "each training", "averaged", "boosted", "averaged - best baseline"]
+    header = [
+        "candidate",
+        "data",
+        "seeds",
+        "cells",
+        "each training",
+        "averaged",
+        "boosted",
+        "averaged - best baseline",
+        "joined to boosted: each training; averaged - boosted",
+    ]
     return markdown(header, rows)
+
+
+def _joined_text(ensemble: dict, group: str) -> str:
+    """The model joined to the boosted baseline (:func:`tf_models.protocol.joined_scores`): its trainings' range, and
+    the averaged predictions' minus the boosted baseline; ``-`` for results scored before the joined scorer."""
+    spread = ensemble.get("runs_spread", {}).get(group, {}).get("model_and_boosted")
+    minus = ensemble["groups"][group].get("joined_minus_boosted")
+    if not (spread and minus):
+        return "-"
+    return f"{spread['min']:.3f}-{spread['max']:.3f}; {interval_text(minus, signed=True)}"
 
 
 def _group_means(runs: list[dict], ensemble: dict, group: str) -> list[float]:

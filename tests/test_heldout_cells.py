@@ -17,6 +17,7 @@ import pytest
 from conftest import small_config
 
 from tf_models.evaluate import evaluate
+from tf_models.protocol import JOINED
 from tf_models.train import train_on_spark
 from tfbs import lineage
 from tfbs.config import load_config
@@ -103,6 +104,11 @@ def test_the_report_scores_heldout_and_training_cells_apart(heldout, report) -> 
         assert best in {"boosted", "dnase_motif", "dnase", "motif_scan"}
         difference = groups[group]["model_minus_best"]
         assert difference["estimate"] == pytest.approx(model["estimate"] - groups[group]["auprc"][best]["estimate"])
+        # Beside it, the model joined to the boosted baseline, and that minus the boosted baseline alone.
+        joined, boosted = groups[group]["auprc"][JOINED], groups[group]["auprc"]["boosted"]
+        assert groups[group]["joined_minus_boosted"]["estimate"] == pytest.approx(
+            joined["estimate"] - boosted["estimate"]
+        )
     # The boosted baseline trained on the training cell's rows only.
     assert report["boosted_baseline"]["training_rows"] == sum(
         manifest.counts[tf]["GM12878"].kept_rows("train") for tf in manifest.tfs

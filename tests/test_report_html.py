@@ -92,9 +92,10 @@ def test_evaluate_writes_the_page_and_its_run_copy(evaluated):
     keys = {f"{tf}/{cell}" for tf, cells in manifest.counts.items() for cell in cells}
     assert set(page["curves"]) == keys
     for key, curves in page["curves"].items():
-        # The model and every baseline, each with points and the report's own areas.
+        # The model, the model joined to the boosted baseline and every baseline, each with points and the report's own areas.
         assert set(curves) == {
             "model",
+            "model_and_boosted",
             "boosted",
             "dnase_motif",
             "dnase",
@@ -103,7 +104,7 @@ def test_evaluate_writes_the_page_and_its_run_copy(evaluated):
             "oracle",
         }
         assert curves["model"]["auprc"] == report["results"][key]["auprc"]
-        for baseline in ("oracle", "coarse_pwm_reference"):
+        for baseline in ("oracle", "coarse_pwm_reference", "model_and_boosted"):
             assert curves[baseline]["auprc"] == report["baselines"][key][baseline]["auprc"]
         assert all(len(c["recall"]) > 1 and c["recall"][-1] == 1.0 for c in curves.values())
     balance = {(r["key"], r["split"]): r for r in page["class_balance"]}

@@ -33,9 +33,11 @@ from tf_models.model_dir import local_export
 from tf_models.model_format import recorded_model_code
 from tf_models.protocol import (
     BASELINES,
+    JOINED,
     SCORERS,
     group_summary,
     headline,
+    joined_scores,
     site_intervals,
 )
 from tfbs import lineage, storage
@@ -155,7 +157,7 @@ def with_boosted(scored: Iterator[tuple], boosted: BoostedBaseline) -> Iterator[
 
 
 def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTable]]) -> tuple[dict, dict, dict, dict]:
-    """Official metrics per ``TF/cell`` for the model and its baselines.
+    """Official metrics per ``TF/cell`` for the model, its baselines and the two joined (:data:`tf_models.protocol.JOINED`).
 
     Parameters
     ----------
@@ -168,7 +170,7 @@ def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTa
     Returns
     -------
     tuple
-        The model's metrics per key, ``{key: {baseline: metrics}}``, the
+        The model's metrics per key, ``{key: {scorer: metrics}}`` of every other scorer, the
         arrays for the curve plots, and per key the arrays the site
         bootstrap reads (``chrom``, ``start``, ``label`` and every scorer's).
     """
@@ -189,6 +191,8 @@ def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTa
             values = values.astype(np.float64)
             if not np.isnan(values).any():
                 scored[name] = values
+        if "boosted" in scored:
+            scored[JOINED] = joined_scores(scored["model"], scored["boosted"])
         for name, tables in oracles.items():
             if tf_name in tables:
                 scored[name] = tables[tf_name].scores(cell, chrom, starts)

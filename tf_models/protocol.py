@@ -10,7 +10,10 @@ baseline of the group with its paired interval.
 
 Baselines are methods a user could run instead of the model; the
 generator's oracle and coarse-PWM reference are references, never the best
-baseline.
+baseline. Beside them the report scores the model joined to the boosted
+baseline (:func:`joined_scores`), and that joined scorer minus the boosted
+baseline: whether the network carries what the winners' kind of model
+lacks, whether or not it beats it alone.
 """
 
 from __future__ import annotations
@@ -27,8 +30,32 @@ TRAINING, HELD_OUT = "training cells", "held-out cells"
 BASELINES = ("boosted", "dnase_motif", "dnase", "motif_scan")
 #: What the generator knows and no method does.
 REFERENCES = ("coarse_pwm_reference", "oracle")
+#: The model joined to the boosted baseline (:func:`joined_scores`).
+JOINED = "model_and_boosted"
 #: Every scorer beside the model, in report order.
-SCORERS = (*BASELINES, *REFERENCES)
+SCORERS = (*BASELINES, JOINED, *REFERENCES)
+
+
+def joined_scores(model: np.ndarray, boosted: np.ndarray) -> np.ndarray:
+    """The model's and the boosted baseline's log-odds averaged bin by bin.
+
+    An equal-weight ensemble: with no weight to choose, no choice is made on
+    the data it is scored on. Probabilities are clipped to ``[1e-7, 1 - 1e-7]``
+    so a saturated score still ranks.
+
+    Examples
+    --------
+    >>> joined_scores(np.array([0.5, 0.9]), np.array([0.5, 0.1])).round(12).tolist()
+    [0.0, 0.0]
+    >>> round(float(joined_scores(np.array([0.9]), np.array([0.9]))[0]), 6) == round(float(np.log(9)), 6)
+    True
+    """
+
+    def log_odds(p: np.ndarray) -> np.ndarray:
+        p = np.clip(np.asarray(p, dtype=np.float64), 1e-7, 1 - 1e-7)
+        return np.log(p) - np.log1p(-p)
+
+    return (log_odds(model) + log_odds(boosted)) / 2
 
 
 def group_of(cell: str, heldout_cells: Sequence[str]) -> str:
@@ -74,7 +101,8 @@ def site_intervals(
         The bootstrap's (``evaluate.bootstrap_resamples``, ``evaluate.bootstrap_seed``).
     pairs
         Scorer pairs ``(a, b)`` whose paired difference ``a - b`` each group
-        gets (default: the model minus each other scorer).
+        gets (default: the model minus each other scorer, and the joined
+        scorer minus the boosted baseline).
     gaps
         Scorers whose training-cells mean minus held-out-cells mean is given
         (default: every scorer, when both groups exist).
@@ -109,7 +137,8 @@ def site_intervals(
     groups = report_groups(keys, heldout_cells)
     scorers = sorted({name for key in bins.values() for name in key.scores})
     if pairs is None:
-        pairs = [("model", name) for name in scorers if name != "model"]
+        pairs = [("model", name) for name in scorers if name not in ("model", JOINED)]
+        pairs += [(JOINED, "boosted")] if {JOINED, "boosted"} <= set(scorers) else []
     both = HELD_OUT in groups and TRAINING in groups
     group_gaps = [(name, TRAINING, HELD_OUT) for name in (scorers if gaps is None else gaps)] if both else []
     return bootstrap_metrics(bins, groups=groups, pairs=pairs, gaps=group_gaps, n_resamples=n_resamples, seed=seed)
@@ -123,23 +152,29 @@ def best_baseline(group: Mapping[str, Any]) -> str | None:
 
 
 def group_summary(intervals: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """Per group: each scorer's mean auPRC with its interval, the best baseline, and the model minus it.
+    """Per group: each scorer's mean auPRC with its interval, the best baseline, the model minus it,
+    and the joined scorer minus the boosted baseline.
 
     Returns
     -------
     dict
         ``{group: {"keys": [...], "auprc": {scorer: interval}, "best_baseline": name,
-        "model_minus_best": interval}}``.
+        "model_minus_best": interval, "joined_minus_boosted": interval}}`` (None where not scored).
     """
+
+    def difference(group: Mapping[str, Any], a: str, b: str | None) -> dict | None:
+        found = next((d for d in group.get("differences", []) if d["a"] == a and d["b"] == b), None)
+        return found["auprc"] if found else None
+
     summary = {}
     for name, group in intervals.get("groups", {}).items():
         best = best_baseline(group)
-        difference = next((d for d in group.get("differences", []) if d["a"] == "model" and d["b"] == best), None)
         summary[name] = {
             "keys": group["keys"],
             "auprc": {scorer: entry["auprc"] for scorer, entry in group["methods"].items()},
             "best_baseline": best,
-            "model_minus_best": difference["auprc"] if difference else None,
+            "model_minus_best": difference(group, "model", best),
+            "joined_minus_boosted": difference(group, JOINED, "boosted"),
         }
     return summary
 
@@ -165,7 +200,8 @@ def format_interval(interval: Mapping[str, Any] | None, signed: bool = False) ->
 
 
 def headline(report: Mapping[str, Any]) -> list[str]:
-    """A line per group of cells (held-out first): the model's mean auPRC and the best baseline's, with intervals.
+    """A line per group of cells (held-out first): the model's mean auPRC and the best baseline's, with intervals
+    (and the model joined to the boosted baseline, where scored).
 
     Examples
     --------
@@ -188,8 +224,14 @@ def headline(report: Mapping[str, Any]) -> list[str]:
             if best
             else ""
         )
+        joined = (
+            f"; joined to boosted {format_interval(group['auprc'][JOINED])}, "
+            f"minus boosted {format_interval(group['joined_minus_boosted'], signed=True)}"
+            if group.get("joined_minus_boosted")
+            else ""
+        )
         lines.append(
             f"{name} ({', '.join(cells)}; {len(group['keys'])} TF/cells): "
-            f"model auPRC {format_interval(group['auprc'].get('model'))}{beside}"
+            f"model auPRC {format_interval(group['auprc'].get('model'))}{beside}{joined}"
         )
     return lines

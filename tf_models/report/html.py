@@ -16,11 +16,23 @@ from collections.abc import Iterable, Sequence
 from string import Template
 from typing import Any
 
+from tf_models.protocol import JOINED
+
 #: The scorers' order in tables and legends; others follow by name.
-SCORER_ORDER = ("model", "oracle", "coarse_pwm_reference", "boosted", "dnase_motif", "dnase", "motif_scan")
+SCORER_ORDER = (
+    "model",
+    JOINED,
+    "oracle",
+    "coarse_pwm_reference",
+    "boosted",
+    "dnase_motif",
+    "dnase",
+    "motif_scan",
+)
 #: What each scorer is, in the protocol table.
 SCORER_NAMES = {
     "model": "model",
+    JOINED: "model joined to gradient-boosted (mean log-odds)",
     "boosted": "gradient-boosted (motifs, DNase, RNA-seq)",
     "dnase_motif": "motif match weighted by DNase",
     "dnase": "DNase alone",
@@ -211,6 +223,14 @@ def protocol_section(report: dict[str, Any]) -> str:
         ]
     )
     classes.append("model")
+    if any(groups[g].get("joined_minus_boosted") for g in main):
+        rows.append(
+            [
+                "joined - gradient-boosted",
+                *(format_interval(groups[g].get("joined_minus_boosted"), signed=True) for g in main),
+            ]
+        )
+        classes.append("")
     per_tf = []
     for name in sorted(groups):
         if name in main:
