@@ -16,6 +16,7 @@ import tensorflow as tf
 from conftest import SMALL_RUN_MIN_MEAN_AUPRC, model_inputs, small_config
 
 from tf_models.evaluate import evaluate
+from tf_models.protocol import JOINED, SCORERS
 from tf_models.train import train_on_spark
 from tfbs import lineage
 from tfbs.errors import BelowFloorError
@@ -169,7 +170,20 @@ def test_baselines_are_scored_on_the_models_rows(evaluated):
     report = evaluated
     assert set(report["baselines"]) == set(report["results"])
     for key, baselines in report["baselines"].items():
-        assert set(baselines) == {"boosted", "dnase_motif", "dnase", "motif_scan", "coarse_pwm_reference", "oracle"}
+        # Every baseline and reference, and the model joined to the boosted baseline.
+        assert (
+            set(baselines)
+            == {*SCORERS}
+            == {
+                "boosted",
+                "dnase_motif",
+                "dnase",
+                "motif_scan",
+                JOINED,
+                "coarse_pwm_reference",
+                "oracle",
+            }
+        )
         # On the basic profile every bound site is open: reading motifs beside DNase beats either alone.
         assert baselines["boosted"]["auprc"] > max(baselines["dnase"]["auprc"], baselines["motif_scan"]["auprc"]), key
         for figures in baselines.values():
