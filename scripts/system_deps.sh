@@ -3,7 +3,7 @@
 # and Maven, which fetches Hadoop's mini cluster for the HDFS/YARN tests
 # (hadoop/pom.xml). Installs only what is missing (Debian/Ubuntu, apt-get).
 # TEST_DEPS=1 (`make test`) adds headless Chromium and its WebDriver, which
-# render the HTML report in tests/test_report_html.py; iproute2 and
+# render the HTML report in tests/scoring/test_report_html.py; iproute2 and
 # util-linux (ip, unshare, setpriv), which make the hosts of hadoop/hosts.py;
 # MIT Kerberos (a KDC, kinit), curl (SPNEGO) and OpenSSL (their certificates),
 # which secure them.

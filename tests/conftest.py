@@ -26,6 +26,8 @@ from tfbs.config import PipelineConfig, load_config
 pytest_plugins = ["gcs_emulator", "netwatch"]
 
 REPO = Path(__file__).resolve().parents[1]
+#: The suite's folder: its helpers (this file, netwatch, airflow_runs...) import by bare name from here.
+TESTS = REPO / "tests"
 DEMO_CONFIG = REPO / "conf" / "demo.yaml"
 #: The real ENCODE-DREAM files bundled with the repository.
 DREAM_DATA = REPO / "data" / "dream"
@@ -38,7 +40,7 @@ SEEDED = "train.model.motif_cnn.seed_motifs=true"
 
 #: A genome of ~0.6 Mb: big enough for every split, small enough for CI. The basic
 #: profile, every cell a training cell: the suite's floors were set on it
-#: (tests/test_heldout_cells.py and tests/test_realistic_profile.py test the demo's profile and protocol).
+#: (tests/scoring/test_heldout_cells.py and tests/generator/test_realistic_profile.py test the demo's profile and protocol).
 SMALL_OVERRIDES = [
     SEEDED,
     "generate.profile=basic",
@@ -218,6 +220,13 @@ class StreamedProcess:
         if self.proc.poll() is None:
             self.proc.kill()
             self.proc.wait()
+
+
+def script_env() -> dict[str, str]:
+    """The environment for running a test module as a script: the suite's helpers importable, as under pytest."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(TESTS), env.get("PYTHONPATH")]))
+    return env
 
 
 def wait_until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:

@@ -71,7 +71,7 @@ class _FirstTensorFlowImport(importlib.abc.MetaPathFinder):
 def install() -> None:
     """Hide :data:`OPTIONAL_IN_KERAS` during this process's first TensorFlow or Keras import (idempotent).
 
-    Nothing happens when either is imported already (``tests/test_lean_import.py`` shows both cases).
+    Nothing happens when either is imported already (``tests/training/test_lean_import.py`` shows both cases).
     """
     if installed() or any(name in sys.modules for name in ENTRY_MODULES):
         return

@@ -13,7 +13,7 @@ starts and its numeric policy, the record layout and the protein alphabet) are h
 and name. So:
 
 - changing any of those files without recording fails
-  ``tests/test_model_format.py`` (and ``python -m tf_models.model_format``
+  ``tests/training/test_model_format.py`` (and ``python -m tf_models.model_format``
   exits 1), naming the files to look at;
 - recording (``python -m tf_models.model_format --record``) makes every run
   after it a new model: ``tfbs changes`` reports "model code", training

@@ -69,7 +69,7 @@ from tfbs.storage.files import (
 )
 from tfbs.storage.filesystems import EMULATOR_ENV, HDFS_DEFAULT_PORT, filesystem
 from tfbs.storage.hdfs import HDFS_WRITE_ATTEMPTS
-from tfbs.storage.hdfs import _BytesWriter as _BytesWriter  # tests/test_atomic_writes.py
+from tfbs.storage.hdfs import _BytesWriter as _BytesWriter  # tests/files/test_atomic_writes.py
 from tfbs.storage.leftovers import (
     PARTIAL_SUFFIX,
     PARTS_INFIX,

@@ -6,7 +6,7 @@
 - Mirrors and export copies of killed processes are swept on the next run.
 - The YARN archive is rebuilt when the dependencies pip resolves change.
 
-GCS counterparts are in tests/test_storage_gcs.py (the emulator).
+GCS counterparts are in tests/files/test_storage_gcs.py (the emulator).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from tfbs import storage
 from tfbs.lineage import DamagedExportError
 from tfbs.storage import content_keys, dir_swap, owned_dirs
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _tree(root: Path) -> dict[str, bytes]:

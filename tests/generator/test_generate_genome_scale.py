@@ -20,7 +20,7 @@ from tfbs.config import PipelineConfig, load_config
 from tfbs.errors import ConfigError
 from tfbs.formats.motifs import encode_dna, log_odds, read_meme, scan_positions
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 PROFILE = ROOT / "conf" / "encode_dream_ctcf.yaml"
 DREAM = ROOT / "data" / "dream"

@@ -345,7 +345,7 @@ def _standalone_stage(tmp_path: Path, *overrides: str) -> tuple[int, list[str]]:
         with spark_session(config.spark, app_suffix="-refused"):
             raise AssertionError("a session started")
 
-    argv = ["--config", str(Path(__file__).parents[1] / "conf" / "demo.yaml"), "--set", f"run_dir={tmp_path / 'run'}"]
+    argv = ["--config", str(Path(__file__).parents[2] / "conf" / "demo.yaml"), "--set", f"run_dir={tmp_path / 'run'}"]
     for override in ("spark.master=spark://127.0.0.1:9", *overrides):
         argv += ["--set", override]
     err = io.StringIO()

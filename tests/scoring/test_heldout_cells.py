@@ -168,11 +168,11 @@ def test_a_cell_type_input_cannot_score_heldout_cells(tmp_path) -> None:
         ConfigError, match=r"train.model.use_cell_type: a cell-type input cannot score the held-out cells"
     ):
         load_config(
-            Path(__file__).resolve().parents[1] / "conf" / "demo.yaml",
+            Path(__file__).resolve().parents[2] / "conf" / "demo.yaml",
             [f"run_dir={tmp_path}", "train.model.use_cell_type=true"],
         )
     with pytest.raises(ConfigError, match=r"heldout_cells \['HepG2'\] are also in cells"):
         load_config(
-            Path(__file__).resolve().parents[1] / "conf" / "demo.yaml",
+            Path(__file__).resolve().parents[2] / "conf" / "demo.yaml",
             [f"run_dir={tmp_path}", "data.cells=[HepG2, K562]"],
         )

@@ -4,7 +4,7 @@ gather the right protein, honour the DNase / cell switches, learn, export,
 and (FactorNet) train under the cluster strategies.
 
 Models are tiny and windows short so each test takes seconds on 2 cores.
-Run as a script (``python tests/test_models.py STRATEGY ARCHITECTURE``) it
+Run as a script (``python tests/training/test_models.py STRATEGY ARCHITECTURE``) it
 trains a few steps under that strategy: the strategy tests start it in a
 subprocess, since a cluster strategy reconfigures TensorFlow's process-wide
 context.
@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import DEMO_CONFIG, REPO, SEEDED, model_inputs
+from conftest import DEMO_CONFIG, REPO, SEEDED, model_inputs, script_env
 
 from tfbs.config import ModelConfig, load_config
 from tfbs.errors import ConfigError
@@ -472,7 +472,9 @@ def _train_under_strategy(kind: str, name: str, steps: int = 4) -> dict:
 @pytest.mark.parametrize("name", ["motif_cnn", "factornet"])
 @pytest.mark.parametrize("kind", ["parameter_server", "multi_worker_mirrored"])
 def test_models_train_under_cluster_strategies(kind, name):
-    run = subprocess.run([sys.executable, __file__, kind, name], cwd=REPO, capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [sys.executable, __file__, kind, name], cwd=REPO, env=script_env(), capture_output=True, text=True, timeout=600
+    )
     assert run.returncode == 0, run.stderr[-4000:]
     result = json.loads(run.stdout.strip().splitlines()[-1])
     assert len(result["losses"]) == 4 and np.isfinite(result["losses"]).all()

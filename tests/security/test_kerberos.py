@@ -3,7 +3,7 @@
 ``kinit`` and ``kdestroy`` here are stand-ins on ``PATH`` that record what
 they were given and write the cache file ``KRB5CCNAME`` names; the real
 ones, against a real KDC, run in the hosts session (the DAG on the secured
-YARN, ``scripts/submit_yarn.sh`` in ``tests/test_host_failures.py``).
+YARN, ``scripts/submit_yarn.sh`` in ``tests/cluster/test_host_failures.py``).
 """
 
 from __future__ import annotations

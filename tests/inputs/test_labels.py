@@ -12,7 +12,7 @@ import pytest
 from tfbs.formats.bedtools import BedtoolsError, run_bedtools
 from tfbs.formats.labels import build_labels
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 DREAM = ROOT / "data" / "dream"
 

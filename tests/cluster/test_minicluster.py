@@ -21,7 +21,7 @@ from jvm import DEFAULT_CACHE_DIR, ClusterError, ensure_classpath, ensure_daemon
 from minicluster import MiniCluster
 from procs import argv, is_alive
 
-MINICLUSTER_PY = Path(__file__).resolve().parents[1] / "hadoop" / "minicluster.py"
+MINICLUSTER_PY = Path(__file__).resolve().parents[2] / "hadoop" / "minicluster.py"
 
 #: Run by a fresh interpreter with the cluster's environment: writes parquet to
 #: a path without a scheme (so HDFS only if HADOOP_CONF_DIR is honoured), reads

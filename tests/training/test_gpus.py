@@ -25,7 +25,7 @@ from tfbs.config import DEFAULT_GPU_DISCOVERY_SCRIPT, load_config
 from tfbs.errors import ConfigError
 from tfbs.launch import stage_conf
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "conf" / "demo.yaml"
 YARN_GPU = REPO / "conf" / "yarn_gpu.yaml"
 SCRIPT = REPO / "scripts" / "get_gpus_resources.sh"

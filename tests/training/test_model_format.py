@@ -1,7 +1,7 @@
 """The model's code counts itself: a change to what defines a model fails here until it is recorded.
 
 The recorded fingerprint (``tf_models/model_code.json``) is part of every
-model version's name and lineage (``tests/test_changes.py`` checks that
+model version's name and lineage (``tests/configuration/test_changes.py`` checks that
 another one retrains), so recording it retrains; forgetting to is this
 file's failure.
 """

@@ -24,7 +24,7 @@ from tf_models.tfos.network_tls import task_name, tunnel_contexts
 from tf_models.tfos.sealed import Refused, accept_sealed, connect_sealed
 from tf_models.tfos.tunnel import TunnelAgent
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SECRET = bytes(range(32))
 LABEL = b"tfbs test channel"
 

@@ -19,7 +19,7 @@ from tfbs.formats.motifs import (
     scan_max_score,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 MEME = ROOT / "data" / "dream" / "annotations" / "HOCOMOCOv9.meme"
 CELLS = ["K562", "GM12878", "HepG2"]  # deliberately not alphabetical

@@ -15,7 +15,7 @@ from tfbs.config.profile import PartnerSpec, RealisticConfig
 from tfbs.errors import BadInputError, ConfigError
 from tfbs.formats.expression import cell_expression, read_expression
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 MEME = ROOT / "data" / "dream" / "annotations" / "HOCOMOCOv9.meme"
 CELLS = ["GM12878", "HepG2", "K562"]
 SIZES = {"chr1": 150_000, "chr2": 400_000, "chr8": 60_000, "chr11": 60_000, "chr21": 60_000}

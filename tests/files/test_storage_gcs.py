@@ -1,6 +1,6 @@
 """tfbs.storage on ``gs://``: pyarrow's GcsFileSystem against the GCS emulator
 (tests/gcs_emulator.py), in the driver and in Spark tasks; and the error of an
-unreachable ``hdfs://`` name node (HDFS itself: tests/test_hdfs.py)."""
+unreachable ``hdfs://`` name node (HDFS itself: tests/cluster/test_hdfs.py)."""
 
 from __future__ import annotations
 

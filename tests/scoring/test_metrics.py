@@ -27,7 +27,7 @@ from tfbs.formats.metrics import (
     score_predictions,
 )
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@
 - Temporary mirrors and copies of exports do not pile up, nor do the
   temporaries killed writers leave (removed at a stage's start once stale).
 
-Run as a script (``python tests/test_atomic_writes.py URI MODE SIZE CHUNKS PAUSE``)
+Run as a script (``python tests/files/test_atomic_writes.py URI MODE SIZE CHUNKS PAUSE``)
 it is the writer the kill tests start: it rewrites ``URI`` with numbered
 generations until killed, saying on stdout where it is.
 """
@@ -30,11 +30,11 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
-from conftest import wait_until
+from conftest import script_env, wait_until
 
 from tfbs import storage
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 #: The killed generation: two whole ones are there before it starts.
 KILLED = 3
 
@@ -139,7 +139,7 @@ def _kill_mid_write(uri: str, mode: str, size: int, chunks: int = 1, pause: floa
     poller = _Poller(uri)
     poller.start()
     command = [sys.executable, __file__, uri, mode, str(size), str(chunks), str(pause)]
-    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, cwd=REPO, env=script_env(), stdout=subprocess.PIPE, text=True)
     lines, done = _lines(proc), 0
     try:
         while True:
