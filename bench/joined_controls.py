@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--name", required=True, help="the candidate's name in the results")
     parser.add_argument("--data", default="demo", help="the data set under the work dir")
     parser.add_argument("--heldout-cells", nargs="+", default=["HepG2"])
-    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "candidates" / "joined_controls.json")
+    parser.add_argument("--out", type=Path, default=ROOT / "bench" / "results" / "joined_controls.json")
     args = parser.parse_args()
 
     models = args.work_dir / args.data / DEFAULT.run_folder / "models"

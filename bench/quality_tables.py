@@ -259,6 +259,28 @@ def _joined_text(ensemble: dict, group: str) -> str:
     return f"{spread['min']:.3f}-{spread['max']:.3f}; {interval_text(minus, signed=True)}"
 
 
+def joined_controls_table(controls: dict) -> str:
+    """Per candidate and group of cells (bench/joined_controls.py's output): the boosted baseline, and joined to
+    it the network, the motif scan and the DNase-weighted match, each minus the boosted baseline."""
+    seconds = ("model", "motif_scan", "dnase_motif")
+    rows = []
+    for name, result in controls.items():
+        if not isinstance(result, dict) or "groups" not in result:
+            continue
+        for group in ("held-out cells", "training cells"):
+            figures = result["groups"][group]
+            rows.append(
+                [
+                    name if group == "held-out cells" else "",
+                    group,
+                    interval_text(figures["auprc"]["boosted"]),
+                    *(interval_text(figures["minus_boosted"][f"boosted+{second}"], signed=True) for second in seconds),
+                ]
+            )
+    header = ["candidate", "cells", "boosted", "+ network", "+ motif scan", "+ motif x DNase"]
+    return markdown(header, rows)
+
+
 def _group_means(runs: list[dict], ensemble: dict, group: str) -> list[float]:
     keys = ensemble["groups"][group]["keys"]
     return [sum(r["auprc"][key] for key in keys) / len(keys) for r in runs]
@@ -296,6 +318,9 @@ def main() -> None:
         candidates = {"default": {"runs": demo, "ensembles": {"demo": challenge["ensembles"]["demo"]}}, **candidates}
         print("## Candidate models on the tuning data\n")
         print(candidates_table(candidates) + "\n")
+    if (controls := load_whole("joined_controls")) is not None:
+        print("## The boosted baseline joined with a second scorer, minus the boosted baseline (the tuning data)\n")
+        print(joined_controls_table(controls) + "\n")
     if (tuning := load_whole("boosted_tuning")) is not None:
         print("## The boosted baseline's tuning (mean validation auPRC over the tuning seeds)\n")
         rows = [[*(str(r[k]) for k in tuning["best"]), f"{r['mean']:.4f}"] for r in tuning["mean_valid_auprc"]]
