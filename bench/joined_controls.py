@@ -43,10 +43,9 @@ def standardised(values: np.ndarray, log_odds: bool) -> np.ndarray:
     >>> standardised(np.array([1.0, 2.0, 3.0]), log_odds=False).round(3).tolist()
     [-1.225, 0.0, 1.225]
     """
-    values = np.asarray(values, dtype=np.float64)
-    if log_odds:
-        values = np.clip(values, 1e-7, 1 - 1e-7)
-        values = np.log(values) - np.log1p(-values)
+    from tf_models.protocol import log_odds as to_log_odds
+
+    values = to_log_odds(values) if log_odds else np.asarray(values, dtype=np.float64)
     return (values - values.mean()) / (values.std() or 1.0)
 
 

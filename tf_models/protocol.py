@@ -36,25 +36,31 @@ JOINED = "model_and_boosted"
 SCORERS = (*BASELINES, JOINED, *REFERENCES)
 
 
+def log_odds(probability: np.ndarray) -> np.ndarray:
+    """``log(p / (1 - p))``, with ``p`` clipped to ``[1e-7, 1 - 1e-7]`` so a saturated score still ranks.
+
+    Examples
+    --------
+    >>> round(float(log_odds(np.array([0.9]))[0]), 6) == round(float(np.log(9)), 6)
+    True
+    >>> bool(np.isfinite(log_odds(np.array([0.0, 1.0]))).all())
+    True
+    """
+    p = np.clip(np.asarray(probability, dtype=np.float64), 1e-7, 1 - 1e-7)
+    return np.log(p) - np.log1p(-p)
+
+
 def joined_scores(model: np.ndarray, boosted: np.ndarray) -> np.ndarray:
-    """The model's and the boosted baseline's log-odds averaged bin by bin.
+    """The model's and the boosted baseline's log-odds (:func:`log_odds`) averaged bin by bin.
 
     An equal-weight ensemble: with no weight to choose, no choice is made on
-    the data it is scored on. Probabilities are clipped to ``[1e-7, 1 - 1e-7]``
-    so a saturated score still ranks.
+    the data it is scored on.
 
     Examples
     --------
     >>> joined_scores(np.array([0.5, 0.9]), np.array([0.5, 0.1])).round(12).tolist()
     [0.0, 0.0]
-    >>> round(float(joined_scores(np.array([0.9]), np.array([0.9]))[0]), 6) == round(float(np.log(9)), 6)
-    True
     """
-
-    def log_odds(p: np.ndarray) -> np.ndarray:
-        p = np.clip(np.asarray(p, dtype=np.float64), 1e-7, 1 - 1e-7)
-        return np.log(p) - np.log1p(-p)
-
     return (log_odds(model) + log_odds(boosted)) / 2
 
 
