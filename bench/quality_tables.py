@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.quality_runs import RESULTS  # noqa: E402
+from tf_models.protocol import JOINED  # noqa: E402
 
 #: Baselines in table order, with their headings.
 BASELINES = (("motif_scan", "motif scan"), ("coarse_pwm_reference", "coarse-PWM reference"), ("oracle", "oracle"))
@@ -98,7 +99,7 @@ def _by_data_set(summary: dict, variant: str) -> list[tuple[str, str]]:
 #: The challenge tables' scorers, in column order, with their headings.
 CHALLENGE_SCORERS = (
     ("model", "model"),
-    ("model_and_boosted", "model + boosted"),
+    (JOINED, "model + boosted"),
     ("boosted", "gradient-boosted"),
     ("dnase_motif", "motif x DNase"),
     ("dnase", "DNase alone"),
@@ -252,7 +253,7 @@ def candidates_table(candidates: dict[str, dict]) -> str:
 def _joined_text(ensemble: dict, group: str) -> str:
     """The model joined to the boosted baseline (:func:`tf_models.protocol.joined_scores`): its trainings' range, and
     the averaged predictions' minus the boosted baseline; ``-`` for results scored before the joined scorer."""
-    spread = ensemble.get("runs_spread", {}).get(group, {}).get("model_and_boosted")
+    spread = ensemble.get("runs_spread", {}).get(group, {}).get(JOINED)
     minus = ensemble["groups"][group].get("joined_minus_boosted")
     if not (spread and minus):
         return "-"
