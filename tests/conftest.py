@@ -123,7 +123,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     others: their daemons then run only while needed. Among them, those
     that need the archive come last: its build, started in the background
     once the session is collected (:func:`pytest_collection_finish`), is
-    done by then.
+    done by then. Otherwise the modules run in file-name order (:func:`_module_order`).
     """
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
@@ -133,7 +133,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.cluster)
         if _uses_hosts(item):
             item.add_marker(pytest.mark.hosts)
-    items.sort(key=lambda item: (_uses_hosts(item), _needs_archive(item)))  # stable: the order stays otherwise
+    items.sort(key=lambda item: (_uses_hosts(item), _needs_archive(item), _module_order(item)))
+
+
+def _module_order(item: pytest.Item) -> tuple[int, str]:
+    """The suite's modules by file name whatever their folder, then the packages' doctests as collected.
+
+    The folders group the tests for readers; the two sessions of ``make
+    test`` were balanced on the flat folder's order (which test starts the
+    hosts' cluster, which runs beside which), so that order stays. The sort
+    is stable: a module's tests keep their order.
+    """
+    path = Path(str(item.path))
+    return (0, path.name) if TESTS in path.parents else (1, "")
 
 
 #: Where the session keeps the background build of the archive, if it started one.
