@@ -52,7 +52,7 @@ from jvm import (
     find_java_home,
     site_xml,
 )
-from minicluster_state import LOOPBACK, ClusterInfo
+from minicluster_state import LOOPBACK, ClusterInfo, MiniClusterState
 from minicluster_watch import MiniClusterWatch
 from procs import start_ticks, terminate
 
@@ -230,12 +230,13 @@ def java_command(
 # ------------------------------------------------------------------- cluster
 
 
-class MiniCluster(MiniClusterWatch):
+class MiniCluster(MiniClusterState):
     """A Hadoop mini cluster living in one work dir.
 
     Constructing it starts nothing: it reads ``DIR/cluster.json`` if present,
-    so `status`, `stop` and the log helpers work on a cluster started by
-    another process.  As a context manager it starts on entry and stops on exit.
+    so `stop` and its ``watch`` (status, processes, containers, log) work on
+    a cluster started by another process.  As a context manager it starts on
+    entry and stops on exit.
 
     Parameters
     ----------
@@ -265,13 +266,15 @@ class MiniCluster(MiniClusterWatch):
         extra_conf: Mapping[str, str] | None = None,
     ) -> None:
         super().__init__(Path(workdir).resolve())
+        #: What the cluster looks like while it runs (:class:`minicluster_watch.MiniClusterWatch`).
+        self.watch = MiniClusterWatch(self)
+        #: The JVM a start launched from this process, reaped by `stop`; None for one started elsewhere.
+        self._process: subprocess.Popen[bytes] | None = None
         self.cache_dir = Path(cache_dir)
         self.resources = resources
         self.heap = heap
         self.startup_timeout = startup_timeout
         self.extra_conf = dict(extra_conf or {})
-
-    # -- life cycle (what it is: MiniClusterState; watching it: MiniClusterWatch)
 
     def start(self) -> ClusterInfo:
         """Start a fresh cluster and wait until HDFS and YARN serve.
@@ -288,7 +291,7 @@ class MiniCluster(MiniClusterWatch):
             cannot be fetched, or the cluster is not ready within
             ``startup_timeout`` (the message ends with the JVM's log tail).
         """
-        if self.is_running():
+        if self.watch.is_running():
             raise ClusterError(f"a mini cluster already runs from {self.workdir} (pid {self.pid})")
         java_home = find_java_home()
         lib = ensure_classpath(self.cache_dir)
@@ -323,8 +326,8 @@ class MiniCluster(MiniClusterWatch):
         # written at once, so that `stop` finds the JVM even if waiting is interrupted
         self._write_info()
         try:
-            self._wait_ready(self.startup_timeout)
-            nm_url = f"http://{self._running_nodes()[0]['nodeHTTPAddress']}"
+            self.watch.wait_ready(self.startup_timeout, self._process)
+            nm_url = f"http://{self.watch.running_nodes()[0]['nodeHTTPAddress']}"
         except BaseException:
             self.stop()
             raise
@@ -364,7 +367,7 @@ class MiniCluster(MiniClusterWatch):
             )
 
     def _write_info(self) -> None:
-        self.info_file.write_text(json.dumps(asdict(self._started()), indent=2) + "\n")
+        self.info_file.write_text(json.dumps(asdict(self.started()), indent=2) + "\n")
 
     def stop(self, grace: float = 10.0) -> None:
         """Stop the cluster and every container process; no-op if none runs.
@@ -377,7 +380,7 @@ class MiniCluster(MiniClusterWatch):
         ClusterError
             If a process survives SIGKILL.
         """
-        processes = self.processes()
+        processes = self.watch.processes()
         if processes:
             log.info("stopping the mini cluster in %s (%d processes)", self.workdir, len(processes))
             started = time.monotonic()
@@ -405,12 +408,12 @@ class MiniCluster(MiniClusterWatch):
 def run_foreground(cluster: MiniCluster) -> int:
     """Keep the cluster up until Ctrl-C (or SIGTERM/SIGHUP), then stop it."""
     try:
-        while cluster.is_running():
+        while cluster.watch.is_running():
             time.sleep(1.0)
     except KeyboardInterrupt:
         cluster.stop()
         return 0
-    log.error("the mini cluster JVM died; end of %s:\n%s", cluster.log_file, cluster.logtail())
+    log.error("the mini cluster JVM died; end of %s:\n%s", cluster.log_file, cluster.watch.logtail())
     cluster.stop()
     return 1
 
@@ -444,7 +447,7 @@ def _start(cluster: MiniCluster, detach: bool) -> int:
 
 
 def _logs(cluster: MiniCluster, app_id: str | None) -> int:
-    logs = cluster.container_logs(app_id)
+    logs = cluster.watch.container_logs(app_id)
     for container, paths in logs.items():
         print(f"{container}\t{paths.stdout}\t{paths.stderr}")
     return 0 if logs else 1
@@ -494,7 +497,7 @@ def main(args: Sequence[str] | None = None) -> int:
             return 0
         if options.action == "logs":
             return _logs(cluster, options.app)
-        status = cluster.status()
+        status = cluster.watch.status()
         print(json.dumps(status, indent=2))
         return 0 if status.get("ready") else 1
     except ClusterError as error:

@@ -1,15 +1,14 @@
 """What a mini cluster (:mod:`minicluster`) is: its work dir, the state a start leaves, its paths and addresses.
 
-Standard library only, like :mod:`minicluster`. The watching
-(:mod:`minicluster_watch`) and the starting and stopping
+Standard library only, like :mod:`minicluster`. The starting and stopping
 (:class:`minicluster.MiniCluster`) build on it, as the cluster of hosts
-builds on :class:`host_state.HostClusterState`.
+builds on :class:`host_state.HostClusterState`; the watching
+(:mod:`minicluster_watch`) reads it.
 """
 
 from __future__ import annotations
 
 import json
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -38,7 +37,7 @@ class ClusterInfo:
 
 
 class MiniClusterState:
-    """A mini cluster's work dir, the JVM a start launched from this process (if any) and ``cluster.json``.
+    """A mini cluster's work dir and ``cluster.json``.
 
     Parameters
     ----------
@@ -48,7 +47,6 @@ class MiniClusterState:
 
     def __init__(self, workdir: Path) -> None:
         self.workdir = workdir
-        self._process: subprocess.Popen[bytes] | None = None
         self.info: ClusterInfo | None = None
         if self.info_file.is_file():
             self.info = ClusterInfo(**json.loads(self.info_file.read_text()))
@@ -68,7 +66,8 @@ class MiniClusterState:
         """Output of the cluster JVM."""
         return self.workdir / "minicluster.log"
 
-    def _started(self) -> ClusterInfo:
+    def started(self) -> ClusterInfo:
+        """The started cluster's record; a :class:`ClusterError` when none was started here."""
         if self.info is None:
             raise ClusterError(f"no mini cluster was started in {self.workdir}")
         return self.info
@@ -76,32 +75,32 @@ class MiniClusterState:
     @property
     def pid(self) -> int:
         """Process id of the cluster JVM."""
-        return self._started().pid
+        return self.started().pid
 
     @property
     def fs_default_fs(self) -> str:
         """``hdfs://127.0.0.1:<port>``."""
-        return self._started().fs_default_fs
+        return self.started().fs_default_fs
 
     @property
     def webhdfs_url(self) -> str:
         """NameNode HTTP address serving ``/webhdfs/v1``."""
-        return self._started().webhdfs_url
+        return self.started().webhdfs_url
 
     @property
     def rm_url(self) -> str:
         """ResourceManager web address (UI and ``/ws/v1/cluster``)."""
-        return self._started().rm_url
+        return self.started().rm_url
 
     @property
     def nm_url(self) -> str:
         """NodeManager web address (``/ws/v1/node``, container logs)."""
-        return self._started().nm_url
+        return self.started().nm_url
 
     @property
     def ports(self) -> dict[str, int]:
         """The loopback port of each name in :data:`minicluster.PORT_NAMES`."""
-        return dict(self._started().ports)
+        return dict(self.started().ports)
 
     def env(self) -> dict[str, str]:
         """Environment for Hadoop, YARN and Spark clients of this cluster.
@@ -109,7 +108,7 @@ class MiniClusterState:
         SPARK_LOCAL_IP keeps Spark's driver on loopback: the host name may
         resolve to 127.0.0.1 while Spark would otherwise advertise eth0.
         """
-        info = self._started()
+        info = self.started()
         return {
             "HADOOP_CONF_DIR": info.conf_dir,
             "YARN_CONF_DIR": info.conf_dir,

@@ -197,11 +197,11 @@ def test_spark_writes_parquet_to_hdfs_through_hadoop_conf_dir(minicluster: MiniC
 
 @pytest.mark.cluster
 def test_stop_leaves_no_process_and_frees_the_ports(minicluster: MiniCluster) -> None:
-    processes = minicluster.processes()
+    processes = minicluster.watch.processes()
     assert minicluster.pid in processes
     ports = minicluster.ports
     minicluster.stop()
-    assert not minicluster.is_running()
+    assert not minicluster.watch.is_running()
     assert [pid for pid in processes if is_alive(pid)] == []
     # nor any process elsewhere that still works in the cluster's folder
     workdir = str(minicluster.workdir)
