@@ -8,12 +8,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tfbs.formats.metrics import (
-    _auprc_dg_steps,
-    _auroc_steps,
-    _recall_at_fdr_steps,
-    _steps,
-)
+from tfbs.formats.metrics.step_metrics import auprc_of_steps, auroc_of_steps, recall_at_fdr_of_steps
+from tfbs.formats.metrics.steps import score_steps
 from tfbs.site_bootstrap.regions import multiplicity_blocks
 from tfbs.site_bootstrap.weighted import FDR, METRICS, key_data, key_rows, method_scores, prepare_scores
 
@@ -71,8 +67,12 @@ def _minus(a: _Samples, b: _Samples) -> _Samples:
 
 def _point_estimates(y: np.ndarray, s: np.ndarray) -> dict[str, float]:
     """The metrics on all bins, by the very functions of score_predictions."""
-    st = _steps(y, s)
-    return {"auprc": _auprc_dg_steps(st), "auroc": _auroc_steps(st), "recall_at_fdr_10": _recall_at_fdr_steps(st, FDR)}
+    st = score_steps(y, s)
+    return {
+        "auprc": auprc_of_steps(st),
+        "auroc": auroc_of_steps(st),
+        "recall_at_fdr_10": recall_at_fdr_of_steps(st, FDR),
+    }
 
 
 def _bootstrap_keys(

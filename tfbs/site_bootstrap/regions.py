@@ -6,9 +6,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from tfbs.formats.metrics import (
-    _encode_labels,
-)
+from tfbs.formats.metrics.labels import encode_labels
 
 # Resamples drawn per block: block b's multiplicities depend on (seed, b)
 # only, so results do not depend on how the work is chunked in memory, and
@@ -37,7 +35,7 @@ def busy_bins(labels: Iterable[np.ndarray]) -> np.ndarray:
     """
     busy: np.ndarray | None = None
     for one in labels:
-        codes = _encode_labels(np.asarray(one)) != 0
+        codes = encode_labels(np.asarray(one)) != 0
         if busy is not None and busy.shape != codes.shape:
             raise ValueError(f"label arrays differ in length: {busy.shape[0]} != {codes.shape[0]}")
         busy = codes if busy is None else busy | codes

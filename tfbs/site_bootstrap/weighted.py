@@ -7,10 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from tfbs.formats.metrics import (
-    _check_binary,
-    _encode_labels,
-)
+from tfbs.formats.metrics.labels import encode_labels
+from tfbs.formats.metrics.steps import check_binary
 
 #: Metrics bootstrapped, in the order of the JSON entries.
 METRICS: tuple[str, ...] = ("auprc", "auroc", "recall_at_fdr_10")
@@ -116,7 +114,7 @@ def _weighted_auroc(c: _Curve, n_pos: np.ndarray, n_neg: np.ndarray) -> np.ndarr
 
 
 def _weighted_auprc(c: _Curve, n_pos: np.ndarray) -> np.ndarray:
-    """Davis-Goadrich area per resample, the rule of ``tfbs.formats.metrics._auprc_dg_steps``.
+    """Davis-Goadrich area per resample, the rule of ``tfbs.formats.metrics.step_metrics.auprc_of_steps``.
 
     A positive step with nothing drawn above it is the first step of the
     weighted curve (flat at its own precision); the previous point of any
@@ -168,7 +166,7 @@ def _interior_points(c: _Curve, tp_prev: np.ndarray, interp: np.ndarray) -> np.n
 
 def _weighted_recall(c: _Curve, n_pos: np.ndarray) -> np.ndarray:
     # Largest recall over thresholds with 1 - precision <= 10 %, as
-    # tfbs.formats.metrics._recall_at_fdr_steps; a step adding only U bins has a
+    # tfbs.formats.metrics.step_metrics.recall_at_fdr_of_steps; a step adding only U bins has a
     # lower precision at the same recall, so positive steps suffice.
     with np.errstate(invalid="ignore", divide="ignore"):
         ok = (1 - c.tp / (c.tp + c.fp)) <= FDR
@@ -209,7 +207,7 @@ class KeyData(NamedTuple):
 
 def key_data(labels: np.ndarray, region: np.ndarray, n_regions: int) -> KeyData:
     """Encode labels, drop A bins and count B/U bins per region."""
-    codes = _encode_labels(np.asarray(labels))
+    codes = encode_labels(np.asarray(labels))
     reg = np.asarray(region)
     if reg.shape != codes.shape:
         raise ValueError(f"labels and region differ in shape: {codes.shape} != {reg.shape}")
@@ -229,7 +227,7 @@ def method_scores(key: KeyData, scores: np.ndarray) -> np.ndarray:
     s = np.asarray(scores)
     if s.shape != key.keep.shape:
         raise ValueError(f"scores and labels differ in shape: {s.shape} != {key.keep.shape}")
-    return _check_binary(key.y, s[key.keep])[1]
+    return check_binary(key.y, s[key.keep])[1]
 
 
 def key_rows(
