@@ -474,7 +474,7 @@ def test_a_killed_worker_is_named_and_the_run_finishes_with_the_workers_left(sma
     _assert_no_processes_left(run_dir)
 
 
-@pytest.mark.waits
+# With the one-machine tests: the hosts' session is the longer of make test's two.
 def test_a_killed_ps_stops_the_run_fast_and_the_rerun_resumes(small_shards, tmp_path):
     run_dir = tmp_path / "run"
     output, seconds = _fail_fast(small_shards, run_dir, "ps", 0)
