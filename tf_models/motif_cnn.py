@@ -16,6 +16,8 @@ label is about a whole window can learn to look at all of it.
 centred on the bin (100 bp to the whole window), side by side, as the
 gradient-boosted baseline reads motifs: on a tuning seed its maxima beyond
 200 bp were worth 0.06-0.10 auPRC to it (``bench/boosted_ablation.py``).
+``summit_ring_bp`` adds each filter's best match where the cell's DNase
+summit lies (:mod:`tf_models.summit_ring`).
 
 The TF's protein sequence picks the filters its DNA-binding domain reads:
 a sigmoid gate per filter, computed from the protein branch (EasyFlow's
@@ -32,6 +34,7 @@ import tensorflow as tf
 
 from tf_models.encoding import reverse_complement
 from tf_models.layers import protein_branch
+from tf_models.summit_ring import SummitRing
 from tfbs.config import ModelConfig
 
 
@@ -208,6 +211,13 @@ class MotifCNN(keras.Model):
             self.positions = PositionalWeights(
                 window - scan.kernel + 1, scan.positional_bp, config.dna_center_bp, window, name="positions"
             )
+        #: Each filter's best match at the DNase summit's distance (``summit_ring_bp``), or None
+        #: (also when the data has no DNase: training_run turns use_dnase off then).
+        self.summit_ring = (
+            None
+            if scan.summit_ring_bp is None or not config.use_dnase
+            else SummitRing(self.first, self.length, scan.kernel, window, scan.summit_ring_bp, name="summit_ring")
+        )
         # Max commutes with ReLU: a linear map's best match is the ReLU map's wherever it clears the
         # threshold, and stays graded (a weak match above none) where the ReLU's is 0.
         activation = None if scan.match_activation == "linear" else "relu"
@@ -226,10 +236,9 @@ class MotifCNN(keras.Model):
         # float32 whatever the policy, as in EasyFlowNet.
         self.logit = keras.layers.Dense(1, name="logit", dtype="float32")
 
-    def _best_matches(self, dna: tf.Tensor) -> tf.Tensor:
-        """Each filter's best match in the scanned region of one strand: (batch, filters), or
+    def _best_matches(self, maps: tf.Tensor) -> tf.Tensor:
+        """Each filter's best match in the scanned region of one strand's maps: (batch, filters), or
         (batch, scales, filters) with ``scales_bp``, one best match per width."""
-        maps = self.motifs(dna)
         if self.scale_slices:
             return tf.stack([tf.reduce_max(maps[:, a : a + n], axis=1) for a, n in self.scale_slices], axis=1)
         if self.positions is not None:
@@ -238,16 +247,25 @@ class MotifCNN(keras.Model):
 
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
         dna = tf.cast(inputs["dna"][:, self.first : self.first + self.length], self.compute_dtype)
-        matches = tf.maximum(self._best_matches(dna), self._best_matches(reverse_complement(dna)))
+        strands = [self.motifs(dna), self.motifs(reverse_complement(dna))]
+        matches = tf.maximum(*(self._best_matches(maps) for maps in strands))
+        at_summit = []
+        if self.summit_ring is not None:
+            (forward, flag), (reverse, _) = (self.summit_ring(maps, inputs["dnase"]) for maps in strands)
+            at_summit = [tf.maximum(forward, reverse), flag]
         per_protein = self.protein_reduce(self.protein_tower(inputs["proteins"], training=training))
         protein = tf.gather(per_protein, tf.cast(inputs["tf_index"], tf.int32))
         matches = self.match_dropout(matches, training=training)
+        if at_summit:
+            at_summit[0] = self.match_dropout(at_summit[0], training=training)
         if self.protein_gate is not None:
             gate = self.protein_gate(protein)
             matches = matches * (gate[:, None, :] if self.scale_slices else gate)
+            if at_summit:
+                at_summit[0] = at_summit[0] * gate
         if self.scale_slices:
             matches = tf.reshape(matches, [-1, len(self.scale_slices) * self.motifs.filters])
-        parts = [matches, protein]
+        parts = [matches, *at_summit, protein]
         if self.config.use_cell_type:
             parts.append(tf.one_hot(tf.cast(inputs["cell_index"], tf.int32), self.n_cells))
         if self.config.use_dnase:

@@ -51,6 +51,8 @@ ARCHITECTURES = {
     "motif_cnn-positional": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.positional_bp=10"],
     # Each filter's best match in 50, 100 and the whole 200 bp, side by side (as the boosted baseline reads motifs).
     "motif_cnn-scales": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.scales_bp=[50, 100, 200]"],
+    # Also each filter's best match at the DNase summit's distance from the bin's centre (tf_models.summit_ring).
+    "motif_cnn-summit": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.summit_ring_bp=30"],
     "easyflow": ["train.model.architecture=easyflow"],
     "factornet": ["train.model.architecture=factornet"],
     "factornet-attention": ["train.model.architecture=factornet", "train.model.factornet.sequence_layer=attention"],
@@ -114,7 +116,14 @@ def test_each_architecture_builds_and_gives_one_float32_logit_per_example(name):
 def test_strand_shared_models_are_reverse_complement_invariant_and_still_read_the_dna():
     from tf_models.encoding import reverse_complement
 
-    strand_shared = ("motif_cnn", "motif_cnn-ungated", "motif_cnn-positional", "motif_cnn-scales", "factornet")
+    strand_shared = (
+        "motif_cnn",
+        "motif_cnn-ungated",
+        "motif_cnn-positional",
+        "motif_cnn-scales",
+        "motif_cnn-summit",
+        "factornet",
+    )
     for name in (*strand_shared, "factornet-attention"):
         model, config = _build(name)
         inputs = _inputs(config)

@@ -54,6 +54,13 @@ class MotifCNNConfig(Section):
         description="the filters' maps: relu (a match below the filter's threshold counts 0) or linear (each "
         "filter's best score is kept graded, negative for a poor match, as the baseline's log-odds maxima are)",
     )
+    summit_ring_bp: int | None = Field(
+        None,
+        gt=0,
+        description="also keep each filter's best match within N bp of the DNase summit's distance from the bin's "
+        "centre, either side (tf_models.summit_ring: the open region's place along the window, from the DNase "
+        "input; needs use_dnase); None: off",
+    )
     match_dropout: float = Field(
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
     )
@@ -141,6 +148,12 @@ class ModelConfig(Section):
     motif_cnn: MotifCNNConfig = Field(default_factory=MotifCNNConfig)
     easyflow: EasyFlowConfig = Field(default_factory=EasyFlowConfig)
     factornet: FactorNetConfig = Field(default_factory=FactorNetConfig)
+
+    @model_validator(mode="after")
+    def _summit_ring_reads_dnase(self) -> ModelConfig:
+        if self.motif_cnn.summit_ring_bp is not None and not self.use_dnase:
+            raise ValueError("motif_cnn.summit_ring_bp reads the DNase input: set use_dnase true, or it null")
+        return self
 
     @model_validator(mode="after")
     def _expression_read_by_motif_cnn(self) -> ModelConfig:
