@@ -101,27 +101,22 @@ def run_cluster(
     private_network: bool = True,
     elastic_workers: bool = False,
 ) -> list[dict[str, Any]]:
-    """Run ``node_main`` on a TF cluster of one chief, ``num_ps`` ps and ``num_workers`` workers.
+    """Run ``node_main`` on a TF cluster of one chief, ``num_ps`` ps and ``num_workers`` workers, until all end.
 
-    Blocks until every node has finished. The ps nodes are stopped after the
-    chief and workers have returned.
+    The ps nodes are stopped after the chief and workers have returned.
 
     Parameters
     ----------
     sc : SparkContext
-        Needs exactly ``num_ps + num_workers + 1`` executors, each running one
-        task at a time, with dynamic allocation off.
+        With exactly ``num_ps + num_workers + 1`` single-task executors, dynamic allocation off.
     node_main : callable
-        ``node_main(args, info)``, run on every node and branching on
-        ``info.job_name``. cloudpickle must be able to pickle it. Import
-        TensorFlow inside it or in an importable module. Every node runs
-        it in a forked child that its Spark task watches. Every node must
-        return when training is over; PSS ps and workers use
-        :func:`~tf_models.tfos.node.wait_for_chief` for that.
+        ``node_main(args, info)``, run on every node (branching on
+        ``info.job_name``) in a forked child its Spark task watches;
+        picklable by cloudpickle, importing TensorFlow inside. It returns
+        when training is over (PSS ps and workers: :func:`~tf_models.tfos.node.wait_for_chief`).
     node_args : dict
-        Picklable arguments for ``node_main``. A ``"run_id"`` entry is added if
-        missing, for :func:`~tf_models.tfos.node.mark_chief_done` and
-        :func:`~tf_models.tfos.node.wait_for_chief`.
+        Picklable arguments for ``node_main``, given a ``"run_id"`` if missing
+        (:func:`~tf_models.tfos.node.mark_chief_done`, ``wait_for_chief``).
     num_ps : int
         Number of parameter servers; 0 for MultiWorkerMirroredStrategy.
     num_workers : int
@@ -131,17 +126,19 @@ def run_cluster(
     reservation_timeout : int
         Seconds to wait for all nodes to register.
     shutdown_timeout : int
-        Seconds allowed from reservation to the end of training, the same span
-        TFoS's ``shutdown(timeout=...)`` covers. Size it to fit the training.
-        When it runs out, running jobs are cancelled and
-        :class:`ClusterFailed` is raised. Works from any driver thread
+        Seconds allowed from reservation to the end of training (TFoS's
+        ``shutdown(timeout=...)`` span), sized to fit the training; then running
+        jobs are cancelled and :class:`ClusterFailed` raised. Works from any driver thread
         (no ``SIGALRM``).
     node_dir : str or None
-        A directory every node and the driver can reach (any
-        :mod:`tfbs.storage` URI). Each node writes
-        ``<job>-<index>.json`` there with the pid of the OS process that runs
-        its TensorFlow, and the driver logs it as a "tfbs node process"
-        line. ``None`` writes nothing.
+        A folder every node and the driver reach (any :mod:`tfbs.storage`
+        URI), where each node writes ``<job>-<index>.json`` with the pid of
+        its TensorFlow process (logged as a "tfbs node process" line); ``None``: none.
+    executors_timeout : float
+        Seconds to wait for one executor per node.
+    private_network : bool
+        Each node's TensorFlow in a private network behind sealed tunnels
+        (:mod:`tf_models.tfos.private_network`); False: on the host's network.
     elastic_workers : bool
         A worker lost with its process, executor or host is logged and the
         run goes on with the workers left (parameter servers only: TF's
@@ -151,11 +148,9 @@ def run_cluster(
     Returns
     -------
     list of dict
-        One record per node, in TFoS node order: ``{"job_name",
-        "task_index", "tfos_index", "spark_executor", "host", "hostname",
-        "port"}`` (``host`` is the address the node registered, which the
-        TF cluster spec names).
-        These are also logged as "tfbs placement" lines.
+        One record per node, in TFoS node order, also logged as "tfbs placement"
+        lines: ``{"job_name", "task_index", "tfos_index", "spark_executor",
+        "host", "hostname", "port"}`` (``host``: the address the node registered).
 
     Raises
     ------
@@ -167,11 +162,10 @@ def run_cluster(
         or the nodes did not all register within ``reservation_timeout``
         (:class:`~tf_models.tfos.failures.ReservationTimeoutError`).
     ClusterFailed
-        If a node failed or died, or the run timed out. A dead node is reported within seconds, by name
-        (``TF node worker:1 (Spark executor 3, ...) died: its process was
-        killed by SIGKILL``), and the node job is cancelled. The
-        SparkContext remains usable, except when a node fails before all
-        nodes have registered: TFoS then stops the SparkContext itself.
+        If a node failed or died (reported within seconds, by name: ``TF node
+        worker:1 (Spark executor 3, ...) died: its process was killed by
+        SIGKILL``; its job is cancelled), or the run timed out. The SparkContext
+        stays usable unless a node fails before all have registered (TFoS stops it).
     """
     # Imported first, as always (_reserve_nodes uses it): importing it configures root logging and loads TF.
     from tensorflowonspark import TFCluster  # noqa: F401

@@ -272,12 +272,7 @@ def run_isolated(
     if watch is not None:
         watch.close()
     label = node_label(info.job_name, info.task_index, info.spark_executor_id, info.hostname, pid)
-    if error is not None:
-        state, reason = "failed", exception_line(error)
-    elif status != 0:
-        state, reason = "died", f"its process {exit_reason(status)}"
-    else:
-        state, reason = "done", ""
+    state, reason = _outcome(error, status)
     if node_dir:
         # Before raising: Spark may kill this task at once when a peer's
         # failure reaches it first, and the driver must still learn who died.
@@ -288,6 +283,15 @@ def run_isolated(
         print(f"{label} died: {reason}; the run goes on without it", file=sys.stderr, flush=True)
     elif state == "died":
         raise RuntimeError(f"{label} died: {reason}")
+
+
+def _outcome(error: str | None, status: int) -> tuple[str, str]:
+    """``(state, reason)`` of a node process: ``failed`` (it raised), ``died`` (killed, crashed) or ``done``."""
+    if error is not None:
+        return "failed", exception_line(error)
+    if status != 0:
+        return "died", f"its process {exit_reason(status)}"
+    return "done", ""
 
 
 class NodeEntry:
