@@ -70,6 +70,8 @@ TRAINING = [*PIPELINE_OVERRIDES, f"train.steps={TRAINING_STEPS}", "train.placeme
 #: The cut-off run's steps (the later ``--set`` wins): enough to outlast the cut,
 #: made at step 100 or later, at about 20 steps/s on these hosts.
 CUT_OFF_TRAINING_STEPS = 1200
+#: The lost ps's run: its first checkpoint (step 100) before the loss, and steps left for the rerun.
+LOST_PS_STEPS = 500
 #: How long the link of a host stays down: under the ResourceManager's 30 s
 #: NodeManager expiry (hadoop/host_daemons.py), so YARN keeps the host and its
 #: containers and the one outcome is a finished run. A cut as long as the
@@ -139,6 +141,20 @@ def _lone_worker(placed: dict[str, str], spare: set[str]) -> tuple[str, str] | N
         if node.startswith("worker") and host not in spare and list(placed.values()).count(host) == 1:
             return node, host
     return None
+
+
+def _lose_the_ps(hadoop, output: str) -> str:
+    """Kill the ps's host, or its TF process where the application master shares that host: ``"host"`` or ``"process"``.
+
+    The application master's host is spared, as by :func:`_lose_a_worker`:
+    its loss ends the application whatever the TF nodes do.
+    """
+    host = placement_hosts(output)["ps:0"]
+    if host != _application_master_host(hadoop, output):
+        hadoop.kill_host(host)
+        return "host"
+    os.kill(int(re.search(r"tfbs node process: job=ps task=0 .*? pid=(\d+)", output).group(1)), signal.SIGKILL)
+    return "process"
 
 
 # ---------------------------------------------------------------------------
@@ -484,6 +500,48 @@ def test_a_worker_s_host_cut_off_shorter_than_yarn_s_expiry_leaves_a_run_that_fi
     # read was cut gets its stream built anew (tf_models.train_loop.STREAM_REBUILDS).
     assert code == 0, training.output[-6000:]
     assert f"chief: step {CUT_OFF_TRAINING_STEPS}/{CUT_OFF_TRAINING_STEPS}" in training.output
+
+
+# ---------------------------------------------------------------------------
+# A ps's host lost during training
+# ---------------------------------------------------------------------------
+
+
+def test_a_ps_s_host_lost_stops_the_run_naming_it_and_the_rerun_resumes(hadoop, yarn_env, dag_on_yarn):
+    """A ps holds variables no other node has: its loss stops the run, by name, and the same command resumes it."""
+    run_uri = f"{hadoop.fs_default_fs}{TENANT_HOME}/lost-ps/run"
+    overrides = [*TRAINING, f"train.steps={LOST_PS_STEPS}", f"data.root={hadoop.fs_default_fs}{TENANT_HOME}/dream/data",
+                 f"run_dir={run_uri}", f"shards_dir={dag_on_yarn.run_uri}/shards"]  # fmt: skip
+    training = _submit(hadoop, yarn_env, "train", _stage_arguments(overrides))
+    victim, lost = "", ""
+    try:
+        _wait_for(training, r"chief: step [1-9]\d\d/")  # its first checkpoint is on HDFS
+        placed = placement_hosts(training.output)
+        victim = placed["ps:0"]
+        lost = _lose_the_ps(hadoop, training.output)
+        code = training.wait(timeout=300)
+    finally:
+        training.kill()
+        if lost == "host":
+            hadoop.restart_host(victim)
+    on_host = sorted(name for name, host in placed.items() if host == victim)
+    print(f"{victim} ({', '.join(on_host)}) lost ({lost}): the run stopped")
+    assert code != 0, training.output[-6000:]
+    # The ps by name with its host (or the chief sharing it); "lost" for a host, "died" for a process.
+    named = rf"TF node (?:ps|chief):0 \((?:Spark executor \S+, )?host {victim}\b[^\n]*?\) (?:lost|died)"
+    assert re.search(named, training.output), training.output[-6000:]
+    hint = re.search(r"Run the same command again to resume from the checkpoint at step (\d+)", training.output)
+    assert hint is not None and 0 < int(hint.group(1)) < LOST_PS_STEPS, training.output[-6000:]
+
+    rerun = _submit(hadoop, yarn_env, "train", _stage_arguments(overrides))
+    try:
+        code = rerun.wait(timeout=600)
+    finally:
+        rerun.kill()
+    assert code == 0, rerun.output[-6000:]
+    resumed = re.search(rf"resuming from the checkpoint at step (\d+) of {LOST_PS_STEPS}", rerun.output)
+    assert resumed is not None and int(resumed.group(1)) >= int(hint.group(1)), rerun.output[-6000:]
+    assert f"chief: step {LOST_PS_STEPS}/{LOST_PS_STEPS}" in rerun.output
 
 
 # ---------------------------------------------------------------------------

@@ -449,8 +449,7 @@ def test_a_worker_that_dies_ends_as_done_only_where_the_run_goes_on_without_it()
         run_isolated(failed, {"run_id": "r"}, worker, survive_death=True)
 
 
-# Kills, waits for the loss's detection, runs on or again: in make test beside the hosts' tests, which mostly wait.
-@pytest.mark.waits
+# With the one-machine tests, as the killed ps below: the hosts' session is the longer of make test's two.
 def test_a_killed_worker_is_named_and_the_run_finishes_with_the_workers_left(small_shards, tmp_path):
     run_dir = tmp_path / "run"
     training = StreamedProcess(_command(small_shards, run_dir))
@@ -474,7 +473,6 @@ def test_a_killed_worker_is_named_and_the_run_finishes_with_the_workers_left(sma
     _assert_no_processes_left(run_dir)
 
 
-# With the one-machine tests: the hosts' session is the longer of make test's two.
 def test_a_killed_ps_stops_the_run_fast_and_the_rerun_resumes(small_shards, tmp_path):
     run_dir = tmp_path / "run"
     output, seconds = _fail_fast(small_shards, run_dir, "ps", 0)
