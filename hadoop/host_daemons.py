@@ -32,19 +32,37 @@ SPARK_MASTER_HTTP_PORT = 8080
 
 @dataclass(frozen=True)
 class Role:
-    """A kind of daemon: its main class, heap and whether it needs the Spark jars."""
+    """A kind of daemon: its main class, heap and whether it needs the Spark jars.
+
+    A Hadoop daemon has a Kerberos service (``nn``): on a secure cluster it
+    logs in as ``<service>/<host>`` and runs as the Unix user ``tfbs-<service>``.
+    """
 
     name: str
     main_class: str
     heap: str
     spark: bool = False
+    service: str = ""
+
+    @property
+    def unix_user(self) -> str:
+        """Secure mode: the Unix user the daemon runs as (:mod:`service_users`); empty: the cluster's owner.
+
+        One per daemon, not one per system (Hadoop's packages run all of HDFS
+        as ``hdfs``): the hosts share this machine's file system, where a
+        NodeManager's containers, which run as its user, would otherwise
+        reach the master's keytabs, which a real cluster keeps on another disk.
+        """
+        return f"tfbs-{self.service}" if self.service else ""
 
 
-NAMENODE = Role("NameNode", "org.apache.hadoop.hdfs.server.namenode.NameNode", "384m")
-DATANODE = Role("DataNode", "org.apache.hadoop.hdfs.server.datanode.DataNode", "256m")
-RESOURCEMANAGER = Role("ResourceManager", "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager", "512m")
+NAMENODE = Role("NameNode", "org.apache.hadoop.hdfs.server.namenode.NameNode", "384m", service="nn")
+DATANODE = Role("DataNode", "org.apache.hadoop.hdfs.server.datanode.DataNode", "256m", service="dn")
+RESOURCEMANAGER = Role(
+    "ResourceManager", "org.apache.hadoop.yarn.server.resourcemanager.ResourceManager", "512m", service="rm"
+)
 #: Hadoop's NodeManager with a local file system that sets permissions without a process per file (hadoop/java).
-NODEMANAGER = Role("NodeManager", "local.tfbs.hadoop.NodeManagerMain", "384m")
+NODEMANAGER = Role("NodeManager", "local.tfbs.hadoop.NodeManagerMain", "384m", service="nm")
 SPARK_MASTER = Role("SparkMaster", "org.apache.spark.deploy.master.Master", "256m", spark=True)
 SPARK_WORKER = Role("SparkWorker", "org.apache.spark.deploy.worker.Worker", "256m", spark=True)
 
@@ -99,6 +117,34 @@ class HostDirs:
         """``yarn.nodemanager.log-dirs``."""
         return self.logs / "containers"
 
+    @property
+    def namenode(self) -> Path:
+        """``dfs.namenode.name.dir``."""
+        return self.data / "name"
+
+    @property
+    def datanode(self) -> Path:
+        """``dfs.datanode.data.dir``."""
+        return self.data / "datanode"
+
+    @property
+    def nm_local(self) -> Path:
+        """``yarn.nodemanager.local-dirs``: localised files and the containers' working folders."""
+        return self.data / "nm-local"
+
+    @property
+    def nm_recovery(self) -> Path:
+        """``yarn.nodemanager.recovery.dir``."""
+        return self.data / "nm-recovery"
+
+    def written_by(self, role: Role) -> list[Path]:
+        """The folders ``role``'s daemon writes besides ``tmp``: its own on a secure cluster, where it has a user."""
+        return {
+            NAMENODE.name: [self.namenode],
+            DATANODE.name: [self.datanode],
+            NODEMANAGER.name: [self.nm_local, self.nm_recovery, self.container_logs],
+        }.get(role.name, [])
+
 
 def client_conf(master: str = MASTER) -> dict[str, dict[str, str]]:
     """The client configuration (file name -> properties): ``HADOOP_CONF_DIR`` of the gateway."""
@@ -121,8 +167,8 @@ def server_conf(dirs: HostDirs, size: NodeSize, master: str = MASTER) -> dict[st
         "core-site.xml": {**client["core-site.xml"], "hadoop.tmp.dir": str(dirs.tmp)},
         "hdfs-site.xml": {
             **client["hdfs-site.xml"],
-            "dfs.namenode.name.dir": str(dirs.data / "name"),
-            "dfs.datanode.data.dir": str(dirs.data / "datanode"),
+            "dfs.namenode.name.dir": str(dirs.namenode),
+            "dfs.datanode.data.dir": str(dirs.datanode),
             # A DataNode silent for 2 x 15 s + 10 heartbeats (3 s) is dead: a
             # minute, where the default 10.5 minutes would outlast every test.
             "dfs.namenode.heartbeat.recheck-interval": "15000",
@@ -131,7 +177,7 @@ def server_conf(dirs: HostDirs, size: NodeSize, master: str = MASTER) -> dict[st
         "yarn-site.xml": {
             **client["yarn-site.xml"],
             "yarn.nodemanager.address": f"0.0.0.0:{NODEMANAGER_PORT}",
-            "yarn.nodemanager.local-dirs": str(dirs.data / "nm-local"),
+            "yarn.nodemanager.local-dirs": str(dirs.nm_local),
             "yarn.nodemanager.log-dirs": str(dirs.container_logs),
             "yarn.nodemanager.resource.memory-mb": str(size.memory_mb),
             "yarn.nodemanager.resource.cpu-vcores": str(size.vcores),
@@ -154,7 +200,10 @@ def server_conf(dirs: HostDirs, size: NodeSize, master: str = MASTER) -> dict[st
             # (the packed environment: a minute of unpacking per node) and its
             # containers' state, as on a cluster that restarts nodes in place.
             "yarn.nodemanager.recovery.enabled": "true",
-            "yarn.nodemanager.recovery.dir": str(dirs.data / "nm-recovery"),
+            "yarn.nodemanager.recovery.dir": str(dirs.nm_recovery),
+            # the ResourceManager's store of node attributes, by default in the machine's /tmp,
+            # which every cluster of the machine (and every user it runs as) would share
+            "yarn.node-attribute.fs-store.root-dir": (dirs.tmp / "node-attribute").as_uri(),
         },
         "capacity-scheduler.xml": {
             "yarn.scheduler.capacity.root.queues": "default",

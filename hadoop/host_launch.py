@@ -18,7 +18,8 @@ from host_state import HostClusterState
 from host_tls import client_ssl, make_cluster_tls, server_ssl
 from jvm import LOG4J_PROPERTIES, ClusterError, ensure_classpath, ensure_daemon_classes, site_xml
 from kdc import KDC_PORT
-from secure_conf import client_settings, java_options, server_settings, service_principals
+from secure_conf import client_settings, daemon_options, daemon_principals, java_options, server_settings
+from service_users import ServiceUser, give, run_as, service_user, shared_tree
 
 
 class HostLaunch(HostClusterState):
@@ -32,15 +33,18 @@ class HostLaunch(HostClusterState):
             placed += [(node, daemons.DATANODE), (node, daemons.NODEMANAGER)]
         return placed
 
+    def _service_user(self, role: daemons.Role) -> ServiceUser | None:
+        """The Unix user ``role``'s daemon runs as: its own on a secure cluster (:mod:`service_users`), else None."""
+        return service_user(role.unix_user) if self.security is not None and role.unix_user else None
+
     def _start_kdc(self) -> None:
-        """Secure mode: the realm's KDC on ``master``, the daemons' and the users' keytabs."""
+        """Secure mode: the realm's KDC on ``master``; a keytab for each daemon (its Unix user's alone) and user."""
         kdc = self.kdc
         kdc.create()
-        for host in self.network.hosts.values():
-            roles = {role.name for where, role in self._hadoop_daemons() if where == host.name}
-            principals = service_principals(host.name, host.address, roles)
-            if principals:
-                kdc.keytab(host.name, principals)
+        for host, role in self._hadoop_daemons():
+            name = self.daemon_keytab(host, role.service).stem
+            keytab = kdc.keytab(name, daemon_principals(role, host, self.address(host)))
+            give(keytab, self._service_user(role), 0o600)
         for user in self._started().users:
             kdc.keytab(user, [user])
         with open(kdc.folder / "krb5kdc.out", "ab") as output:
@@ -61,13 +65,25 @@ class HostLaunch(HostClusterState):
                 time.sleep(0.2)
 
     def _make_tls(self) -> None:
-        """Secure mode: a new authority and a key store for each host with web endpoints (:mod:`host_tls`)."""
+        """Secure mode: a new authority, and a key store for each daemon with web endpoints (:mod:`host_tls`).
+
+        The daemons of a host share its key and certificate; each reads a
+        copy of its own (600, its Unix user's), made while the folder is
+        still the owner's alone.
+        """
         tls = self.tls
         assert tls is not None
         shutil.rmtree(tls.folder, ignore_errors=True)
         daemon_hosts = {where for where, _ in self._hadoop_daemons()}
         hosts = {host: address for host, address in self._started().hosts.items() if host in daemon_hosts}
         make_cluster_tls(tls.folder, hosts, Path(self._started().java_home))
+        for host, role in self._hadoop_daemons():
+            store = tls.daemon_keystore(host, role.service)
+            store.write_bytes(tls.keystore(host).read_bytes())
+            give(store, self._service_user(role), 0o600)
+        for host in hosts:
+            tls.keystore(host).unlink()
+        tls.folder.chmod(0o711)  # the daemons reach their stores and the trust store; no one lists the folder
 
     def _write_client_conf(self) -> None:
         """The gateway's ``HADOOP_CONF_DIR`` (with the secure mode's client settings), and the machine's.
@@ -97,29 +113,56 @@ class HostLaunch(HostClusterState):
         files = daemons.server_conf(dirs, self.size)
         security = self.security
         if security is not None:
-            for name, properties in server_settings(security, daemons.MASTER, self.keytab(host)).items():
+            for name, properties in server_settings(security, daemons.MASTER).items():
                 files[name] = {**files[name], **properties}
         tls = self.tls
         if tls is not None:
-            files |= {"ssl-server.xml": server_ssl(tls, host), "ssl-client.xml": client_ssl(tls)}
+            files |= {"ssl-server.xml": server_ssl(tls), "ssl-client.xml": client_ssl(tls)}
         for name, properties in files.items():
             (dirs.conf / name).write_text(site_xml(properties))
         (dirs.conf / "log4j.properties").write_text(LOG4J_PROPERTIES)
+        if security is not None:
+            self._give_host_dirs(host)
+
+    def _give_host_dirs(self, host: str) -> None:
+        """Secure mode: each daemon's folders its own; the configuration (the stores' password in it) the group's."""
+        dirs = self.host_dirs(host)
+        for path in dirs.conf.iterdir():
+            give(path, None, 0o640, group=True)
+        give(dirs.conf, None, 0o750, group=True)
+        dirs.tmp.chmod(0o1777)  # every daemon's java.io.tmpdir and hadoop.tmp.dir, as /tmp is
+        for where, role in self._hadoop_daemons():
+            if where == host:
+                for folder in dirs.written_by(role):
+                    folder.mkdir(parents=True, exist_ok=True)
+                    give(folder, self._service_user(role), 0o700)
 
     def _daemon_command(self, host: str, role: daemons.Role, *args: str) -> list[str]:
-        """A Hadoop daemon's command line on ``host`` (with Kerberos's settings in secure mode)."""
+        """A Hadoop daemon's command line on ``host``; in secure mode with Kerberos's settings, as its own user."""
         info = self._started()
-        security = self.security
-        options = java_options(security) if security is not None else []
         java = Path(info.java_home) / "bin" / "java"
+        lib, classes = self._daemon_classpath()
+        security, tls, user = self.security, self.tls, self._service_user(role)
+        options = []
+        if security is not None and tls is not None:
+            keytab, keystore = self.daemon_keytab(host, role.service), tls.daemon_keystore(host, role.service)
+            options = [*java_options(security), *daemon_options(keytab, keystore)]
+        argv = daemons.hadoop_command(java, lib, classes, self.host_dirs(host), role, *args, jvm_options=options)
+        return run_as(user, argv) if user is not None else argv
+
+    def _daemon_classpath(self) -> tuple[Path, Path]:
+        """Hadoop's jars and this project's daemon classes; in secure mode a copy in the work dir, for the daemons' users."""
         lib = ensure_classpath(self.cache_dir)
         classes = ensure_daemon_classes(lib)
-        return daemons.hadoop_command(java, lib, classes, self.host_dirs(host), role, *args, jvm_options=options)
+        if self.security is None:
+            return lib, classes
+        shared = self.workdir / "classpath"
+        return shared_tree(lib, shared / lib.name), shared_tree(classes, shared / classes.name)
 
     def _format_hdfs(self) -> None:
         dirs = self.host_dirs(daemons.MASTER)
         argv = self._daemon_command(daemons.MASTER, daemons.NAMENODE, "-format", "-force", "-nonInteractive")
-        env = self._daemon_env(dirs, None, None)
+        env = self._daemon_env(dirs, None, daemons.NAMENODE)
         done = self.run(daemons.MASTER, argv, env=env, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:
             raise ClusterError(
@@ -138,6 +181,10 @@ class HostLaunch(HostClusterState):
 
     def _daemon_env(self, dirs: daemons.HostDirs, spark_home: Path | None, role: daemons.Role | None) -> dict[str, str]:
         env = daemons.daemon_env(os.environ, Path(self._started().java_home), dirs, spark_home, role)
+        user = self._service_user(role) if role is not None else None
+        if user is not None:
+            # its own home: a NodeManager's containers, which run as its user, keep their caches there
+            env |= {"HOME": str(user.home), "USER": user.name, "LOGNAME": user.name}
         if role is not None and role.spark:
             env[daemons.SPARK_SECRET_ENV] = self.spark_secret_file.read_text().strip()
         if self.security is not None:

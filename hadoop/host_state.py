@@ -77,8 +77,12 @@ class HostClusterState:
         return ["curl", "-sS", *spnego, "--cacert", str(tls.ca_file)]
 
     def keytab(self, name: str) -> Path:
-        """The keytab of a host's daemons or of a user (secure mode)."""
+        """The keytab of a user, or of a daemon (``<host>-<service>``: see :meth:`daemon_keytab`), in secure mode."""
         return self.kdc.folder / "keytabs" / f"{name}.keytab"
+
+    def daemon_keytab(self, host: str, service: str) -> Path:
+        """Secure mode: the keytab of the daemon ``service`` (``nn``) of ``host``, its Unix user's alone."""
+        return self.keytab(f"{host}-{service}")
 
     def login(self, user: str, service_host: str | None = None) -> dict[str, str]:
         """Secure mode: ``user``'s ticket, from its keytab, in a cache of its own; the environment that uses it.
@@ -86,7 +90,7 @@ class HostClusterState:
         ``KRB5CCNAME`` and ``KRB5_CONFIG`` for MIT's library (hdfs-native,
         ``kinit``), ``JDK_JAVA_OPTIONS`` for every JVM a client starts.
         With ``service_host``, ``user`` is a daemon's service (``nn``) and
-        the ticket is ``<user>/<service_host>``'s, from that host's keytab.
+        the ticket is ``<user>/<service_host>``'s, from that daemon's keytab.
         """
         security = self.security
         if security is None:
@@ -98,8 +102,9 @@ class HostClusterState:
             "JDK_JAVA_OPTIONS": " ".join(java_options(security)),
         }
         principal = self.kdc.principal(f"{user}/{service_host}" if service_host else user)
+        keytab = self.daemon_keytab(service_host, user) if service_host else self.keytab(user)
         done = subprocess.run(
-            ["kinit", "-kt", str(self.keytab(service_host or user)), principal],
+            ["kinit", "-kt", str(keytab), principal],
             env={**os.environ, **env},
             capture_output=True,
             text=True,

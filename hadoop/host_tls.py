@@ -10,11 +10,14 @@ read it as empty). What :mod:`hosts` gives each daemon and client:
   --cacert`` and other clients verify the daemons against;
 * ``<host>.p12``: a host's key and certificate (its name and address as
   subject alternative names, so clients that reach it by either verify),
-  signed by the authority; ``ssl-server.xml`` names it;
+  signed by the authority; :mod:`host_launch` gives each daemon of the host
+  a copy of its own (``<host>-<service>.p12``, 600, the daemon's Unix
+  user's), which ``ssl-server.xml`` names through the daemon's JVM;
 * ``truststore.p12``: the authority for Java clients (``ssl-client.xml``).
 
-Every file is the cluster owner's alone (mode 600); the store password sits
-beside them in the XML files that name the stores, as Hadoop reads it.
+The key stores are their owners' alone (mode 600); the authority and the
+trust store are public; the store password sits in the XML files that name
+the stores, as Hadoop reads it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from secure_conf import DAEMON_KEYSTORE
 
 #: How long the certificates last: longer than any cluster runs.
 DAYS = 30
@@ -54,6 +59,10 @@ class ClusterTls:
     def keystore(self, host: str) -> Path:
         """``host``'s key and certificate chain (PKCS #12)."""
         return self.folder / f"{host}.p12"
+
+    def daemon_keystore(self, host: str, service: str) -> Path:
+        """The copy of ``host``'s key store that its daemon ``service`` (``nn``) reads."""
+        return self.folder / f"{host}-{service}.p12"
 
 
 def _openssl(*args: str, folder: Path, env: Mapping[str, str] | None = None) -> None:
@@ -100,14 +109,14 @@ def make_cluster_tls(folder: Path, hosts: Mapping[str, str], java_home: Path) ->
         raise RuntimeError(f"keytool -importcert failed: {done.stdout.strip()} {done.stderr.strip()}")
     (folder / "ca.key").unlink()  # nothing more is signed: no one can add a host to the cluster's trust
     for path in folder.iterdir():
-        path.chmod(0o600)
+        path.chmod(0o644 if path in (tls.ca_file, tls.truststore) else 0o600)
     return tls
 
 
-def server_ssl(tls: ClusterTls, host: str) -> dict[str, str]:
-    """``ssl-server.xml`` of ``host``'s daemons: its key store."""
+def server_ssl(tls: ClusterTls) -> dict[str, str]:
+    """``ssl-server.xml`` of a host's daemons: each daemon's key store, as its JVM names it (``DAEMON_KEYSTORE``)."""
     return {
-        "ssl.server.keystore.location": str(tls.keystore(host)),
+        "ssl.server.keystore.location": f"${{{DAEMON_KEYSTORE}}}",
         "ssl.server.keystore.type": "pkcs12",
         "ssl.server.keystore.password": tls.password,
         "ssl.server.keystore.keypassword": tls.password,

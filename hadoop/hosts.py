@@ -54,6 +54,7 @@ from kdc import REALM
 from netns import free_subnet, require_namespaces
 from procs import rss_mb
 from secure_conf import HDFS_SUPERUSER, tenant_folders
+from service_users import check_searchable, ensure_service_users
 
 __all__ = [
     "DEFAULT_SIZE",
@@ -134,16 +135,20 @@ class HostCluster(HostLaunch, HostReadiness):
         ------
         ClusterError
             No root or no namespaces (naming what is missing), no JDK or
-            Maven, or a daemon that does not serve in time (with its log's end).
+            Maven, a secure cluster's work dir its daemons' users cannot
+            reach (naming the folder in the way), or a daemon that does not
+            serve in time (with its log's end).
         """
         require_namespaces()
+        secure, users, token_renew_s = self._secure
+        if secure:
+            check_searchable(self.workdir)  # before anything is made: the daemons' users must reach it
         started = time.monotonic()
         java_home = find_java_home()
         ensure_daemon_classes(ensure_classpath(self.cache_dir))  # before the hosts exist: Maven needs the network
         self._stop_leftovers()
         shutil.rmtree(self.workdir / "hosts", ignore_errors=True)
         self.conf_dir.mkdir(parents=True, exist_ok=True)
-        secure, users, token_renew_s = self._secure
         self.info = HostsInfo(
             prefix=self.prefix,
             subnet=free_subnet(self.prefix),
@@ -162,6 +167,7 @@ class HostCluster(HostLaunch, HostReadiness):
         try:
             self.network.create()
             if secure:
+                self._make_service_users()
                 self._start_kdc()
                 self._make_tls()
             self._write_client_conf()
@@ -183,6 +189,11 @@ class HostCluster(HostLaunch, HostReadiness):
             "cluster of hosts ready in %.1f s: %s, YARN %s", self.info.startup_seconds, self.fs_default_fs, self.rm_url
         )
         return self.info
+
+    def _make_service_users(self) -> None:
+        """Secure mode: the daemons' Unix users (:mod:`service_users`), and a work dir they can pass through."""
+        self.workdir.chmod(0o711)
+        ensure_service_users(sorted({role.unix_user for _, role in self._hadoop_daemons()}))
 
     def _set_up_tenants(self) -> None:
         """Secure mode: as the HDFS superuser, the root open to all but sticky and each tenant's home its own (700).

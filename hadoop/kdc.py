@@ -81,6 +81,8 @@ class Kdc:
         require_krb5()
         shutil.rmtree(self.folder, ignore_errors=True)
         (self.folder / "keytabs").mkdir(parents=True)
+        for folder in (self.folder, self.folder / "keytabs"):
+            folder.chmod(0o711)  # others (the daemons' users) reach krb5.conf and their own keytabs, list nothing
         self.kdc_conf.write_text(
             "[kdcdefaults]\n"
             f"  kdc_ports = {KDC_PORT}\n  kdc_tcp_ports = {KDC_PORT}\n"
@@ -114,7 +116,7 @@ class Kdc:
         return ["krb5kdc", "-n", "-r", self.realm]
 
     def keytab(self, name: str, principals: Sequence[str]) -> Path:
-        """Create ``principals`` (``nn/master``, ``alice``; the realm is added) and write them to one keytab.
+        """Create ``principals`` (``nn/master``, ``alice``; the realm is added) if new and write them to one keytab.
 
         Returns
         -------
@@ -122,10 +124,13 @@ class Kdc:
             ``<folder>/keytabs/<name>.keytab``, mode 600.
         """
         path = self.folder / "keytabs" / f"{name}.keytab"
-        for principal in principals:
-            self._run(["kadmin.local", "-r", self.realm, "-q", f"addprinc -randkey {self.principal(principal)}"])
-        wanted = " ".join(self.principal(principal) for principal in principals)
-        self._run(["kadmin.local", "-r", self.realm, "-q", f"ktadd -k {path} {wanted}"])
+        known = set(self._run(["kadmin.local", "-r", self.realm, "-q", "listprincs"]).split())
+        for principal in map(self.principal, principals):
+            if principal not in known:
+                self._run(["kadmin.local", "-r", self.realm, "-q", f"addprinc -randkey {principal}"])
+        # The keys as made: a principal in two keytabs (a host's HTTP/, for two daemons) keeps one key.
+        wanted = " ".join(map(self.principal, principals))
+        self._run(["kadmin.local", "-r", self.realm, "-q", f"ktadd -norandkey -k {path} {wanted}"])
         path.chmod(0o600)
         return path
 

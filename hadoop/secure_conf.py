@@ -1,7 +1,7 @@
 """Hadoop's secure mode on the hosts: Kerberos for every daemon and client, tokens for containers.
 
 Standard library only. What :mod:`hosts` adds to each host's configuration
-when the cluster is secure, and the principals each host's keytab holds:
+when the cluster is secure, and the principals each daemon's keytab holds:
 
 * every RPC authenticated by Kerberos and encrypted (``hadoop.rpc.protection
   privacy``), service-level authorization on;
@@ -13,7 +13,9 @@ when the cluster is secure, and the principals each host's keytab holds:
   cluster's authority and key stores are :mod:`host_tls`'s), so neither
   SPNEGO's cookies nor WebHDFS's delegation tokens cross the network in
   clear;
-* YARN's daemons on their own principals; containers get delegation tokens
+* each daemon on its own principal, from a keytab of its own that its
+  Unix user alone reads (:mod:`service_users`; the host's configuration
+  names it as ``${tfbs.daemon.keytab}``); containers get delegation tokens
   from the application (``HADOOP_TOKEN_FILE_LOCATION``), never a keytab;
 * delegation tokens to be renewed every ``token_renew_s`` seconds, so a
   test sees a run outlive several renewals;
@@ -43,6 +45,13 @@ YARN_ADMINS = "rm"
 #: The HDFS superuser: the NameNode's login user (the short name of ``nn/<host>``).
 HDFS_SUPERUSER = "nn"
 
+#: The Java system property that names a daemon's keytab. The two daemons of a host share its
+#: configuration but not a keytab (each its own, readable by its Unix user alone): every keytab
+#: setting reads ``${tfbs.daemon.keytab}``, which Hadoop's configuration takes from the JVM.
+DAEMON_KEYTAB = "tfbs.daemon.keytab"
+#: The same for a daemon's TLS key store (``ssl-server.xml``, :mod:`host_tls`).
+DAEMON_KEYSTORE = "tfbs.daemon.keystore"
+
 
 @dataclass(frozen=True)
 class Security:
@@ -54,15 +63,19 @@ class Security:
     token_renew_s: int = 3600
 
 
-def service_principals(host: str, address: str, roles: set[str]) -> list[str]:
-    """The principals (without realm) one host's keytab holds, for the daemons it runs.
+def daemon_principals(role: daemons.Role, host: str, address: str) -> list[str]:
+    """The principals (without realm) of ``role``'s daemon on ``host``: what its keytab holds.
 
     ``HTTP/<host>`` and ``HTTP/<address>``: SPNEGO for clients that name the
-    host and for those that reach it by address.
+    host and for those that reach it by address. Both daemons of a host
+    hold them, with the same key (:meth:`kdc.Kdc.keytab`).
     """
-    by_role = {"NameNode": "nn", "DataNode": "dn", "ResourceManager": "rm", "NodeManager": "nm"}
-    found = [f"{by_role[role]}/{host}" for role in sorted(roles) if role in by_role]
-    return [*found, f"HTTP/{host}", f"HTTP/{address}"] if found else []
+    return [f"{role.service}/{host}", f"HTTP/{host}", f"HTTP/{address}"]
+
+
+def daemon_options(keytab: Path, keystore: Path) -> list[str]:
+    """The JVM options that name a daemon's own keytab and key store, which its host's configuration refers to."""
+    return [f"-D{DAEMON_KEYTAB}={keytab}", f"-D{DAEMON_KEYSTORE}={keystore}"]
 
 
 def client_settings(security: Security, master: str) -> dict[str, dict[str, str]]:
@@ -100,9 +113,10 @@ def client_settings(security: Security, master: str) -> dict[str, dict[str, str]
     }
 
 
-def server_settings(security: Security, master: str, keytab: Path) -> dict[str, dict[str, str]]:
+def server_settings(security: Security, master: str) -> dict[str, dict[str, str]]:
     """A secure host's daemon settings (file name -> properties), on top of :func:`client_settings`."""
     client = client_settings(security, master)
+    keytab = f"${{{DAEMON_KEYTAB}}}"  # each daemon's own (daemon_options)
     renew_ms = str(security.token_renew_s * 1000)
     # Tenants are no Unix users of the hosts: each its own group and no other (none is in supergroup).
     groups = ";".join(f"{user}={user}" for user in security.users)
@@ -116,23 +130,23 @@ def server_settings(security: Security, master: str, keytab: Path) -> dict[str, 
             "hadoop.http.authentication.type": "kerberos",
             "hadoop.http.authentication.simple.anonymous.allowed": "false",
             "hadoop.http.authentication.kerberos.principal": "*",
-            "hadoop.http.authentication.kerberos.keytab": str(keytab),
+            "hadoop.http.authentication.kerberos.keytab": keytab,
         },
         "hdfs-site.xml": {
             **client["hdfs-site.xml"],
-            "dfs.namenode.keytab.file": str(keytab),
-            "dfs.datanode.keytab.file": str(keytab),
+            "dfs.namenode.keytab.file": keytab,
+            "dfs.datanode.keytab.file": keytab,
             "dfs.datanode.https.address": f"0.0.0.0:{daemons.DATANODE_HTTPS_PORT}",
             "dfs.web.authentication.kerberos.principal": "*",
-            "dfs.web.authentication.kerberos.keytab": str(keytab),
+            "dfs.web.authentication.kerberos.keytab": keytab,
             # SASL on data transfer stands for the privileged ports Hadoop's launcher would need (jsvc).
             "ignore.secure.ports.for.testing": "true",
             "dfs.namenode.delegation.token.renew-interval": renew_ms,
         },
         "yarn-site.xml": {
             **client["yarn-site.xml"],
-            "yarn.resourcemanager.keytab": str(keytab),
-            "yarn.nodemanager.keytab": str(keytab),
+            "yarn.resourcemanager.keytab": keytab,
+            "yarn.nodemanager.keytab": keytab,
             "yarn.nodemanager.webapp.https.address": f"0.0.0.0:{daemons.NODEMANAGER_HTTPS_PORT}",
             "yarn.resourcemanager.delegation.token.renew-interval": renew_ms,
             # Applications' ACLs (Spark's view and modify ACLs) and the queues' enforced.

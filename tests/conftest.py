@@ -406,20 +406,26 @@ def hadoop(tmp_path_factory):
     """
     from hosts import HostCluster
 
-    workdir = tmp_path_factory.mktemp("hosts")
+    # The daemons run as Unix users of their own (hadoop/service_users.py), which cannot pass
+    # through pytest's private temp folder: the cluster lives in one of the machine's, and
+    # leaves its logs in pytest's for a post-mortem (HDFS's blocks and the localised archives
+    # are GBs a session).
+    workdir = Path(tempfile.mkdtemp(prefix="tfbs-hosts-"))
     saved = dict(os.environ)
-    with HostCluster(workdir, secure=True, users=(TENANT, "bob"), token_renew_s=TOKEN_RENEW_S) as cluster:
-        print(f"cluster of hosts: ready in {cluster.info.startup_seconds} s, {cluster.status()['rss_mb']} MB RSS")
-        os.environ.update({**cluster.login(TENANT), "HADOOP_CONF_DIR": str(cluster.machine_conf_dir)})
-        try:
-            yield cluster
-        finally:
-            os.environ.clear()
-            os.environ.update(saved)
-    # HDFS's blocks and the NodeManagers' localized archives are GBs a session
-    # (pytest keeps three sessions' temp dirs); the logs stay for a post-mortem.
-    for bulky in workdir.glob("hosts/*/data"):
-        shutil.rmtree(bulky, ignore_errors=True)
+    try:
+        with HostCluster(workdir, secure=True, users=(TENANT, "bob"), token_renew_s=TOKEN_RENEW_S) as cluster:
+            print(f"cluster of hosts: ready in {cluster.info.startup_seconds} s, {cluster.status()['rss_mb']} MB RSS")
+            os.environ.update({**cluster.login(TENANT), "HADOOP_CONF_DIR": str(cluster.machine_conf_dir)})
+            try:
+                yield cluster
+            finally:
+                os.environ.clear()
+                os.environ.update(saved)
+    finally:
+        kept = tmp_path_factory.mktemp("hosts-logs")
+        for logs in workdir.glob("hosts/*/logs"):
+            shutil.move(logs, kept / logs.parent.name)
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -41,7 +41,7 @@ def _train_on_cluster(
 ) -> None:
     """Train on a TF cluster of Spark executors, one per node (ps or all-reduce), following the chief's progress."""
     from tf_models.node import node_main
-    from tf_models.tfos import ClusterFailed, run_cluster
+    from tf_models.tfos import PRIVATE_FOLDERS_ARG, ClusterFailed, run_cluster
     from tf_models.tfos.failures import ClusterSetupError
     from tf_models.training_run import TrainingRun
 
@@ -62,7 +62,11 @@ def _train_on_cluster(
         run_cluster(
             spark.sparkContext,
             node_main,
-            NodeJob(config, manifest, version_lineage, inputs).node_args(),
+            # The record cache among the folders each node keeps (PRIVATE_FOLDERS_ARG).
+            {
+                **NodeJob(config, manifest, version_lineage, inputs).node_args(),
+                PRIVATE_FOLDERS_ARG: [inputs.records_cache],
+            },
             num_ps=num_ps,
             num_workers=placement.num_workers,
             shutdown_timeout=placement.timeout_s,

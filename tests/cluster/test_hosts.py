@@ -25,20 +25,26 @@ list, read, overwrite nor delete alice's run in her home, nor delete her
 folder at the namespace's root (sticky), while alice can; nor kill or view
 her YARN application, nor see her Spark UI through the ResourceManager's
 proxy (Spark's ACL refuses him); no tenant may administer YARN, its
-administrator may.
+administrator may. Each daemon runs as a Unix user of its own with the
+only keytab and key store it reads; a container, which runs as its
+NodeManager's user, reads no other daemon's keytab.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import host_daemons as daemons
+import psutil
 import pytest
 from conftest import (
     DEMO_CONFIG,
@@ -51,7 +57,9 @@ from conftest import (
 )
 from hostnet import ALLOWED_KINDS, assert_outsider_refused, outsider_exchanges, outsider_scan, placement_hosts
 from hosts import GATEWAY, OUTSIDER
+from jvm import ClusterError
 from netwatch import SPARK_RPC_WITHOUT_AUTH, is_refusal
+from service_users import run_as, service_user
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.slow]
 
@@ -117,10 +125,11 @@ def test_hadoop_s_web_endpoints_speak_only_https_that_the_cluster_s_authority_ve
         code, status = _curl_exit(["curl", "-sS"], f"http://{host}:{port}/jmx")
         assert code != 0 and status == "000", (daemon, code, status)
         assert _curl_exit(["curl", "-sS"], f"http://{host}:{http_port}/jmx")[0] == 7, daemon
-    # The authority's key is gone once the hosts' certificates are signed; what is left is root's alone.
+    # The authority's key is gone once the hosts' certificates are signed; the authority and Java's trust
+    # store are public, every other file private (each daemon's key store: its user's, see below).
     files = {path.name: path.stat().st_mode & 0o777 for path in hadoop.tls.folder.iterdir()}
-    assert "ca.key" not in files and {"ca.pem", "truststore.p12", "master.p12", "node1.p12"} <= set(files)
-    assert set(files.values()) == {0o600}
+    assert "ca.key" not in files and {"ca.pem", "truststore.p12", "master-nn.p12", "node1-dn.p12"} <= set(files)
+    assert {name: mode for name, mode in files.items() if mode != 0o600} == {"ca.pem": 0o644, "truststore.p12": 0o644}
 
 
 def test_the_command_line_reports_the_hosts_and_runs_on_them(hadoop):
@@ -340,6 +349,70 @@ def test_a_tenant_cannot_list_read_overwrite_or_delete_another_s_run(hadoop, tmp
     assert f"Deleted {run}" in done.stdout and f"Deleted {top}" in done.stdout
 
 
+def _daemon_uids(hadoop, host: str, role: daemons.Role) -> set[int]:
+    """The real, effective and saved uids of ``role``'s daemon on ``host`` (one process)."""
+    found = [psutil.Process(pid) for pid in hadoop.network.pids(host)]
+    daemon = [process for process in found if role.main_class in process.cmdline()]
+    assert len(daemon) == 1, (host, role.name, [process.cmdline()[-1:] for process in found])
+    return set(daemon[0].uids())
+
+
+def test_each_daemon_runs_as_its_own_user_with_the_only_keytab_and_key_store_it_reads(hadoop):
+    assert hadoop.security is not None, "daemons have users of their own on the secured hosts"
+    realm = hadoop.security.realm
+    placed = hadoop._hadoop_daemons()
+    assert {role.unix_user for _, role in placed} == {"tfbs-nn", "tfbs-dn", "tfbs-rm", "tfbs-nm"}
+    for host, role in placed:
+        user = service_user(role.unix_user)
+        assert _daemon_uids(hadoop, host, role) == {user.uid}, (host, role.name)
+        keytab, store = hadoop.daemon_keytab(host, role.service), hadoop.tls.daemon_keystore(host, role.service)
+        for path in (keytab, store):
+            info = path.stat()
+            assert (info.st_uid, stat.S_IMODE(info.st_mode)) == (user.uid, 0o600), path
+        listed = subprocess.run(["klist", "-k", str(keytab)], capture_output=True, text=True, check=True).stdout
+        principals = {line.split()[-1] for line in listed.splitlines() if "@" in line}
+        address = hadoop.address(host)
+        assert principals == {f"{role.service}/{host}@{realm}", f"HTTP/{host}@{realm}", f"HTTP/{address}@{realm}"}
+    # A container runs as its NodeManager's user (no LinuxContainerExecutor here: docs/cluster.md). As
+    # that user, on node1: the other daemons' keytabs and the DataNode's key store are refused, the
+    # NameNode's (the HDFS superuser's) and the ResourceManager's (YARN's administrator's) included;
+    # the NodeManager's own keytab is not: the gap a production cluster closes with that executor.
+    container_user = service_user(daemons.NODEMANAGER.unix_user)
+
+    def read_as_container(path: Path) -> subprocess.CompletedProcess:
+        return hadoop.run("node1", run_as(container_user, ["cat", str(path)]), capture_output=True, timeout=30)
+
+    for path in (
+        hadoop.daemon_keytab("master", "nn"),
+        hadoop.daemon_keytab("master", "rm"),
+        hadoop.daemon_keytab("node1", "dn"),
+        hadoop.tls.daemon_keystore("node1", "dn"),
+        hadoop.keytab("alice"),
+    ):
+        done = read_as_container(path)
+        assert done.returncode != 0 and b"Permission denied" in done.stderr, (path, done.stderr)
+    done = read_as_container(hadoop.daemon_keytab("node1", "nm"))
+    assert done.returncode == 0 and done.stdout == hadoop.daemon_keytab("node1", "nm").read_bytes()
+
+
+def test_a_secure_cluster_its_daemons_users_cannot_reach_is_refused_naming_the_folder():
+    from hosts import HostCluster
+
+    outer = Path(tempfile.mkdtemp(prefix="tfbs-home-"))  # in the machine's temp folder, which all pass through
+    try:
+        outer.chmod(0o755)
+        home = outer / "home"
+        home.mkdir(mode=0o700)
+        workdir = home / "cluster"
+        with pytest.raises(
+            ClusterError, match=rf"cannot reach {re.escape(str(workdir))}: {re.escape(str(home))} is mode 700"
+        ):
+            HostCluster(workdir, secure=True).start()
+        assert not workdir.exists()  # refused before anything was made
+    finally:
+        shutil.rmtree(outer)
+
+
 def test_only_yarn_s_administrator_administers_it(hadoop):
     assert hadoop.security is not None, "YARN's ACLs need its users authenticated: the suite's hosts are secured"
 
@@ -399,6 +472,11 @@ def test_a_tenant_cannot_kill_or_view_another_s_yarn_application(hadoop):
             user_env = {**hadoop.host_env(), **hadoop.login(user)}
             return hadoop.run(GATEWAY, command, env=user_env, capture_output=True, text=True, timeout=120)
 
+        # Its containers run as their NodeManager's user, not as alice (docs/cluster.md says what that leaves open).
+        containers = hadoop.container_processes(app)
+        assert containers, app
+        nm_uid = service_user(daemons.NODEMANAGER.unix_user).uid
+        assert {psutil.Process(process.pid).uids().real for process in containers} == {nm_uid}
         refused = kill_as("bob")
         assert refused.returncode != 0, refused.stdout[-2000:]
         assert f"User bob cannot perform operation MODIFY_APP on {app}" in refused.stderr + refused.stdout

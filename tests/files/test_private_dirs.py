@@ -95,3 +95,47 @@ def test_another_user_can_neither_read_nor_take_the_cache(shared_tmp, code_for_e
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["refused", f"{tmp_path}/tfbs-nobody/records"]
+
+
+#: A uid no user of the machine has (named by its number, as a container's user may be).
+UNNAMED_UID = 54321
+
+
+def test_root_s_folders_noted_before_a_user_namespace_are_still_root_s_in_it(shared_tmp, code_for_everyone):
+    """A TF node not run by root enters a user namespace of its own (``tf_models.tfos.private_network``),
+    where root's folders show as the overflow uid's: its record cache, under the shared sticky folder,
+    is refused there, unless root's folders were noted before, as the node's Spark task does
+    (``PRIVATE_FOLDERS_ARG``). (Not as ``nobody``: its uid is the overflow uid, so root's folders
+    would look like its own.)"""
+    script = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from tfbs.storage.private_dirs import note_root_folders, records_cache\n"
+        "from tf_models.tfos.private_network import _unshare_network\n"
+        "location = sys.argv[2] + '/tfbs-{user}-key/records'\n"
+        "if sys.argv[3] == 'before':\n    note_root_folders([location])\n"
+        # as a node does: a forked child, single-threaded (the imports started threads), unshares
+        "import os\nif os.fork() == 0:\n    _unshare_network()\n"
+        "    try:\n        print(records_cache(location), flush=True)\n"
+        "    except PermissionError as error:\n        print('refused:', error, flush=True)\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    others = shared_tmp / "another-user-s"  # sticky and open, like /tmp, but not root's
+    others.mkdir()
+    others.chmod(0o1777)
+    os.chown(others, UNNAMED_UID + 1, UNNAMED_UID + 1)
+    outcomes = {}
+    for container, when in ((shared_tmp, "inside"), (shared_tmp, "before"), (others, "before")):
+        done = subprocess.run(
+            ["setpriv", f"--reuid={UNNAMED_UID}", f"--regid={UNNAMED_UID}", "--clear-groups", sys.executable, "-c",
+             script, str(code_for_everyone), str(container), when],
+            capture_output=True, text=True, timeout=120, cwd="/",
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        outcomes[container.name, when] = done.stdout.strip()
+    overflow_uid = Path("/proc/sys/kernel/overflowuid").read_text().strip()
+    refused = f"owned by uid {overflow_uid}, who could replace"
+    assert outcomes[shared_tmp.name, "inside"].startswith(f"refused: {shared_tmp}: {refused}")
+    assert outcomes[shared_tmp.name, "before"] == f"{shared_tmp}/tfbs-{UNNAMED_UID}-key/records"
+    # Noting trusts root's folders alone: another user's stays refused.
+    assert outcomes[others.name, "before"].startswith(f"refused: {others}: {refused}")

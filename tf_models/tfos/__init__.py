@@ -129,6 +129,7 @@ from tf_models.tfos.failures import ClusterFailed
 from tf_models.tfos.node import (
     CHIEF,
     NODE_DIR_ARG,
+    PRIVATE_FOLDERS_ARG,
     PS,
     WORKER,
     NodeInfo,
@@ -142,6 +143,7 @@ from tf_models.tfos.pinning import CpuPlan, function_threads, pin_to_cpus, size_
 __all__ = [
     "CHIEF",
     "NODE_DIR_ARG",
+    "PRIVATE_FOLDERS_ARG",
     "PS",
     "WORKER",
     "ClusterFailed",

@@ -30,6 +30,10 @@ NODE_DIR_ARG = "node_dir"
 TF_NETWORK_SECRET_ARG = "tf_network_secret"
 #: Key of ``node_args`` set when a lost worker leaves the run going (``train.placement.on_worker_loss``).
 ELASTIC_WORKERS_ARG = "elastic_workers"
+#: Key of ``node_args`` naming the folders each node keeps besides its temporary ones (``{user}``: its
+#: own user): root's folders above them are noted before its private network
+#: (:func:`tfbs.storage.private_dirs.note_root_folders`).
+PRIVATE_FOLDERS_ARG = "private_folders"
 
 NodeMain = Callable[[dict, "NodeInfo"], None]
 

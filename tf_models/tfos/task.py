@@ -28,6 +28,7 @@ from tf_models.tfos.lost_nodes import goes_on_without
 from tf_models.tfos.node import (
     ELASTIC_WORKERS_ARG,
     NODE_DIR_ARG,
+    PRIVATE_FOLDERS_ARG,
     PS,
     TF_NETWORK_SECRET_ARG,
     NodeInfo,
@@ -37,6 +38,7 @@ from tf_models.tfos.node_files import write_node_file
 from tf_models.tfos.tunnel import TunnelAgent
 from tfbs.storage.gateway import GATEWAY_FD_ENV
 from tfbs.storage.gateway_server import StorageGateway
+from tfbs.storage.private_dirs import note_root_folders
 
 
 @dataclass(frozen=True)
@@ -350,6 +352,10 @@ class NodeEntry:
         if secret is not None:
             network = PrivateNetwork(secret, f"{info.job_name}:{info.task_index}", info.cluster_spec)
         survive_death = goes_on_without(info.job_name, bool(args.get(ELASTIC_WORKERS_ARG)))
+        if network is not None:
+            # A node not run by root enters a user namespace of its own, where root's folders (/tmp)
+            # show as the overflow uid's like every other user's: noted here, they stay root's there.
+            note_root_folders(args.get(PRIVATE_FOLDERS_ARG, ()))
         run_isolated(
             self.node_main, args, info, node_dir=args.get(NODE_DIR_ARG), network=network, survive_death=survive_death
         )

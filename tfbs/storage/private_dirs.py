@@ -26,6 +26,7 @@ import os
 import pwd
 import stat
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 
 #: Where a run's record copies go on every node: one path on all of them
@@ -87,8 +88,39 @@ def is_own_file(path: str | os.PathLike[str]) -> bool:
     )
 
 
+#: Root's folders above this user's per-node folders, by (device, inode), noted by :func:`note_root_folders`
+#: in this process or the one it was forked from: in a user namespace of a process not run by root (a TF
+#: node's private network) root's folders, like every other user's, show as owned by the overflow uid.
+_ROOT_FOLDERS: set[tuple[int, int]] = set()
+
+
+def note_root_folders(locations: Iterable[str]) -> None:
+    """Remember which folders above this user's per-node folders are root's, before entering a user namespace.
+
+    The folders above the temporary folder, the user's cache home and
+    each of ``locations`` (``{user}`` this process's user; those that
+    exist), up to ``/``. Inside the namespace :func:`private_dir` knows
+    them by device and inode, which it keeps: a sticky ``/tmp`` is then
+    still root's, while another user's folder stays no one's it trusts.
+    """
+    own = [Path(location.format(user=user_name())) for location in locations]
+    for path in [Path(tempfile.gettempdir()), user_cache_home(), *own]:
+        for level in [path, *path.parents]:
+            with contextlib.suppress(OSError):
+                info = level.stat()
+                if info.st_uid == 0:
+                    _ROOT_FOLDERS.add((info.st_dev, info.st_ino))
+
+
+def _is_root_s(info: os.stat_result) -> bool:
+    return info.st_uid == 0 or (info.st_dev, info.st_ino) in _ROOT_FOLDERS
+
+
 def private_dir(path: str | os.PathLike[str]) -> Path:
     """``path``, created if missing (each new level mode 700), checked to be this user's alone.
+
+    Root's folders are those root owns, or those :func:`note_root_folders`
+    noted before this process entered a user namespace.
 
     Raises
     ------
@@ -105,7 +137,7 @@ def private_dir(path: str | os.PathLike[str]) -> Path:
     # The folder and each parent up to the shared one (/tmp: sticky, root's) must be this user's alone.
     for level in [folder, *folder.parents]:
         info = level.lstat()
-        if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX and info.st_uid == 0:
+        if stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX and _is_root_s(info):
             break
         if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode):
             raise PermissionError(f"{level}: not a directory of its own (a link or a file); remove it")
@@ -127,7 +159,7 @@ def _check_container(folder: Path) -> None:
     This user's or root's, and if others may write in it, sticky (``/tmp``).
     """
     info = folder.stat()
-    if info.st_uid not in (0, os.geteuid()):
+    if not (_is_root_s(info) or info.st_uid == os.geteuid()):
         raise PermissionError(
             f"{folder}: owned by uid {info.st_uid}, who could replace the folders in it; keep the caches elsewhere"
         )
