@@ -101,7 +101,7 @@ def note_root_folders(locations: Iterable[str]) -> None:
     each of ``locations`` (``{user}`` this process's user; those that
     exist), up to ``/``. Inside the namespace :func:`private_dir` knows
     them by device and inode, which it keeps: a sticky ``/tmp`` is then
-    still root's, while another user's folder stays no one's it trusts.
+    still root's, while another user's folder stays untrusted.
     """
     own = [Path(location.format(user=user_name())) for location in locations]
     for path in [Path(tempfile.gettempdir()), user_cache_home(), *own]:
