@@ -16,10 +16,10 @@ from pathlib import Path
 import host_daemons as daemons
 from host_state import HostClusterState
 from host_tls import client_ssl, make_cluster_tls, server_ssl
-from jvm import LOG4J_PROPERTIES, ClusterError, ensure_classpath, ensure_daemon_classes, site_xml
+from jvm import LOG4J_PROPERTIES, ClusterError, ensure_classpath, ensure_daemon_classes, shared_copy, site_xml
 from kdc import KDC_PORT
 from secure_conf import client_settings, daemon_options, daemon_principals, java_options, server_settings
-from service_users import ServiceUser, give, run_as, service_user, shared_tree
+from service_users import ServiceUser, give, run_as, service_user
 
 
 class HostLaunch(HostClusterState):
@@ -157,7 +157,7 @@ class HostLaunch(HostClusterState):
         if self.security is None:
             return lib, classes
         shared = self.workdir / "classpath"
-        return shared_tree(lib, shared / lib.name), shared_tree(classes, shared / classes.name)
+        return shared_copy(lib, shared / lib.name), shared_copy(classes, shared / classes.name)
 
     def _format_hdfs(self) -> None:
         dirs = self.host_dirs(daemons.MASTER)

@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import shutil
+import stat
 import subprocess
 import tempfile
 import time
@@ -168,6 +169,30 @@ def ensure_daemon_classes(lib: Path) -> Path:
         for resource in resources:
             shutil.copy2(resource, built / resource.name)
     return classes
+
+
+def shared_copy(source: Path, dest: Path) -> Path:
+    """``source`` (a class path folder) at ``dest``, every file readable by all: hard links where the file system allows.
+
+    For a secure cluster's daemons, whose users cannot read a cache under a
+    mode-700 home. ``dest`` is named after ``source``'s digest, so one
+    already there is the same.
+    """
+    if not dest.is_dir():
+        with _staged(dest, ".share-", "tree") as staging:
+            shutil.copytree(source, staging / "tree", copy_function=_link_or_copy)
+    return dest
+
+
+def _link_or_copy(source: str, dest: str) -> None:
+    if os.stat(source).st_mode & stat.S_IROTH:
+        try:
+            os.link(source, dest)
+            return
+        except OSError:  # another file system
+            pass
+    shutil.copy2(source, dest)
+    os.chmod(dest, 0o644)
 
 
 @contextlib.contextmanager

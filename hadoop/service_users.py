@@ -121,28 +121,3 @@ def _run(argv: list[str]) -> None:
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     if done.returncode != 0:
         raise ClusterError(f"{' '.join(argv[:2])} ... {argv[-1]}: {done.stderr.strip()}")
-
-
-def shared_tree(source: Path, dest: Path) -> Path:
-    """``source`` (a class path) at ``dest``, every file readable by all: hard links where the file system allows.
-
-    The daemons' users cannot read a cache under a mode-700 home. ``dest``
-    is named after ``source``'s digest, so one already there is the same.
-    """
-    if not dest.is_dir():
-        staging = dest.with_name(f".{dest.name}.staging")
-        shutil.rmtree(staging, ignore_errors=True)
-        shutil.copytree(source, staging, copy_function=_link_or_copy)
-        staging.rename(dest)
-    return dest
-
-
-def _link_or_copy(source: str, dest: str) -> None:
-    if os.stat(source).st_mode & stat.S_IROTH:
-        try:
-            os.link(source, dest)
-            return
-        except OSError:  # another file system
-            pass
-    shutil.copy2(source, dest)
-    os.chmod(dest, 0o644)
