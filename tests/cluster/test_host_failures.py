@@ -10,8 +10,8 @@ as an operator submits a stage by hand, on the shards of the DAG's run
   host, goes on with the workers left and finishes every step; its export
   scores above the motif scan on every TF/cell.
 * A DataNode host lost during preprocessing while a shard is being written
-  through it (its DataNode paused until the NameNode's fsck lists a file
-  open for write with a block there, then the host killed): the shards come
+  through it (its DataNode paused, in turns, until the NameNode's fsck lists
+  a file open for write with a block there, then the host killed): the shards come
   out whole, the same bytes as the DAG's undisturbed run.
 * A worker's host cut off for 15 s during training (its link down, then up,
   shorter than YARN's expiry of a silent host): the run finishes all its
@@ -68,8 +68,9 @@ SPARK_OPTIONS = [
 TRAINING_STEPS = 800
 TRAINING = [*PIPELINE_OVERRIDES, f"train.steps={TRAINING_STEPS}", "train.placement.timeout_s=400"]
 #: The cut-off run's steps (the later ``--set`` wins): enough to outlast the cut,
-#: made at step 100 or later, at about 20 steps/s on these hosts.
-CUT_OFF_TRAINING_STEPS = 1200
+#: made at step 100 or later, at about 20 steps/s on these hosts (700 steps
+#: are 35 s with both workers, 15 s of them cut off).
+CUT_OFF_TRAINING_STEPS = 800
 #: The lost ps's run: its first checkpoint (step 100) before the loss, and steps left for the rerun.
 LOST_PS_STEPS = 500
 #: How long the link of a host stays down: under the ResourceManager's 30 s
@@ -78,9 +79,14 @@ LOST_PS_STEPS = 500
 #: expiry raced it (one run in three lost the node); a host that stays lost
 #: is the lost-host test's.
 CUT_OFF_S = 15
-#: The longest a DataNode stays paused for a write to reach it: under the
-#: NameNode's minute before it calls a silent DataNode dead.
-DATANODE_PAUSE_S = 50
+#: How long a DataNode stays paused at a time for a write to reach it, then
+#: runs: far under the NameNode's minute before it calls a silent DataNode
+#: dead, and each run lets a read that waited on it finish (the HDFS client
+#: waits on a paused DataNode's read without end).
+DATANODE_PAUSE_S = 6
+DATANODE_RUN_S = 1
+#: The longest the victim's DataNode blinks for a write to reach it.
+DATANODE_WRITE_WAIT_S = 300
 APPLICATION = re.compile(r"application_\d+_\d+")
 
 
@@ -415,6 +421,36 @@ def _hosts_holding_open_blocks(hadoop, path: str) -> dict[str, str]:
     return holding
 
 
+def _pause_until_written(hadoop, host: str, job: StreamedProcess, path: str) -> str:
+    """Pause ``host``'s DataNode until a file under ``path`` is being written through it; return that file.
+
+    The kill must hit a write. Each takes a fraction of a second, shorter
+    than a poll, so the DataNode is paused: a write through it waits until
+    the NameNode's fsck shows it open with a block there (the NameNode gives
+    blocks to a paused DataNode until it calls it dead, a minute without
+    heartbeats). It pauses in turns of :data:`DATANODE_PAUSE_S` and runs
+    :data:`DATANODE_RUN_S` between them: a task reading a block from it
+    first (as one did while all the others' writes ended) goes on to write.
+    The DataNode is left paused.
+    """
+    pid = _datanode_pid(hadoop, host)
+    deadline = time.monotonic() + DATANODE_WRITE_WAIT_S
+    while time.monotonic() < deadline:
+        os.kill(pid, signal.SIGSTOP)
+        resume_at = time.monotonic() + DATANODE_PAUSE_S
+        while time.monotonic() < resume_at:
+            assert job.proc.poll() is None, f"the job ended before a write through {host}:\n{job.output[-4000:]}"
+            written = _hosts_holding_open_blocks(hadoop, path).get(host, "")
+            if written:
+                return written
+            time.sleep(0.2)
+        os.kill(pid, signal.SIGCONT)
+        time.sleep(DATANODE_RUN_S)
+    raise AssertionError(
+        f"no file seen open for write on {host} within {DATANODE_WRITE_WAIT_S} s:\n{job.output[-4000:]}"
+    )
+
+
 def _datanode_pid(hadoop, host: str) -> int:
     """The process id of ``host``'s DataNode."""
     for pid in hadoop.network.pids(host):
@@ -432,22 +468,11 @@ def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop
     preprocess = _submit(hadoop, yarn_env, "preprocess", _stage_arguments(overrides), "--num-executors", "3")
     victim = written = ""
     try:
-        _wait_for(preprocess, r"\[Stage 1:")  # the labels read, the shards about to be written
+        _wait_for(preprocess, r"\[Stage 1:")  # the executors registered, the label files being read
         executors = set(re.findall(r"Registered executor .*?\((\d+\.\d+\.\d+\.\d+):\d+\)", preprocess.output))
         hosts = {name for name in hadoop.nodes if hadoop.address(name) in executors}
         victim = sorted(hosts - {_application_master_host(hadoop, preprocess.output)} or hosts)[0]
-        # The kill must hit a write. All of them take about two seconds, shorter than a poll,
-        # so the victim's DataNode is paused: a write through it waits until fsck shows it
-        # open with a block there. The NameNode gives new blocks to a paused DataNode until it
-        # calls it dead (a minute without heartbeats, hadoop/host_daemons.py).
-        os.kill(_datanode_pid(hadoop, victim), signal.SIGSTOP)
-        deadline = time.monotonic() + DATANODE_PAUSE_S
-        while not written:
-            assert preprocess.proc.poll() is None and time.monotonic() < deadline, (
-                f"no file seen open for write on {victim} within {DATANODE_PAUSE_S} s:\n{preprocess.output[-4000:]}"
-            )
-            written = _hosts_holding_open_blocks(hadoop, f"{TENANT_HOME}/datanode-loss/run").get(victim, "")
-            time.sleep(0.2)
+        written = _pause_until_written(hadoop, victim, preprocess, f"{TENANT_HOME}/datanode-loss/run")
         hadoop.kill_host(victim)  # SIGKILL reaches the paused DataNode too
         code = preprocess.wait(timeout=900)
     finally:
