@@ -468,7 +468,10 @@ def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop
     preprocess = _submit(hadoop, yarn_env, "preprocess", _stage_arguments(overrides), "--num-executors", "3")
     victim = written = ""
     try:
-        _wait_for(preprocess, r"\[Stage 1:")  # the executors registered, the label files being read
+        # The shards' stage submitted (preprocess.build_shards._write_shards), the label files read
+        # and every executor registered. Not Spark's progress bar: it comes only once a stage has
+        # run 0.5 s, which this one may not.
+        _wait_for(preprocess, r"Submitting \d+ missing tasks from ResultStage 1 ")
         executors = set(re.findall(r"Registered executor .*?\((\d+\.\d+\.\d+\.\d+):\d+\)", preprocess.output))
         hosts = {name for name in hadoop.nodes if hadoop.address(name) in executors}
         victim = sorted(hosts - {_application_master_host(hadoop, preprocess.output)} or hosts)[0]
