@@ -65,12 +65,10 @@ SPARK_OPTIONS = [
 ]  # fmt: skip
 #: A training long enough to lose a worker in its middle: the loss is made at
 #: step 100 or later and seen within about 10 s, when 500-700 steps are left.
+#: It also outlasts a host's cut, made at step 100 or later: at about 20
+#: steps/s on these hosts, 700 steps are 35 s with both workers, 15 s of them cut off.
 TRAINING_STEPS = 800
 TRAINING = [*PIPELINE_OVERRIDES, f"train.steps={TRAINING_STEPS}", "train.placement.timeout_s=400"]
-#: The cut-off run's steps (the later ``--set`` wins): enough to outlast the cut,
-#: made at step 100 or later, at about 20 steps/s on these hosts (700 steps
-#: are 35 s with both workers, 15 s of them cut off).
-CUT_OFF_TRAINING_STEPS = 800
 #: The lost ps's run: its first checkpoint (step 100) before the loss, and steps left for the rerun.
 LOST_PS_STEPS = 500
 #: How long the link of a host stays down: under the ResourceManager's 30 s
@@ -501,7 +499,7 @@ def test_a_datanode_host_lost_during_preprocessing_leaves_the_same_shards(hadoop
 
 def test_a_worker_s_host_cut_off_shorter_than_yarn_s_expiry_leaves_a_run_that_finishes(hadoop, yarn_env, dag_on_yarn):
     run_uri = f"{hadoop.fs_default_fs}{TENANT_HOME}/cut-off/run"
-    overrides = [*TRAINING, f"train.steps={CUT_OFF_TRAINING_STEPS}", f"data.root={hadoop.fs_default_fs}{TENANT_HOME}/dream/data",
+    overrides = [*TRAINING, f"data.root={hadoop.fs_default_fs}{TENANT_HOME}/dream/data",
                  f"run_dir={run_uri}", f"shards_dir={dag_on_yarn.run_uri}/shards"]  # fmt: skip
     started = time.monotonic()
     training = _submit(hadoop, yarn_env, "train", _stage_arguments(overrides))
@@ -527,7 +525,7 @@ def test_a_worker_s_host_cut_off_shorter_than_yarn_s_expiry_leaves_a_run_that_fi
     # ParameterServerStrategy waits for the unreachable worker and takes it back; a worker whose
     # read was cut gets its stream built anew (tf_models.train_loop.STREAM_REBUILDS).
     assert code == 0, training.output[-6000:]
-    assert f"chief: step {CUT_OFF_TRAINING_STEPS}/{CUT_OFF_TRAINING_STEPS}" in training.output
+    assert f"chief: step {TRAINING_STEPS}/{TRAINING_STEPS}" in training.output
 
 
 # ---------------------------------------------------------------------------
