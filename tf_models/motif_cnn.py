@@ -249,12 +249,6 @@ class MotifCNN(keras.Model):
         dna = tf.cast(inputs["dna"][:, self.first : self.first + self.length], self.compute_dtype)
         strands = [self.motifs(dna), self.motifs(reverse_complement(dna))]
         matches = tf.maximum(*(self._best_matches(maps) for maps in strands))
-        # Means over the widest region only: the density of matches tells an island from a site.
-        density = (
-            [tf.add_n([tf.reduce_mean(maps, axis=1) for maps in strands]) / 2.0]
-            if self.config.motif_cnn.match_density
-            else []
-        )
         at_summit = []
         if self.summit_ring is not None:
             (forward, flag), (reverse, _) = (self.summit_ring(maps, inputs["dnase"]) for maps in strands)
@@ -264,37 +258,20 @@ class MotifCNN(keras.Model):
         matches = self.match_dropout(matches, training=training)
         if at_summit:
             at_summit[0] = self.match_dropout(at_summit[0], training=training)
-        expression = None
-        if self.cell_features is not None:
-            expression = tf.cast(tf.gather(self.cell_features, tf.cast(inputs["cell_index"], tf.int32)), protein.dtype)
         if self.protein_gate is not None:
-            gated_by = (
-                protein
-                if expression is None or not self.config.motif_cnn.expression_gate
-                else tf.concat([protein, expression], axis=-1)
-            )
-            gate = self.protein_gate(gated_by)
+            gate = self.protein_gate(protein)
             matches = matches * (gate[:, None, :] if self.scale_slices else gate)
             if at_summit:
                 at_summit[0] = at_summit[0] * gate
-        products = []
-        if expression is not None and self.config.motif_cnn.expression_products:
-            # The widest region's best match: the scales are nested, so it is the max over them.
-            widest = tf.reduce_max(matches, axis=1) if self.scale_slices else matches
-            products = [
-                tf.reshape(widest[:, :, None] * expression[:, None, :], [-1, widest.shape[-1] * expression.shape[-1]])
-            ]
         if self.scale_slices:
             matches = tf.reshape(matches, [-1, len(self.scale_slices) * self.motifs.filters])
-        if density and self.protein_gate is not None:
-            density = [density[0] * gate]
-        parts = [matches, *at_summit, *density, *products, protein]
+        parts = [matches, *at_summit, protein]
         if self.config.use_cell_type:
             parts.append(tf.one_hot(tf.cast(inputs["cell_index"], tf.int32), self.n_cells))
         if self.config.use_dnase:
             parts.append(tf.cast(inputs["dnase"], tf.float32)[:, None])
-        if expression is not None and not self.config.motif_cnn.expression_gate:
-            parts.append(expression)
+        if self.cell_features is not None:
+            parts.append(tf.gather(self.cell_features, tf.cast(inputs["cell_index"], tf.int32)))
         parts = [tf.cast(part, matches.dtype) for part in parts]
         hidden = self.dropout(self.dense(tf.concat(parts, axis=-1)), training=training)
         return tf.squeeze(self.logit(hidden), axis=-1)

@@ -36,12 +36,6 @@ class MotifCNNConfig(Section):
     filters: int = Field(64, gt=0, description="motif detectors")
     kernel: int = Field(15, gt=0, description="filter width, bp (most TF motifs are 8-20 bp)")
     protein_gate: bool = Field(True, description="the TF's protein selects the filters (a sigmoid gate per filter)")
-    expression_gate: bool = Field(
-        False,
-        description="the gate also reads the row's cell's expression (use_expression), which then goes nowhere "
-        "else: a partner's motif can count only in the cells that express the partner, a rule that carries to a "
-        "held-out cell by its RNA-seq (needs protein_gate and use_expression)",
-    )
     positional_bp: int | None = Field(
         10,
         gt=0,
@@ -66,17 +60,6 @@ class MotifCNNConfig(Section):
         description="also keep each filter's best match within N bp of the DNase summit's distance from the bin's "
         "centre, either side (tf_models.summit_ring: the open region's place along the window, from the DNase "
         "input; needs use_dnase); None: off",
-    )
-    expression_products: bool = Field(
-        False,
-        description="also give each filter's widest best match times each gene's expression in the row's cell "
-        "(use_expression): a partner's motif can then count for binding where the partner is expressed and "
-        "against it where it is not, a product the hidden layer need not learn (needs use_expression)",
-    )
-    match_density: bool = Field(
-        False,
-        description="also give each filter's mean score over the scanned region, both strands: how densely it "
-        "matches (a GC-rich island's many weak matches), which a best match alone cannot tell from one strong site",
     )
     match_dropout: float = Field(
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
@@ -178,9 +161,4 @@ class ModelConfig(Section):
             raise ValueError(
                 f"use_expression: the {self.architecture} architecture reads no expression (motif_cnn does)"
             )
-        gate = self.motif_cnn
-        if gate.expression_products and not self.use_expression:
-            raise ValueError("motif_cnn.expression_products needs use_expression")
-        if gate.expression_gate and not (self.use_expression and gate.protein_gate):
-            raise ValueError("motif_cnn.expression_gate needs use_expression and motif_cnn.protein_gate")
         return self
