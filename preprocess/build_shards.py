@@ -127,7 +127,16 @@ def _write_one(bins: ChromBins, cells: list[str], probabilities: Probabilities, 
     chromosome = load_chromosome(genome.uri, genome.fai[bins.chrom])
     status_of = partial(_window_status_at, chromosome, bins.starts, settings)
     chosen = {cell: probabilities.get((bins.tf, cell, bins.split), (0.0, 0.0)) for cell in cells}
-    decision = decide(bins, cells, chosen, settings.negative_draws, settings.seed, status_of, settings.heldout_cells)
+    decision = decide(
+        bins,
+        cells,
+        chosen,
+        settings.negative_draws,
+        settings.seed,
+        status_of,
+        settings.heldout_cells,
+        settings.cross_cell_negatives,
+    )
     context = settings.context
     result = write_chromosome(bins, cells, decision, chromosome, context)
     if result.record_chunks:

@@ -58,6 +58,8 @@ class TaskSettings:
     read_block_bytes: int
     #: Cells whose labels only the test split reads (``data.heldout_cells``).
     heldout_cells: frozenset[str] = frozenset()
+    #: Keep every U bin that is B in another training cell (``preprocess.cross_cell_negatives``).
+    cross_cell_negatives: bool = False
     #: The record-writing task of every record file ``(file key, number)``; known from stage 2 on.
     writer_of: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
@@ -130,6 +132,7 @@ def plan_shards(config: PipelineConfig, inputs: CheckedInputs) -> ShardPlan:
         bad_rows=pp.bad_rows,
         read_block_bytes=pp.read_block_mb << 20,
         heldout_cells=frozenset(data.heldout_cells),
+        cross_cell_negatives=pp.cross_cell_negatives,
     )
     return ShardPlan(
         tfs=tfs,

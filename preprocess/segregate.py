@@ -8,6 +8,8 @@ an outcome from :data:`tfbs.formats.manifest.OUTCOMES`:
   official way), unless blacklisted or its window is unusable;
 - train/valid keep all B, never A, and U when a negative draw picks it;
   several draws can pick different U, and positives are shared by all;
+  with ``cross_cell``, every draw also keeps the U bins that are B in
+  another training cell;
 - a held-out cell's rows outside the test split are excluded before any
   decision reads their labels (``excluded_heldout_cell``).
 """
@@ -185,6 +187,7 @@ def decide(
     seed: int,
     window_status_of: Callable[[np.ndarray], np.ndarray],
     heldout: frozenset[str] = frozenset(),
+    cross_cell: bool = False,
 ) -> Decision:
     """Give every (bin, cell) its outcome.
 
@@ -207,12 +210,18 @@ def decide(
     heldout
         Held-out cells: outside the test split their rows are excluded
         (``excluded_heldout_cell``) whatever their label.
+    cross_cell
+        Every draw also keeps each U bin that is B in another cell outside
+        ``heldout`` (``preprocess.cross_cell_negatives``).
     """
     code = {name: i for i, name in enumerate(OUTCOMES)}
     n, n_cells = bins.codes.shape
     outcome = np.full((n, n_cells), code["kept"], dtype=np.int8)
     drawn = np.zeros((n, n_cells, n_draws), dtype=bool)
     if bins.split != TEST:
+        # A held-out cell's labels are never read here, so they make no bin bound elsewhere.
+        read = [c for c, cell in enumerate(cells) if cell not in heldout]
+        bound_elsewhere = (bins.codes[:, read] == CODE_B).any(axis=1) if cross_cell else np.zeros(n, dtype=bool)
         for c, cell in enumerate(cells):
             if cell in heldout:
                 outcome[:, c] = code["excluded_heldout_cell"]
@@ -225,6 +234,7 @@ def decide(
             kept_by_any = np.zeros(n, dtype=bool)
             for d in range(n_draws):
                 picked = uniform_draw(seed, d, bins.tf, cell, bins.chrom, bins.starts) < threshold
+                picked |= bound_elsewhere
                 picked &= unbound
                 drawn[:, c, d] = picked
                 kept_by_any |= picked

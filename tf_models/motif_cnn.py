@@ -17,7 +17,9 @@ centred on the bin (100 bp to the whole window), side by side, as the
 gradient-boosted baseline reads motifs: on a tuning seed its maxima beyond
 200 bp were worth 0.06-0.10 auPRC to it (``bench/boosted_ablation.py``).
 ``summit_ring_bp`` adds each filter's best match where the cell's DNase
-summit lies (:mod:`tf_models.summit_ring`).
+summit lies (:mod:`tf_models.summit_ring`), ``expression_products`` each
+filter's best match times each gene's expression in the row's cell
+(:mod:`tf_models.expression_products`).
 
 The TF's protein sequence picks the filters its DNA-binding domain reads:
 a sigmoid gate per filter, computed from the protein branch (EasyFlow's
@@ -33,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from tf_models.encoding import reverse_complement
+from tf_models.expression_products import match_expression_products
 from tf_models.layers import protein_branch
 from tf_models.summit_ring import SummitRing
 from tfbs.config import ModelConfig
@@ -263,15 +266,21 @@ class MotifCNN(keras.Model):
             matches = matches * (gate[:, None, :] if self.scale_slices else gate)
             if at_summit:
                 at_summit[0] = at_summit[0] * gate
+        expression = None
+        if self.cell_features is not None:
+            expression = tf.gather(self.cell_features, tf.cast(inputs["cell_index"], tf.int32))
+        products = []
+        if expression is not None and self.config.motif_cnn.expression_products:
+            products = [match_expression_products(matches, expression)]
         if self.scale_slices:
             matches = tf.reshape(matches, [-1, len(self.scale_slices) * self.motifs.filters])
-        parts = [matches, *at_summit, protein]
+        parts = [matches, *at_summit, *products, protein]
         if self.config.use_cell_type:
             parts.append(tf.one_hot(tf.cast(inputs["cell_index"], tf.int32), self.n_cells))
         if self.config.use_dnase:
             parts.append(tf.cast(inputs["dnase"], tf.float32)[:, None])
-        if self.cell_features is not None:
-            parts.append(tf.gather(self.cell_features, tf.cast(inputs["cell_index"], tf.int32)))
+        if expression is not None:
+            parts.append(expression)
         parts = [tf.cast(part, matches.dtype) for part in parts]
         hidden = self.dropout(self.dense(tf.concat(parts, axis=-1)), training=training)
         return tf.squeeze(self.logit(hidden), axis=-1)

@@ -191,6 +191,23 @@ def test_a_heldout_cells_rows_are_excluded_outside_the_test_split_whatever_their
     assert (kept.outcome == outcome["kept"]).all()  # the test chromosomes keep every bin of both
 
 
+@pytest.mark.parametrize("cross_cell", [False, True])
+def test_cross_cell_negatives_keep_every_unbound_twin_of_another_training_cells_bound_bin(cross_cell):
+    """preprocess.cross_cell_negatives: a U bin that is B in another training cell is kept in every draw,
+    whatever the draw probabilities; a held-out cell's B makes no twin (its labels are not read there)."""
+    codes = [[B, U, U], [U, B, U], [U, U, B], [U, U, U], [B, A, U]]
+    status = np.full(5, WINDOW_OK, np.int8)
+    never = {"c0": (0.0, 0.0), "c1": (0.0, 0.0)}
+    decision = decide(
+        _bins(TRAIN, codes), ["c0", "c1", "c2"], never, 2, SEED, status.__getitem__, frozenset({"c2"}), cross_cell
+    )
+    twins = [[False, True], [True, False], [False, False], [False, False], [False, False]]
+    for draw in range(2):
+        assert decision.drawn[:, :2, draw].tolist() == (twins if cross_cell else np.zeros((5, 2), bool).tolist())
+    kept = decision.outcome[:, :2] == OUTCOMES.index("kept")
+    assert kept.tolist() == [[True, cross_cell], [cross_cell, True], [False, False], [False, False], [True, False]]
+
+
 # -- class counts ---------------------------------------------------------------
 
 

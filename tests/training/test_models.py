@@ -407,6 +407,36 @@ def test_expression_tells_the_cells_apart_and_goes_into_the_export(tmp_path):
         _model_config("factornet", "train.model.use_expression=true")
 
 
+def test_expression_products_count_a_filter_only_where_its_gene_is_expressed():
+    """``motif_cnn.expression_products``: beside the matches, each filter's widest best match times each gene's
+    expression. Through the products of gene 0 alone, the DNA moves the logit in the cells that express gene 0
+    and not in the cell that does not; the setting needs use_expression."""
+    from tf_models.model import build_model
+
+    table = np.array([[6.0, 1.0], [0.0, 1.0], [3.0, 0.0]], np.float32)
+    config = _model_config(
+        "motif_cnn",
+        "train.model.use_expression=true",
+        "train.model.motif_cnn.expression_products=true",
+        "train.model.motif_cnn.scales_bp=[50, 100, 200]",
+        "train.model.motif_cnn.positional_bp=null",
+        "train.model.use_dnase=false",
+    )
+    tf.random.set_seed(0)
+    model = build_model(config, N_CELLS, WINDOW, cell_features=table)
+    filters, genes = config.motif_cnn.filters, table.shape[1]
+    kernel = np.zeros(model.dense.kernel.shape, np.float32)
+    proteins = kernel.shape[0] - 3 * filters - filters * genes - genes
+    assert proteins == config.aa_filters[-1]  # matches at 3 widths, the products, the protein, the expression
+    kernel[3 * filters + np.arange(filters) * genes] = 1.0  # the (filter, gene 0) products alone
+    model.dense.kernel.assign(kernel)
+    inputs = _inputs(config, batch=8, seed=3)
+    spread = [model({**inputs, "cell_index": tf.fill([8], cell)}).numpy().std() for cell in range(N_CELLS)]
+    assert spread[0] > 1e-3 and spread[2] > 1e-3 and spread[1] < 1e-7, spread
+    with pytest.raises(ConfigError, match="expression_products multiplies the matches by the expression"):
+        _model_config("motif_cnn", "train.model.motif_cnn.expression_products=true")
+
+
 # --------------------------------------------------------------------------
 # Cluster strategies (in a subprocess each)
 # --------------------------------------------------------------------------

@@ -257,6 +257,12 @@ class PreprocessConfig(Section):
     test_chroms: list[str] = Field(default_factory=lambda: list(DREAM_TEST_CHROMS))
     valid_chroms: list[str] = Field(default_factory=lambda: list(DREAM_VALID_CHROMS))
     negative_draws: int = Field(1, gt=0, description="independent U draws written (a trainer redraws per epoch)")
+    cross_cell_negatives: bool = Field(
+        False,
+        description="also keep, in every draw, each U bin that is B in another training cell of the same TF: the "
+        "negatives that differ from a positive by the cell alone (a partner one cell expresses and the other does "
+        "not), which a uniform draw seldom picks and the test scores every one of",
+    )
     pad_windows: bool = Field(False, description="pad windows that leave the chromosome with N instead of dropping")
     max_n_fraction: float = Field(0.1, ge=0, le=1, description="drop windows with a larger share of N")
     rows_per_record_file: Annotated[int, Identity.LAYOUT] = Field(

@@ -61,6 +61,13 @@ class MotifCNNConfig(Section):
         "centre, either side (tf_models.summit_ring: the open region's place along the window, from the DNase "
         "input; needs use_dnase); None: off",
     )
+    expression_products: bool = Field(
+        False,
+        description="also feed each filter's widest best match times each gene's expression in the row's cell "
+        "(tf_models.expression_products): a partner's motif can count for binding where the partner is expressed "
+        "and against it where it is not, which the hidden layer did not learn from matches and expression side by "
+        "side (needs use_expression)",
+    )
     match_dropout: float = Field(
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
     )
@@ -160,5 +167,9 @@ class ModelConfig(Section):
         if self.use_expression and self.architecture != "motif_cnn":
             raise ValueError(
                 f"use_expression: the {self.architecture} architecture reads no expression (motif_cnn does)"
+            )
+        if self.motif_cnn.expression_products and not self.use_expression:
+            raise ValueError(
+                "motif_cnn.expression_products multiplies the matches by the expression: needs use_expression"
             )
         return self

@@ -1,0 +1,80 @@
+"""Benchmark: a candidate's trainings against the boosted baseline fitted on the default sampling's rows.
+
+A candidate that changes which rows the shards keep (``preprocess.*``)
+changes the boosted baseline's too: the baseline is fitted on the model's
+training rows. To judge the candidate against the baseline at its best,
+this scores the candidate's trainings, averaged bin by bin as
+``bench/challenge.py`` does, beside the baseline of a run on the default
+sampling of the same data set (the same test rows, checked), with the site
+bootstrap: the model, the boosted baseline, and the model joined to it
+(:func:`tf_models.protocol.joined_scores`), each training and averaged; the
+candidate's own baseline stays beside them as ``boosted_same_rows``.
+
+    .venv/bin/python bench/frozen_rows.py --candidate <work dir> --reference <work dir> --out <json>
+
+(work dirs as ``bench/challenge.py --work-dir`` leaves them, demo data set.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.challenge import DEFAULT, averaged_predictions  # noqa: E402
+from bench.report import write_summary  # noqa: E402
+
+#: The candidate's own baseline, fitted on its rows, and the model joined to it.
+SAME_ROWS, JOINED_SAME_ROWS = "boosted_same_rows", "joined_same_rows"
+
+
+def model_dirs(work: Path, data: str) -> list[Path]:
+    """The trained versions of ``bench/challenge.py``'s default variant on ``data``."""
+    models = work / data / DEFAULT.run_folder / "models"
+    return sorted(path for path in models.iterdir() if path.is_dir() and not path.is_symlink())
+
+
+def scored(candidate: list[Path], reference: Path, heldout_cells: list[str]) -> dict:
+    """Group figures with intervals of ``candidate``'s averaged trainings beside ``reference``'s baseline."""
+    from tf_models.protocol import JOINED, group_summary, joined_scores, site_intervals
+
+    per_key = averaged_predictions(candidate)
+    frozen = averaged_predictions([reference])
+    for key, arrays in per_key.items():
+        other = frozen[key]
+        for column in ("chrom", "start", "label"):
+            if not (arrays[column] == other[column]).all():
+                raise ValueError(f"{key}: the two runs scored different test rows ({column})")
+        arrays[SAME_ROWS], arrays["boosted"] = arrays["boosted"], other["boosted"]
+        arrays[JOINED] = joined_scores(arrays["model"], arrays["boosted"])
+        arrays[JOINED_SAME_ROWS] = joined_scores(arrays["model"], arrays[SAME_ROWS])
+    return group_summary(site_intervals(per_key, heldout_cells, 1000, seed=0))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--candidate", type=Path, required=True, help="the candidate's bench/challenge.py work dir")
+    parser.add_argument("--reference", type=Path, required=True, help="a default-sampling run's work dir")
+    parser.add_argument("--data", default="demo")
+    parser.add_argument("--heldout-cells", nargs="+", default=["HepG2"])
+    parser.add_argument("--out", type=Path, required=True)
+    args = parser.parse_args()
+    candidate = model_dirs(args.candidate, args.data)
+    reference = model_dirs(args.reference, args.data)[0]
+    summary = {
+        "trainings": [path.name for path in candidate],
+        "reference": reference.name,
+        "averaged": scored(candidate, reference, args.heldout_cells),
+        "each": {path.name: scored([path], reference, args.heldout_cells) for path in candidate},
+    }
+    write_summary(summary, str(args.out), args, echo=False)
+    for name, groups in [("averaged", summary["averaged"]), *summary["each"].items()]:
+        for group in ("held-out cells", "training cells"):
+            auprc = groups[group]["auprc"]
+            print(name, group, {scorer: round(auprc[scorer]["estimate"], 3) for scorer in auprc})
+
+
+if __name__ == "__main__":
+    main()
