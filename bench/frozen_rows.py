@@ -36,12 +36,12 @@ def model_dirs(work: Path, data: str) -> list[Path]:
     return sorted(path for path in models.iterdir() if path.is_dir() and not path.is_symlink())
 
 
-def scored(candidate: list[Path], reference: Path, heldout_cells: list[str]) -> dict:
-    """Group figures with intervals of ``candidate``'s averaged trainings beside ``reference``'s baseline."""
+def scored(candidate: list[Path], frozen: dict, heldout_cells: list[str]) -> dict:
+    """Group figures with intervals of ``candidate``'s averaged trainings beside ``frozen``'s baseline
+    (:func:`bench.challenge.averaged_predictions` of the reference run)."""
     from tf_models.protocol import JOINED, group_summary, joined_scores, site_intervals
 
     per_key = averaged_predictions(candidate)
-    frozen = averaged_predictions([reference])
     for key, arrays in per_key.items():
         other = frozen[key]
         for column in ("chrom", "start", "label"):
@@ -58,16 +58,21 @@ def main() -> None:
     parser.add_argument("--candidate", type=Path, required=True, help="the candidate's bench/challenge.py work dir")
     parser.add_argument("--reference", type=Path, required=True, help="a default-sampling run's work dir")
     parser.add_argument("--data", default="demo")
-    parser.add_argument("--heldout-cells", nargs="+", default=["HepG2"])
+    parser.add_argument("--config", default="conf/demo.yaml", help="the runs' configuration: its held-out cells")
+    parser.add_argument("--set", dest="overrides", action="append", default=[])
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
+    from tfbs.config import load_config
+
+    heldout_cells = load_config(args.config, args.overrides).data.heldout_cells
     candidate = model_dirs(args.candidate, args.data)
     reference = model_dirs(args.reference, args.data)[0]
+    frozen = averaged_predictions([reference])
     summary = {
         "trainings": [path.name for path in candidate],
         "reference": reference.name,
-        "averaged": scored(candidate, reference, args.heldout_cells),
-        "each": {path.name: scored([path], reference, args.heldout_cells) for path in candidate},
+        "averaged": scored(candidate, frozen, heldout_cells),
+        "each": {path.name: scored([path], frozen, heldout_cells) for path in candidate},
     }
     write_summary(summary, str(args.out), args, echo=False)
     for name, groups in [("averaged", summary["averaged"]), *summary["each"].items()]:

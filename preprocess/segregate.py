@@ -219,9 +219,11 @@ def decide(
     outcome = np.full((n, n_cells), code["kept"], dtype=np.int8)
     drawn = np.zeros((n, n_cells, n_draws), dtype=bool)
     if bins.split != TEST:
-        # A held-out cell's labels are never read here, so they make no bin bound elsewhere.
-        read = [c for c, cell in enumerate(cells) if cell not in heldout]
-        bound_elsewhere = (bins.codes[:, read] == CODE_B).any(axis=1) if cross_cell else np.zeros(n, dtype=bool)
+        bound_elsewhere = None
+        if cross_cell:
+            # A held-out cell's labels are never read here, so they make no bin bound elsewhere.
+            read = [c for c, cell in enumerate(cells) if cell not in heldout]
+            bound_elsewhere = (bins.codes[:, read] == CODE_B).any(axis=1)
         for c, cell in enumerate(cells):
             if cell in heldout:
                 outcome[:, c] = code["excluded_heldout_cell"]
@@ -234,7 +236,8 @@ def decide(
             kept_by_any = np.zeros(n, dtype=bool)
             for d in range(n_draws):
                 picked = uniform_draw(seed, d, bins.tf, cell, bins.chrom, bins.starts) < threshold
-                picked |= bound_elsewhere
+                if bound_elsewhere is not None:
+                    picked |= bound_elsewhere
                 picked &= unbound
                 drawn[:, c, d] = picked
                 kept_by_any |= picked
