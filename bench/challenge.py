@@ -67,10 +67,10 @@ def data_sets(owner: str) -> list[DataSet]:
 
 def averaged_predictions(model_dirs: list[Path]) -> dict[str, dict[str, np.ndarray]]:
     """Per TF/cell, the runs' model probabilities averaged bin by bin, beside the baselines' columns of the first run
-    and the average joined to the boosted baseline (:func:`tf_models.protocol.joined_scores`)."""
+    and the average joined to the boosted baseline (:func:`tf_models.protocol.joined_probability`)."""
     import pyarrow.parquet as pq
 
-    from tf_models.protocol import BASELINES, JOINED, joined_scores
+    from tf_models.protocol import BASELINES, JOINED, joined_probability
 
     tables = [pq.read_table(model_dir / "report" / "predictions").to_pandas() for model_dir in model_dirs]
     order = ["tf", "cell", "chrom", "start"]
@@ -88,7 +88,7 @@ def averaged_predictions(model_dirs: list[Path]) -> dict[str, dict[str, np.ndarr
             "label": rows["label"].to_numpy(),
             "model": rows["probability"].to_numpy(),
             **{name: rows[name].to_numpy() for name in BASELINES},
-            JOINED: joined_scores(rows["probability"].to_numpy(), rows["boosted"].to_numpy()),
+            JOINED: joined_probability(rows["probability"].to_numpy(), rows["boosted"].to_numpy()),
         }
     return per_key
 

@@ -6,9 +6,12 @@ training rows. To judge the candidate against the baseline at its best,
 this scores the candidate's trainings, averaged bin by bin as
 ``bench/challenge.py`` does, beside the baseline of a run on the default
 sampling of the same data set (the same test rows, checked), with the site
-bootstrap: the model, the boosted baseline, and the model joined to it
-(:func:`tf_models.protocol.joined_scores`), each training and averaged; the
-candidate's own baseline stays beside them as ``boosted_same_rows``.
+bootstrap: the model, the boosted baseline, and the joined scorer
+``tfbs predict`` writes (:func:`tf_models.protocol.joined_probability`: the
+model joined to the baseline fitted on its own rows, which its evaluation
+keeps), each training and averaged. The candidate's own baseline stays
+beside them as ``boosted_same_rows``, and the model joined to the
+default rows' baseline as ``joined_default_rows``.
 
     .venv/bin/python bench/frozen_rows.py --candidate <work dir> --reference <work dir> --out <json>
 
@@ -26,8 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.challenge import DEFAULT, averaged_predictions  # noqa: E402
 from bench.report import write_summary  # noqa: E402
 
-#: The candidate's own baseline, fitted on its rows, and the model joined to it.
-SAME_ROWS, JOINED_SAME_ROWS = "boosted_same_rows", "joined_same_rows"
+#: The candidate's own baseline, fitted on its rows, and the model joined to the default rows' baseline.
+SAME_ROWS, JOINED_DEFAULT_ROWS = "boosted_same_rows", "joined_default_rows"
 
 
 def model_dirs(work: Path, data: str) -> list[Path]:
@@ -39,7 +42,7 @@ def model_dirs(work: Path, data: str) -> list[Path]:
 def scored(candidate: list[Path], frozen: dict, heldout_cells: list[str]) -> dict:
     """Group figures with intervals of ``candidate``'s averaged trainings beside ``frozen``'s baseline
     (:func:`bench.challenge.averaged_predictions` of the reference run)."""
-    from tf_models.protocol import JOINED, group_summary, joined_scores, site_intervals
+    from tf_models.protocol import JOINED, group_summary, joined_probability, site_intervals
 
     per_key = averaged_predictions(candidate)
     for key, arrays in per_key.items():
@@ -48,8 +51,9 @@ def scored(candidate: list[Path], frozen: dict, heldout_cells: list[str]) -> dic
             if not (arrays[column] == other[column]).all():
                 raise ValueError(f"{key}: the two runs scored different test rows ({column})")
         arrays[SAME_ROWS], arrays["boosted"] = arrays["boosted"], other["boosted"]
-        arrays[JOINED] = joined_scores(arrays["model"], arrays["boosted"])
-        arrays[JOINED_SAME_ROWS] = joined_scores(arrays["model"], arrays[SAME_ROWS])
+        # The product: what tfbs predict writes, the model joined to the baseline its evaluation kept.
+        arrays[JOINED] = joined_probability(arrays["model"], arrays[SAME_ROWS])
+        arrays[JOINED_DEFAULT_ROWS] = joined_probability(arrays["model"], arrays["boosted"])
     return group_summary(site_intervals(per_key, heldout_cells, 1000, seed=0))
 
 

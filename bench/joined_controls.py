@@ -1,7 +1,7 @@
 """Benchmark: does the network carry what the boosted baseline lacks, or would any second scorer lift it as much?
 
 The report scores the model joined to the boosted baseline
-(:func:`tf_models.protocol.joined_scores`). An ensemble of two scorers can
+(:func:`tf_models.protocol.joined_probability`). An ensemble of two scorers can
 beat either for a reason that has nothing to do with the network: any
 second opinion with errors of its own might do. The controls here join the
 boosted baseline the same way with the baselines a user already has (the

@@ -251,7 +251,7 @@ def candidates_table(candidates: dict[str, dict]) -> str:
 
 
 def _joined_text(ensemble: dict, group: str) -> str:
-    """The model joined to the boosted baseline (:func:`tf_models.protocol.joined_scores`): its trainings' range, and
+    """The model joined to the boosted baseline (:func:`tf_models.protocol.joined_probability`): its trainings' range, and
     the averaged predictions' minus the boosted baseline; ``-`` for results scored before the joined scorer."""
     spread = ensemble.get("runs_spread", {}).get(group, {}).get(JOINED)
     minus = ensemble["groups"][group].get("joined_minus_boosted")

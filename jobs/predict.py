@@ -41,6 +41,7 @@ def _arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     """Write a submission per TF/cell, check each against the regions, draw its tracks; returns the rows of each."""
+    from tf_models.kept_baseline import submission_scorers
     from tf_models.predict import Target, predict_targets
     from tf_models.submission_outputs import check_and_draw
     from tfbs.errors import ConfigError
@@ -66,9 +67,14 @@ def run(config: PipelineConfig, args: argparse.Namespace) -> int:
     with spark_session(config.spark, app_suffix="-predict") as spark:
         count = predict_targets(spark, config, export, regions, targets)
     against = regions or f"every bin of {config.data.genome_fasta}"
+    scorers = submission_scorers(config, version, [target.tf for target in targets])
     for target in targets:
-        summary = check_and_draw(config, version, regions, target.out_uri, target.tf, target.cell, count)
-        print(f"submission: {target.out_uri} ({count} rows, model version {version}), valid against {against}")
+        scorer = scorers[target.tf]
+        summary = check_and_draw(config, version, regions, target.out_uri, target.tf, target.cell, count, scorer)
+        print(
+            f"submission: {target.out_uri} ({count} rows, model version {version}, scored by {scorer}), "
+            f"valid against {against}"
+        )
         print(f"track: {summary['bigWig']}")
         if summary["BED"]:
             threshold, called = summary["10% FDR threshold"], summary["bins called"]

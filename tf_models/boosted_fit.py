@@ -47,6 +47,8 @@ class BoostedBaseline:
 
     blocks_uri: str
     inputs: BoostedInputs
+    #: The log-odds matrices of ``inputs.motifs``, in order.
+    matrices: list[np.ndarray]
     models: dict
     n_training_rows: int
 
@@ -122,7 +124,7 @@ def fit_boosted_baseline(
     sc = spark.sparkContext
     chroms = list(read_fai(fasta_uri))
     sc.parallelize(chroms, len(chroms)).map(lambda c: _write_blocks(fasta_uri, c, matrices, blocks_uri)).collect()
-    baseline = BoostedBaseline(blocks_uri, inputs, {}, 0)
+    baseline = BoostedBaseline(blocks_uri, inputs, matrices, {}, 0)
     files = [entry.path for entry in manifest.parquet[TRAIN]]
     rows = spark.read.parquet(*files).select(*_ROW_COLUMNS).where(~F.col("cell").isin(manifest.heldout_cells))
     gathered = rows.rdd.mapPartitions(lambda part: _feature_rows(part, baseline)).collect()
@@ -139,4 +141,4 @@ def fit_boosted_baseline(
         f", expression of {len(inputs.genes)} genes" if inputs.genes else ", no RNA-seq",
         time.monotonic() - started,
     )
-    return BoostedBaseline(blocks_uri, inputs, models, len(labels))
+    return BoostedBaseline(blocks_uri, inputs, matrices, models, len(labels))

@@ -7,6 +7,9 @@ same rows with the motif-scan baseline. Only ``(tf, cell, label, scores)``
 come back to the driver, which adds the generator's oracle and coarse-PWM
 reference where there are (:mod:`tf_models.baselines`).
 
+The gradient-boosted baseline fitted on the version's training rows is kept
+with the version (:mod:`tf_models.kept_baseline`): ``tfbs predict`` joins it.
+
 The model scored is the version of the current shards and configuration
 (:mod:`tfbs.lineage`); its report goes into the version's folder. When the
 report passes the configured floors, ``<run_dir>/models/LATEST`` moves to
@@ -29,6 +32,7 @@ from tf_models import MODEL_FORMAT
 from tf_models.baselines import OracleTable, bin_motif_scores, motif_log_odds
 from tf_models.boosted import predict_boosted
 from tf_models.boosted_fit import BoostedBaseline, fit_boosted_baseline
+from tf_models.kept_baseline import keep_baseline
 from tf_models.model_dir import local_export
 from tf_models.model_format import recorded_model_code
 from tf_models.protocol import (
@@ -37,7 +41,7 @@ from tf_models.protocol import (
     SCORERS,
     group_summary,
     headline,
-    joined_scores,
+    joined_probability,
     site_intervals,
 )
 from tfbs import lineage, storage
@@ -192,7 +196,7 @@ def score_groups(predictions: list[tuple], oracles: dict[str, dict[str, OracleTa
             if not np.isnan(values).any():
                 scored[name] = values
         if "boosted" in scored:
-            scored[JOINED] = joined_scores(scored["model"], scored["boosted"])
+            scored[JOINED] = joined_probability(scored["model"], scored["boosted"])
         for name, tables in oracles.items():
             if tf_name in tables:
                 scored[name] = tables[tf_name].scores(cell, chrom, starts)
@@ -382,7 +386,9 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     writes ``report.json`` (with the version's lineage), ``curves.png`` (PR
     and ROC), ``baselines.png`` (auPRC of the model, the motif scan and the
     coarse-PWM reference and the oracle per TF/cell) and the per-bin predictions as Parquet
-    (``predictions/``). If the means pass ``evaluate.min_mean_auroc`` and
+    (``predictions/``); under ``<run_dir>/models/<version>/boosted/``, the
+    gradient-boosted baseline it fitted, which the version's submissions join
+    (:mod:`tf_models.kept_baseline`). If the means pass ``evaluate.min_mean_auroc`` and
     ``evaluate.min_mean_auprc``, ``<run_dir>/models/LATEST`` moves to the
     version and ``<run_dir>/report/`` gets a copy of the report and plots.
 
@@ -410,6 +416,8 @@ def evaluate(spark: SparkSession, config: PipelineConfig, manifest: Manifest) ->
     export_uri = lineage.export_uri(config.run_dir, version_lineage.version)
     report_dir = lineage.report_uri(config.run_dir, version_lineage.version)
     boosted = fit_boosted_baseline(spark, config, manifest, report_dir)
+    if boosted is not None:
+        keep_baseline(lineage.boosted_uri(config.run_dir, version_lineage.version), boosted)
     rows = _predict_test(spark, config, manifest, export_uri, report_dir, boosted)
     log.info(
         "scored %d test rows of version %s in %.1f s", len(rows), version_lineage.version, time.monotonic() - started

@@ -3,7 +3,10 @@
 ``F.<TF>.<CELL>.tab.gz``: no header, ``chr start stop probability``, rows
 in exactly the order of the regions (ladder or test) file, or of the
 genome's bins (:func:`tfbs.formats.submission.genome_bins`). The TF's protein comes
-from the protein FASTA, so a TF the model never saw can be scored too.
+from the protein FASTA, so a TF the model never saw can be scored too. Where
+the version's evaluation kept its gradient-boosted baseline, the
+probability is the network's joined to it (:mod:`tf_models.kept_baseline`,
+``predict.joined``); a TF the baseline never classified gets the network's.
 
 The regions are cut into parts of ``predict.rows_per_part`` consecutive
 rows. One Spark task scores a part for every TF/cell of the run: it cuts
@@ -13,8 +16,8 @@ member, ``<submission>.parts-<key>/part-NNNNN.gz``. The driver then joins
 the members in order into the submission (several gzip members make one
 gzip file) without reading a row, and deletes the parts. A rerun after a
 failure keeps the parts already written; the key digests the model, the
-regions, the TF/cell and the part size, so a part is never taken from
-another prediction.
+regions, the TF/cell, the part size and the scorer, so a part is never
+taken from another prediction.
 """
 
 from __future__ import annotations
@@ -34,7 +37,9 @@ import numpy as np
 from pyspark import RDD
 from pyspark.sql import SparkSession
 
+from tf_models.kept_baseline import KeptBaseline, joined_baseline, submission_scorers
 from tf_models.model_dir import local_export
+from tf_models.protocol import JOINED, joined_probability
 from tfbs import storage
 from tfbs.config import PipelineConfig
 from tfbs.errors import BadInputError, bad_input_in
@@ -67,6 +72,8 @@ class _Scored(NamedTuple):
     cell_index: int
     cell: str
     parts_dir: str
+    #: Joined to the kept baseline's classifier of this TF, or None: the network alone.
+    joined_tf: str | None
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,8 @@ class _Scoring:
     window: int
     batch: int
     targets: tuple[_Scored, ...]
+    #: The version's gradient-boosted baseline, which the targets with a ``joined_tf`` join.
+    kept: KeptBaseline | None
 
 
 def _parse_regions(lines: Iterable[tuple[str, int]], uri: str, chrom_sizes: dict[str, int]) -> Iterator[tuple]:
@@ -128,7 +137,10 @@ def _chromosome(fasta_uri: str, chrom: str) -> np.ndarray:
 def _probabilities(
     scoring: _Scoring, targets: list[int], chrom: str, starts: np.ndarray, is_open: dict[str, np.ndarray]
 ) -> dict[int, np.ndarray]:
-    """Per target (by index), the model's probability for each bin of ``chrom`` starting at ``starts``."""
+    """Per target (by index), the probability of each bin of ``chrom`` starting at ``starts``.
+
+    The network's, joined to the kept baseline's for the targets that name a ``joined_tf``.
+    """
     import tensorflow as tf
 
     serve = _serving(scoring.export_uri)
@@ -149,7 +161,15 @@ def _probabilities(
                     dnase=tf.constant(is_open[target.cell][chunk]),
                 )["probability"].numpy()
             )
-    return {i: np.concatenate(parts) for i, parts in scores.items()}
+    probabilities = {i: np.concatenate(parts) for i, parts in scores.items()}
+    joined = {i: scoring.targets[i] for i in targets if scoring.targets[i].joined_tf is not None}
+    if joined and scoring.kept is not None:
+        motif_features = scoring.kept.motif_features(sequence, starts)
+        for i, target in joined.items():
+            tf_name = str(target.joined_tf)
+            boosted = scoring.kept.probabilities(motif_features, is_open[target.cell], target.cell, tf_name)
+            probabilities[i] = joined_probability(probabilities[i], boosted)
+    return probabilities
 
 
 def _score_part(part: int, regions: list[Region], scoring: _Scoring, dnase: dict) -> Iterator[tuple[int, int, int]]:
@@ -204,9 +224,11 @@ def _genome_regions(runs: list[tuple[str, int, int]]) -> list[Region]:
     ]
 
 
-def _parts_key(export_uri: str, metadata: dict, regions_digest: str, target: Target, rows_per_part: int) -> str:
-    identity = json.dumps([export_uri, metadata, regions_digest, target.tf, target.cell, rows_per_part], sort_keys=True)
-    return hashlib.sha256(identity.encode()).hexdigest()[:16]
+def _parts_key(
+    export_uri: str, metadata: dict, regions_digest: str, target: Target, rows_per_part: int, scorer: str
+) -> str:
+    identity = [export_uri, metadata, regions_digest, target.tf, target.cell, rows_per_part, scorer]
+    return hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _regions_by_part(indexed: RDD, regions_uri: str, fasta_uri: str, rows: int, rows_per_part: int) -> RDD:
@@ -237,6 +259,7 @@ def predict_targets(
     """
     metadata = read_export_metadata(export_uri)
     proteins = read_protein_fasta(config.data.proteins_fasta)
+    scorers = submission_scorers(config, metadata["version"], sorted({t.tf for t in targets}))
     # What, if anything, ties the model to the shards' cells. Older exports say nothing of the cell type: they read it.
     if metadata.get("uses_cell_type", True):
         known_only = "the cell type (a model trained with train.model.use_cell_type: false scores any cell with DNase)"
@@ -251,6 +274,10 @@ def predict_targets(
             )
         if target.tf not in proteins:
             raise BadInputError(config.data.proteins_fasta, 0, f"no protein sequence named {target.tf}")
+    joined = sorted(tf for tf, scorer in scorers.items() if scorer == JOINED)
+    kept = joined_baseline(config, metadata["version"], sorted({t.cell for t in targets})) if joined else None
+    if joined:
+        log.info("the network joined to its version's gradient-boosted baseline scores %s", ", ".join(joined))
     sc, fasta_uri = spark.sparkContext, config.data.genome_fasta
     if regions_uri is None:
         regions_digest = storage.blake3_of(f"{fasta_uri}.fai")[0] + f":{BIN_SIZE}:{BIN_STEP}"
@@ -266,7 +293,7 @@ def predict_targets(
     # At least a part per core, so that a small run still uses every core.
     rows_per_part = max(1, min(config.predict.rows_per_part, math.ceil(rows / sc.defaultParallelism)))
     parts_dirs = [
-        f"{t.out_uri}{storage.PARTS_INFIX}{_parts_key(export_uri, metadata, regions_digest, t, rows_per_part)}"
+        f"{t.out_uri}{storage.PARTS_INFIX}{_parts_key(export_uri, metadata, regions_digest, t, rows_per_part, scorers[t.tf])}"
         for t in targets
     ]
     scoring = _Scoring(
@@ -277,10 +304,15 @@ def predict_targets(
         tuple(
             # A model that ignores the cell type takes any index: the cell speaks through its DNase.
             _Scored(
-                proteins[t.tf], metadata["cells"].index(t.cell) if t.cell in metadata["cells"] else 0, t.cell, parts_dir
+                proteins[t.tf],
+                metadata["cells"].index(t.cell) if t.cell in metadata["cells"] else 0,
+                t.cell,
+                parts_dir,
+                t.tf if scorers[t.tf] == JOINED else None,
             )
             for t, parts_dir in zip(targets, parts_dirs)
         ),
+        kept,
     )
     # A model trained without DNase ignores the input: no peaks are needed.
     cells = sorted({t.cell for t in targets}) if metadata.get("uses_dnase", True) else []

@@ -11,7 +11,7 @@ baseline of the group with its paired interval.
 Baselines are methods a user could run instead of the model; the
 generator's oracle and coarse-PWM reference are references, never the best
 baseline. Beside them the report scores the model joined to the boosted
-baseline (:func:`joined_scores`), and that joined scorer minus the boosted
+baseline (:func:`joined_probability`), and that joined scorer minus the boosted
 baseline: whether the network carries what the winners' kind of model
 lacks, whether or not it beats it alone.
 """
@@ -30,7 +30,7 @@ TRAINING, HELD_OUT = "training cells", "held-out cells"
 BASELINES = ("boosted", "dnase_motif", "dnase", "motif_scan")
 #: What the generator knows and no method does.
 REFERENCES = ("coarse_pwm_reference", "oracle")
-#: The model joined to the boosted baseline (:func:`joined_scores`).
+#: The model joined to the boosted baseline (:func:`joined_probability`).
 JOINED = "model_and_boosted"
 #: Every scorer beside the model, in report order.
 SCORERS = (*BASELINES, JOINED, *REFERENCES)
@@ -50,18 +50,21 @@ def log_odds(probability: np.ndarray) -> np.ndarray:
     return np.log(p) - np.log1p(-p)
 
 
-def joined_scores(model: np.ndarray, boosted: np.ndarray) -> np.ndarray:
-    """The model's and the boosted baseline's log-odds (:func:`log_odds`) averaged bin by bin.
+def joined_probability(model: np.ndarray, boosted: np.ndarray) -> np.ndarray:
+    """The probability whose log-odds are the model's and the boosted baseline's (:func:`log_odds`) averaged.
 
     An equal-weight ensemble: with no weight to choose, no choice is made on
-    the data it is scored on.
+    the data it is scored on. It is what ``tfbs predict`` writes where the
+    version kept its baseline (:mod:`tf_models.kept_baseline`).
 
     Examples
     --------
-    >>> joined_scores(np.array([0.5, 0.9]), np.array([0.5, 0.1])).round(12).tolist()
-    [0.0, 0.0]
+    >>> joined_probability(np.array([0.5, 0.9]), np.array([0.5, 0.1])).round(12).tolist()
+    [0.5, 0.5]
+    >>> round(float(joined_probability(np.array([0.9]), np.array([0.9]))[0]), 12)
+    0.9
     """
-    return (log_odds(model) + log_odds(boosted)) / 2
+    return 1.0 / (1.0 + np.exp(-(log_odds(model) + log_odds(boosted)) / 2))
 
 
 def group_of(cell: str, heldout_cells: Sequence[str]) -> str:

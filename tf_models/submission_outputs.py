@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from tf_models.protocol import JOINED
 from tf_models.tracks import write_tracks
 from tfbs import storage
 from tfbs.config import PipelineConfig
@@ -13,7 +14,17 @@ from tfbs.lineage import report_uri
 
 #: The report section predict fills (tf_models/report/collect.py draws it).
 PREDICTIONS_SECTION = "predictions.json"
-_SECTION_COLUMNS = ["TF/cell", "regions", "rows", "10% FDR threshold", "bins called", "submission", "bigWig", "BED"]
+_SECTION_COLUMNS = [
+    "TF/cell",
+    "scorer",
+    "regions",
+    "rows",
+    "10% FDR threshold",
+    "bins called",
+    "submission",
+    "bigWig",
+    "BED",
+]
 
 
 def record_prediction(report_dir: str, row: dict) -> None:
@@ -36,6 +47,8 @@ def record_prediction(report_dir: str, row: dict) -> None:
         "notes": [
             "Each submission was checked against its regions file as the challenge checked it (tfbs validate).",
             "The BED holds the bins at or above the score with 10% FDR on the held-out test chromosomes.",
+            f"Scorer {JOINED}: the network joined to the gradient-boosted baseline its evaluation fitted "
+            "(the probability of their mean log-odds); model: the network alone.",
         ],
         "images": [],
     }
@@ -43,7 +56,14 @@ def record_prediction(report_dir: str, row: dict) -> None:
 
 
 def check_and_draw(
-    config: PipelineConfig, version: str, regions_uri: str | None, out_uri: str, tf_name: str, cell: str, count: int
+    config: PipelineConfig,
+    version: str,
+    regions_uri: str | None,
+    out_uri: str,
+    tf_name: str,
+    cell: str,
+    count: int,
+    scorer: str = "model",
 ) -> dict:
     """After prediction: validate the submission, draw its tracks, add it to the report.
 
@@ -52,6 +72,9 @@ def check_and_draw(
     regions_uri
         The regions file the submission answers; None for every bin of the
         genome (``config.data.genome_fasta``).
+    scorer
+        What wrote the submission (:func:`tf_models.kept_baseline.submission_scorers`):
+        its 10 % FDR threshold calls the bins.
 
     Returns
     -------
@@ -66,8 +89,9 @@ def check_and_draw(
     validate_submission(out_uri, regions_uri, config.data.genome_fasta)
     sizes = {chrom: entry.length for chrom, entry in read_fai(config.data.genome_fasta).items()}
     report_dir = report_uri(config.run_dir, version)
-    tracks = write_tracks(out_uri, sizes, f"{report_dir}/report.json", tf_name, cell)
-    row = {"TF/cell": f"{tf_name}/{cell}", "regions": regions_uri or "genome", "rows": count, "submission": out_uri}
+    tracks = write_tracks(out_uri, sizes, f"{report_dir}/report.json", tf_name, cell, scorer)
+    row = {"TF/cell": f"{tf_name}/{cell}", "scorer": scorer, "regions": regions_uri or "genome", "rows": count}
+    row["submission"] = out_uri
     row |= {"10% FDR threshold": tracks["threshold"], "bins called": tracks["called"]}
     row |= {"bigWig": tracks["bigwig"], "BED": tracks["bed"]}
     record_prediction(report_dir, row)

@@ -134,13 +134,20 @@ def write_called_bed(table: pa.Table, threshold: float, name: str, out_uri: str)
 
 
 def write_tracks(
-    submission_uri: str, chrom_sizes: dict[str, int], report_uri: str | None, tf_name: str, cell: str
+    submission_uri: str,
+    chrom_sizes: dict[str, int],
+    report_uri: str | None,
+    tf_name: str,
+    cell: str,
+    scorer: str = "model",
 ) -> dict:
     """The bigWig and, when the evaluation measured a 10 % FDR threshold for the TF/cell, the BED of calls.
 
     Both go beside the submission: ``<TF>.<CELL>.probability.bw`` and
     ``<TF>.<CELL>.fdr10.bed.gz``. ``report_uri`` is the model version's
     ``report.json``; a TF or cell it does not score (an unseen TF) gets no BED.
+    ``scorer`` wrote the submission: ``model``, or a scorer the report scores
+    beside it (:data:`tf_models.protocol.JOINED`), whose threshold is taken.
 
     Returns
     -------
@@ -154,8 +161,13 @@ def write_tracks(
     table = read_submission(submission_uri)
     bigwig = f"{folder}/{tf_name}.{cell}.probability.bw"
     write_bigwig(table, chrom_sizes, bigwig)
-    results = json.loads(storage.read_text(report_uri))["results"] if report_uri and storage.exists(report_uri) else {}
-    threshold = results.get(f"{tf_name}/{cell}", {}).get("threshold_at_fdr_10")
+    report = json.loads(storage.read_text(report_uri)) if report_uri and storage.exists(report_uri) else {}
+    key = f"{tf_name}/{cell}"
+    if scorer == "model":
+        figures = report.get("results", {}).get(key, {})
+    else:
+        figures = report.get("baselines", {}).get(key, {}).get(scorer, {})
+    threshold = figures.get("threshold_at_fdr_10")
     if threshold is None:
         return {"bigwig": bigwig, "bed": None, "threshold": None, "called": 0}
     bed = f"{folder}/{tf_name}.{cell}.fdr10.bed.gz"

@@ -19,6 +19,7 @@ import pytest
 from conftest import SMALL_RUN_MIN_MEAN_AUPRC, small_config
 
 from tf_models import MODEL_FORMAT
+from tf_models.protocol import JOINED
 from tfbs import lineage, storage
 from tfbs.config import ConfigError
 from tfbs.errors import BelowFloorError, MissingInputError
@@ -451,7 +452,8 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
     capsys.readouterr()
     assert jobs.predict.run(config, args) == bins
     printed = capsys.readouterr().out
-    assert f"({bins} rows, model version {summary['version']}), valid against" in printed
+    # The version's evaluation kept its gradient-boosted baseline: the submission is the joined scorer's.
+    assert f"({bins} rows, model version {summary['version']}, scored by {JOINED}), valid against" in printed
     table = read_submission(storage.to_uri(submission))
     starts, maxima, step = step_maxima(*(table.column(c).to_numpy() for c in ("start", "stop", "probability")))
     track = pyBigWig.open(str(submission.parent / "CTCF.K562.probability.bw"))
@@ -461,7 +463,7 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
     report = json.loads(
         Path(local_path(lineage.report_uri(config.run_dir, summary["version"])), "report.json").read_text()
     )
-    threshold = report["results"]["CTCF/K562"]["threshold_at_fdr_10"]
+    threshold = report["baselines"]["CTCF/K562"][JOINED]["threshold_at_fdr_10"]
     bed = submission.parent / "CTCF.K562.fdr10.bed.gz"
     if threshold is None:
         assert not bed.exists() and "no 10% FDR threshold for CTCF/K562" in printed
@@ -470,7 +472,9 @@ def test_predict_uses_latest(spark, first, second, promoted, tmp_path, monkeypat
         probability = table.column("probability").to_numpy()
         assert len(called) == int((probability >= threshold).sum())
     section = json.loads((submission.parent / "predictions.json").read_text())
-    assert [row[:3] for row in section["rows"]] == [["CTCF/K562", storage.to_uri(tmp_path / "chr8.bed.gz"), bins]]
+    assert [row[:4] for row in section["rows"]] == [
+        ["CTCF/K562", JOINED, storage.to_uri(tmp_path / "chr8.bed.gz"), bins]
+    ]
     args.regions = str(regions)
 
     # Another version on request, even one below the floor.

@@ -1,4 +1,4 @@
-"""The gradient-boosted baseline: motif features from one scan per chromosome, the classifier per TF."""
+"""The gradient-boosted baseline: motif features from one scan per chromosome, the classifier per TF, its kept copy."""
 
 from __future__ import annotations
 
@@ -6,7 +6,11 @@ import numpy as np
 import pytest
 
 from tf_models.boosted import BoostedInputs, feature_matrix, fit_boosted, predict_boosted
-from tf_models.motif_features import NO_MATCH, WIDTHS, bin_features, block_maxima
+from tf_models.boosted_fit import BoostedBaseline
+from tf_models.kept_baseline import keep_baseline, read_kept_baseline
+from tf_models.motif_features import NO_MATCH, WIDTHS, bin_features, block_maxima, region_features
+from tfbs import storage
+from tfbs.errors import BadInputError
 from tfbs.formats.metrics import auprc_davis_goadrich
 from tfbs.formats.motifs import encode_dna, log_odds, scan_positions
 
@@ -69,3 +73,59 @@ def test_one_classifier_per_tf_learns_its_own_rule() -> None:
     # A TF whose rows hold one class gets no classifier, and NaN scores.
     single = fit_boosted(features[:10], np.zeros(10, np.int64), np.full(10, "REST"))
     assert single == {} and np.isnan(predict_boosted(single, features[:10], np.full(10, "REST"))).all()
+
+
+def test_bins_scanned_around_themselves_read_as_from_the_whole_chromosomes_scan() -> None:
+    """What prediction reads (a stretch per group of bins) is what evaluation read (the whole chromosome)."""
+    bases = _chromosome(30_017, seed=4)  # not a whole number of blocks
+    motifs = [log_odds(np.random.default_rng(k).dirichlet(np.ones(4) * 0.3, size=w)) for k, w in ((6, 8), (7, 21))]
+    last = (bases.shape[0] - 200) // 50 * 50
+    dense, scattered = np.arange(9_000, 12_000, 50), np.random.default_rng(8).integers(0, last // 50, 40) * 50
+    starts = np.concatenate([[0, 50, last, last - 50], dense, scattered])
+    np.random.default_rng(9).shuffle(starts)
+    whole = bin_features(block_maxima(bases, motifs), starts)
+    assert np.array_equal(region_features(bases, motifs, starts), whole)
+    assert region_features(bases, motifs, np.array([], np.int64)).shape == (0, len(WIDTHS) * len(motifs))
+
+
+def _kept(tmp_path) -> tuple[str, BoostedBaseline, np.ndarray]:
+    rng = np.random.default_rng(1)
+    motifs = [log_odds(rng.dirichlet(np.ones(4) * 0.3, size=12))]
+    inputs = BoostedInputs(["CTCF"], ["CTCF"], {"K562": np.array([3.0], np.float32)})
+    features = rng.normal(size=(600, len(inputs.feature_names()))).astype(np.float32)
+    features[:, 5] = rng.random(600)  # the DNase column decides
+    labels = (features[:, 5] > 0.5).astype(np.int64)
+    models = fit_boosted(features, labels, np.full(600, "CTCF"))
+    uri = storage.to_uri(tmp_path / "boosted")
+    baseline = BoostedBaseline("unused://blocks", inputs, motifs, models, 600)
+    keep_baseline(uri, baseline)
+    return uri, baseline, features
+
+
+def test_a_kept_baseline_reads_back_and_scores_as_the_fitted_one(tmp_path) -> None:
+    uri, baseline, _ = _kept(tmp_path)
+    kept = read_kept_baseline(uri)
+    assert (kept.inputs.motifs, kept.inputs.genes) == (["CTCF"], ["CTCF"])
+    assert kept.inputs.expression["K562"].tolist() == [3.0]
+    np.testing.assert_array_equal(kept.matrices[0], baseline.matrices[0])
+    bases, starts = _chromosome(5_000, seed=2), np.arange(0, 4_800, 50)
+    motif = kept.motif_features(bases, starts)
+    dnase = np.linspace(0, 1, starts.shape[0])
+    by_kept = kept.probabilities(motif, dnase, "K562", "CTCF")
+    fitted = feature_matrix(baseline.inputs, motif, dnase, np.full(starts.shape[0], "K562"))
+    np.testing.assert_array_equal(by_kept, predict_boosted(baseline.models, fitted, np.full(starts.shape[0], "CTCF")))
+    assert by_kept[dnase > 0.6].min() > 0.5 > by_kept[dnase < 0.4].max()  # it learnt its rule
+    # No whole copy (inputs.json is written last): no kept baseline.
+    (tmp_path / "boosted" / "inputs.json").unlink()
+    assert read_kept_baseline(uri) is None
+
+
+def test_a_kept_baseline_of_another_scikit_learn_is_refused_by_name(tmp_path, monkeypatch) -> None:
+    from tf_models import kept_baseline
+
+    uri, _, _ = _kept(tmp_path)
+    monkeypatch.setattr(kept_baseline, "_sklearn_version", lambda: "0.0.1")
+    with pytest.raises(BadInputError) as refused:
+        read_kept_baseline(uri)
+    message = str(refused.value)
+    assert message.startswith(f"{uri}/classifiers.pkl:0: fitted with scikit-learn ") and "0.0.1" in message

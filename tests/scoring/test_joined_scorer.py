@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tf_models.protocol import JOINED, group_summary, headline, joined_scores, site_intervals
+from tf_models.protocol import JOINED, group_summary, headline, joined_probability, site_intervals
 
 STEP = 50
 
@@ -23,7 +23,7 @@ def _two_scorers_of_the_same_sites(rng: np.random.Generator, n_sites: int = 120,
             logit = rng.normal(size=n)
             logit[site >= 0] = strength[site[site >= 0]]
             arrays[name] = 1 / (1 + np.exp(-logit))
-        arrays[JOINED] = joined_scores(arrays["model"], arrays["boosted"])
+        arrays[JOINED] = joined_probability(arrays["model"], arrays["boosted"])
         per_key[f"CTCF/{cell}"] = arrays
     return per_key
 
@@ -33,11 +33,12 @@ def intervals() -> dict:
     return site_intervals(_two_scorers_of_the_same_sites(np.random.default_rng(5)), ["HepG2"], 200, seed=0)
 
 
-def test_joined_scores_are_the_mean_log_odds_and_saturated_scores_still_rank() -> None:
+def test_the_joined_probability_has_the_mean_log_odds_and_saturated_scores_still_rank() -> None:
     model, boosted = np.array([0.8, 0.5, 0.2]), np.array([0.2, 0.5, 0.9])
-    np.testing.assert_allclose(joined_scores(model, boosted), [0.0, 0.0, (np.log(0.25) + np.log(9)) / 2], atol=1e-12)
+    log_odds = np.log(joined_probability(model, boosted)) - np.log1p(-joined_probability(model, boosted))
+    np.testing.assert_allclose(log_odds, [0.0, 0.0, (np.log(0.25) + np.log(9)) / 2], atol=1e-12)
     # A probability of exactly 0 or 1 is clipped, so the other scorer still orders the bins.
-    saturated = joined_scores(np.array([1.0, 1.0, 0.0]), np.array([0.3, 0.6, 0.99]))
+    saturated = joined_probability(np.array([1.0, 1.0, 0.0]), np.array([0.3, 0.6, 0.99]))
     assert np.isfinite(saturated).all() and saturated[1] > saturated[0] > saturated[2]
 
 

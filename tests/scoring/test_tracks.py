@@ -13,6 +13,7 @@ import json
 import numpy as np
 import pyBigWig
 
+from tf_models.protocol import JOINED
 from tf_models.tracks import read_submission, write_tracks
 from tfbs import storage
 
@@ -33,9 +34,11 @@ def _submission(tmp_path) -> str:
     return storage.to_uri(path)
 
 
-def _report(tmp_path, threshold) -> str:
+def _report(tmp_path, threshold, joined_threshold=None) -> str:
     path = tmp_path / "report.json"
-    path.write_text(json.dumps({"results": {"CTCF/K562": {"threshold_at_fdr_10": threshold}}}))
+    joined = {JOINED: {"threshold_at_fdr_10": joined_threshold}}
+    report = {"results": {"CTCF/K562": {"threshold_at_fdr_10": threshold}}, "baselines": {"CTCF/K562": joined}}
+    path.write_text(json.dumps(report))
     return storage.to_uri(path)
 
 
@@ -68,6 +71,13 @@ def test_the_bed_holds_the_bins_called_at_10_percent_fdr(tmp_path):
         ["chr1", "1000", "1200", "CTCF_K562_FDR10", "500", "."],
         ["chr1", "5000", "5200", "CTCF_K562_FDR10", "875", "."],
     ]
+
+
+def test_a_joined_submission_is_called_at_the_joined_scorers_threshold(tmp_path):
+    report = _report(tmp_path, 0.5, joined_threshold=0.8)
+    written = write_tracks(_submission(tmp_path), SIZES, report, "CTCF", "K562", JOINED)
+    assert (written["threshold"], written["called"]) == (0.8, 1)
+    assert write_tracks(_submission(tmp_path), SIZES, report, "CTCF", "K562")["called"] == 3
 
 
 def test_no_bed_without_a_threshold(tmp_path):

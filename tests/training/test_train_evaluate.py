@@ -216,13 +216,16 @@ def test_evaluation_floor_fails_loudly(spark, trained, evaluated):
     assert message.endswith(f"models/LATEST still names {summary['version']}")
 
 
-def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
+def test_predict_writes_a_submission_in_region_order_joined_to_the_kept_baseline(spark, trained, evaluated, tmp_path):
+    """Test rows in shuffled order: the submission keeps the order and scores each row as the evaluation
+    scored it joined to the gradient-boosted baseline it kept; with predict.joined off, as the network alone."""
     import gzip
 
     import pyarrow.parquet as pq
     from pyfaidx import Fasta
 
     from tf_models.predict import predict_regions
+    from tf_models.protocol import joined_probability
     from tfbs.formats.genome import window_starts
 
     config, manifest, summary = trained
@@ -237,21 +240,33 @@ def test_predict_writes_a_submission_in_region_order(spark, trained, tmp_path):
     order = np.random.default_rng(1).permutation(len(rows))
     regions = tmp_path / "regions.bed"
     regions.write_text("".join(f"{rows[i]['chrom']}\t{rows[i]['start']}\t{rows[i]['start'] + 200}\n" for i in order))
-    out = f"file://{tmp_path}/F.CTCF.K562.tab.gz"
     export = lineage.export_uri(config.run_dir, summary["version"])
-    assert predict_regions(spark, config, export, f"file://{regions}", "CTCF", "K562", out) == len(rows)
 
-    lines = gzip.decompress(Path(local_path(out)).read_bytes()).decode().splitlines()
-    submitted = [line.split("\t") for line in lines]
-    assert [(c, int(s)) for c, s, _, _ in submitted] == [(rows[i]["chrom"], rows[i]["start"]) for i in order]
+    def submitted(run_config, name: str) -> list[list[str]]:
+        out = f"file://{tmp_path}/{name}/F.CTCF.K562.tab.gz"
+        assert predict_regions(spark, run_config, export, f"file://{regions}", "CTCF", "K562", out) == len(rows)
+        return [line.split("\t") for line in gzip.decompress(Path(local_path(out)).read_bytes()).decode().splitlines()]
+
+    joined = submitted(config, "joined")
+    assert [(c, int(s)) for c, s, _, _ in joined] == [(rows[i]["chrom"], rows[i]["start"]) for i in order]
     model = tf.saved_model.load(_export(trained))
-    expected = model.signatures["indexed"](
+    network = model.signatures["indexed"](
         dna=tf.constant([rows[i]["sequence"] for i in order]),
         tf_index=tf.constant([rows[i]["tf_index"] for i in order]),
         cell_index=tf.constant([rows[i]["cell_index"] for i in order]),
         dnase=tf.constant([rows[i]["dnase"] for i in order]),
     )["probability"].numpy()
-    np.testing.assert_allclose([float(p) for *_, p in submitted], expected, atol=2e-6)
+    # The evaluation's boosted column for the same test rows.
+    report_dir = local_path(lineage.report_uri(config.run_dir, summary["version"]))
+    scored = pq.read_table(f"{report_dir}/predictions").to_pandas()
+    scored = scored[(scored.tf == "CTCF") & (scored.cell == "K562")].set_index(["chrom", "start"])
+    boosted = np.array([scored.loc[(rows[i]["chrom"], rows[i]["start"]), "boosted"] for i in order])
+    expected = joined_probability(network, boosted)
+    np.testing.assert_allclose([float(p) for *_, p in joined], expected, atol=2e-6)
+    assert np.abs(expected - network).max() > 0.01  # the baseline moved the scores
+
+    alone = config.model_copy(update={"predict": config.predict.model_copy(update={"joined": False})})
+    np.testing.assert_allclose([float(p) for *_, p in submitted(alone, "alone")], network, atol=2e-6)
 
 
 def test_genome_wide_prediction_in_parts_joins_in_order_and_reuses_finished_parts(

@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from tf_models.protocol import JOINED, joined_scores
+from tf_models.protocol import JOINED, joined_probability
 from tfbs import lineage, storage
 from tfbs.errors import MissingInputError, TfbsError
 
@@ -121,7 +121,7 @@ def scorer_curves(
                 if name in figures and not np.isnan(columns[name][rows].astype(np.float64)).any():
                     scores[name] = columns[name][rows]
             if JOINED in figures and "boosted" in scores:
-                scores[JOINED] = joined_scores(scores["model"], scores["boosted"])
+                scores[JOINED] = joined_probability(scores["model"], scores["boosted"])
             for name, uri in (table_uris(tf_name) if table_uris else {}).items():
                 if name not in figures or name in scores:
                     continue

@@ -91,6 +91,13 @@ class PredictConfig(Section):
         "fewer parts than cores); a rerun keeps finished parts",
     )
     batch_size: int = Field(1024, gt=0, description="windows per call of the model")
+    joined: bool = Field(
+        True,
+        description="write the model joined to the gradient-boosted baseline its evaluation fitted and kept "
+        "(the probability of their mean log-odds, tf_models.kept_baseline; the calls at 10% FDR by the joined "
+        "scorer's threshold); false, or a version not evaluated, or a TF the baseline never classified: the "
+        "network's own probability",
+    )
 
 
 class UnseenConfig(Section):

@@ -19,6 +19,8 @@ LINEAGE_NAME = "lineage.json"
 EXPORT_METADATA = "tfbs_metadata.json"
 #: Under ``<run_dir>``: a copy of the ``LATEST`` version's report.
 RUN_REPORT_DIR = "report"
+#: Under a version's folder: the gradient-boosted baseline its evaluation fitted, which submissions join.
+BOOSTED_DIR = "boosted"
 
 #: Under a version's ``export/``: the files prediction loads besides the
 #: metadata (TensorFlow's SavedModel: the graph, and the variables' index;
@@ -92,6 +94,11 @@ def read_export_metadata(export: str) -> dict[str, Any]:
 def report_uri(run_dir: str, version: str) -> str:
     """``<run_dir>/models/<version>/report``: the version's evaluation and submissions."""
     return f"{model_uri(run_dir, version)}/report"
+
+
+def boosted_uri(run_dir: str, version: str) -> str:
+    """``<run_dir>/models/<version>/boosted``: the baseline fitted on the version's training rows."""
+    return f"{model_uri(run_dir, version)}/{BOOSTED_DIR}"
 
 
 def run_report_uri(run_dir: str) -> str:
