@@ -168,6 +168,7 @@ def _last_error(stage_main: Callable[[list[str]], int], argv: list[str], capsys)
         (
             [
                 "train.model.motif_cnn.seed_motifs=true",
+                "train.model.motif_cnn.seed_motif_db=null",
                 "evaluate.motif_db={tmp}/gone.meme",
                 "evaluate.motifs={CTCF: CTCF_f1}",
             ],

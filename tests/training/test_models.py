@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import DEMO_CONFIG, REPO, SEEDED, model_inputs, script_env
+from conftest import DEMO_CONFIG, REPO, SEEDED, SUITE_MODEL, model_inputs, script_env
 
 from tfbs.config import ModelConfig, load_config
 from tfbs.errors import ConfigError
@@ -29,6 +29,7 @@ WINDOW = 200
 N_CELLS = 3
 TINY = [
     SEEDED,
+    *SUITE_MODEL,
     "data.heldout_cells=[]",
     "train.model.easyflow.dna_filters=[8, 8]",
     "train.model.easyflow.dna_kernel=5",

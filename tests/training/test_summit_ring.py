@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import DEMO_CONFIG
+from conftest import DEMO_CONFIG, SUITE_MODEL
 
 from tf_models.summit_ring import SummitRing, summit_distance
 from tfbs.config import load_config
@@ -77,8 +77,8 @@ def test_the_model_feeds_the_ring_to_its_dense_layer_only_when_asked():
         "cell_index": tf.constant([0, 1, 0, 1]),
         "dnase": tf.constant([_proximity(d) for d in (0, 20, 120, 600)]),
     }
-    tiny = ["train.model.motif_cnn.filters=8", f"train.model.motif_cnn.kernel={KERNEL}", "train.model.aa_filters=[8]",
-            "train.model.aa_max_length=40", "train.model.dense_units=16"]  # fmt: skip
+    tiny = [*SUITE_MODEL, "train.model.motif_cnn.filters=8", f"train.model.motif_cnn.kernel={KERNEL}",
+            "train.model.aa_filters=[8]", "train.model.aa_max_length=40", "train.model.dense_units=16"]  # fmt: skip
     widths = {}
     for ring in ("null", "30"):
         model_config = load_config(DEMO_CONFIG, [*tiny, f"train.model.motif_cnn.summit_ring_bp={ring}"]).train.model
