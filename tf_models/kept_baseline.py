@@ -142,10 +142,10 @@ def _with_cells(kept: KeptBaseline, uri: str, config: PipelineConfig, cells: lis
             f"the baseline reads genes {kept.inputs.genes}; the configuration names {run_genes(config)}, so "
             f"{', '.join(missing)} cannot be read alike (set predict.joined false to score with the network alone)",
         )
-    expression = run_expression(config, missing)
+    expression = run_expression(config, missing) if config.data.rnaseq_dir is not None else {}
     if not expression:
         raise BadInputError(
-            str(config.data.rnaseq_dir),
+            config.data.rnaseq_dir or "data.rnaseq_dir (null)",
             0,
             f"no RNA-seq of {', '.join(missing)}: the version's gradient-boosted baseline reads each cell's "
             "expression (set predict.joined false to score with the network alone)",

@@ -88,10 +88,10 @@ def test_bins_scanned_around_themselves_read_as_from_the_whole_chromosomes_scan(
     assert region_features(bases, motifs, np.array([], np.int64)).shape == (0, len(WIDTHS) * len(motifs))
 
 
-def _kept(tmp_path) -> tuple[str, BoostedBaseline, np.ndarray]:
+def _kept(tmp_path, genes: tuple[str, ...] = ("CTCF",)) -> tuple[str, BoostedBaseline, np.ndarray]:
     rng = np.random.default_rng(1)
     motifs = [log_odds(rng.dirichlet(np.ones(4) * 0.3, size=12))]
-    inputs = BoostedInputs(["CTCF"], ["CTCF"], {"K562": np.array([3.0], np.float32)})
+    inputs = BoostedInputs(["CTCF"], list(genes), {"K562": np.full(len(genes), 3.0, np.float32)})
     features = rng.normal(size=(600, len(inputs.feature_names()))).astype(np.float32)
     features[:, 5] = rng.random(600)  # the DNase column decides
     labels = (features[:, 5] > 0.5).astype(np.int64)
@@ -129,3 +129,32 @@ def test_a_kept_baseline_of_another_scikit_learn_is_refused_by_name(tmp_path, mo
         read_kept_baseline(uri)
     message = str(refused.value)
     assert message.startswith(f"{uri}/classifiers.pkl:0: fitted with scikit-learn ") and "0.0.1" in message
+
+
+def test_submissions_join_the_kept_baseline_only_where_it_can_score_them(tmp_path) -> None:
+    """The joined scorer for the TFs the kept baseline classifies; a new cell needs its RNA-seq, named when missing."""
+    from conftest import small_config
+
+    from tf_models.kept_baseline import joined_baseline, submission_scorers
+    from tf_models.protocol import JOINED
+    from tfbs import lineage
+
+    config = small_config(tmp_path)
+    _, baseline, _ = _kept(tmp_path, genes=("CTCF", "FOXA1"))  # the configuration's TFs' genes
+    keep_baseline(lineage.boosted_uri(config.run_dir, "v1"), baseline)
+    assert submission_scorers(config, "v1", ["CTCF", "REST"]) == {"CTCF": JOINED, "REST": "model"}
+    assert submission_scorers(config, "v0", ["CTCF"]) == {"CTCF": "model"}  # never evaluated
+    assert joined_baseline(config, "v1", ["K562"]).inputs.expression["K562"].tolist() == [3.0, 3.0]
+    with pytest.raises(BadInputError) as refused:
+        joined_baseline(config, "v1", ["K562", "PC-3"])
+    assert str(refused.value).startswith(f"{config.data.rnaseq_dir}:0: no RNA-seq of PC-3: ")
+    # A baseline that read other genes than the configuration names cannot read a new cell alike.
+    _, other_genes, _ = _kept(tmp_path)
+    keep_baseline(lineage.boosted_uri(config.run_dir, "v2"), other_genes)
+    with pytest.raises(BadInputError, match=r"v2/boosted/inputs.json:0: the baseline reads genes \['CTCF'\]"):
+        joined_baseline(config, "v2", ["PC-3"])
+    alone = config.model_copy(update={"predict": config.predict.model_copy(update={"joined": False})})
+    assert (
+        submission_scorers(alone, "v1", ["CTCF"]) == {"CTCF": "model"}
+        and joined_baseline(alone, "v1", ["PC-3"]) is None
+    )
