@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import DEMO_CONFIG, model_inputs, small_config
+from conftest import DEMO_CONFIG, REPO, model_inputs, small_config
 
 from tf_models import MODEL_FORMAT
 from tf_models.unseen.domains import domains_only
@@ -91,6 +91,12 @@ def test_held_out_config_trains_in_one_process_in_its_own_folder(tmp_path):
     assert (derived.train.placement.strategy, derived.train.epochs, derived.train.steps) == ("local", 2, None)
     assert held_out_config(small_config(tmp_path), "CTCF").train.steps == config.train.steps
     assert held_out_config(small_config(tmp_path, "unseen.steps=20"), "CTCF").train.steps == 20
+    # A motif file that may hold the held-out TF's motif starts no filter of its trainings.
+    seeded = small_config(
+        tmp_path, f"train.model.motif_cnn.seed_motif_db={REPO / 'bench/motifs/demo_tfs_and_partners.meme'}"
+    )
+    scan = held_out_config(seeded, "CTCF").train.model.motif_cnn
+    assert seeded.train.model.motif_cnn.seed_motif_db and (scan.seed_motifs, scan.seed_motif_db) == (True, None)
 
 
 def test_filtered_shards_hold_no_row_of_the_held_out_tf(small_shards, tmp_path):

@@ -81,8 +81,12 @@ def held_out_config(config: PipelineConfig, held_out: str) -> PipelineConfig:
     unseen = config.unseen
     steps = unseen.steps if unseen.steps else (None if unseen.epochs else config.train.steps)
     one_process = config.train.placement.model_copy(update={"strategy": "local"})
+    # A file of motifs to start filters as may hold the held-out TF's own (the demo's does): its
+    # trainings start them as the training TFs' motifs only (evaluate.motifs), if seeded at all.
+    scan = config.train.model.motif_cnn.model_copy(update={"seed_motif_db": None})
     train = config.train.model_copy(
         update={
+            "model": config.train.model.model_copy(update={"motif_cnn": scan}),
             "placement": one_process,
             "epochs": unseen.epochs or config.train.epochs,
             "steps": steps,
