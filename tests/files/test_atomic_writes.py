@@ -30,7 +30,7 @@ from pathlib import Path
 
 import pyarrow.fs as pafs
 import pytest
-from conftest import script_env, wait_until
+from conftest import SUITE_MODEL, script_env, wait_until
 
 from tfbs import storage
 
@@ -437,6 +437,7 @@ def test_train_on_hdfs_leaves_no_mirror(hdfs, tmp_path, monkeypatch):
     cfg = load_config(
         REPO / "conf" / "demo.yaml",
         [
+            *SUITE_MODEL,
             "train.steps=30",
             "train.steps_per_execution=5",
             "train.checkpoint_every_steps=5",

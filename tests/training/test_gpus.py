@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import SUITE_MODEL
 
 from tf_models import MODEL_FORMAT
 from tf_models.gpus import apply_visible_devices, visible_devices
@@ -180,7 +181,7 @@ def test_node_main_sets_devices_before_starting_tf(monkeypatch, tmp_path):
     monkeypatch.setattr(tfos, "start_server", lambda info: started.append(info.job_name))
     monkeypatch.setattr(tfos, "wait_for_chief", lambda *a, **k: "ok")
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0")
-    config = load_config(DEMO, [f"run_dir={tmp_path}", "train.placement.gpus_per_worker=1"])
+    config = load_config(DEMO, [*SUITE_MODEL, f"run_dir={tmp_path}", "train.placement.gpus_per_worker=1"])
     job = NodeJob(config, {}, Lineage.of(config, {}, MODEL_FORMAT), NodeInputs(str(tmp_path), None, None))
     args = {**job.node_args(), "run_id": "r"}
 
@@ -217,7 +218,7 @@ def test_train_on_spark_tells_tfos_the_gpu_count(monkeypatch, tmp_path):
         dnase=True,
     )
     for gpus in (0, 2):
-        config = load_config(DEMO, [f"run_dir={tmp_path}", f"train.placement.gpus_per_worker={gpus}"])
+        config = load_config(DEMO, [*SUITE_MODEL, f"run_dir={tmp_path}", f"train.placement.gpus_per_worker={gpus}"])
         train_on_spark(spark, config, manifest)
         assert seen["num_gpus"] == gpus
 
