@@ -25,8 +25,8 @@ from typing import TypeVar
 import numpy as np
 
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece, ReadReport
-from preprocess.sampling import uniform_draw
 from tfbs.formats.annotate import Intervals, peak_proximity
+from tfbs.formats.draws import draw_threshold, uniform_draw
 from tfbs.formats.dream import TEST
 from tfbs.formats.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS
 from tfbs.formats.manifest import OUTCOMES
@@ -231,8 +231,7 @@ def decide(
             # Whole columns, not the unbound bins picked out: nearly every bin is unbound, and
             # picking them out and putting the draws back cost more than drawing for all.
             unbound = bins.codes[:, c] == CODE_U
-            p_open, p_closed = probabilities[cell]
-            threshold = np.where(bins.open[:, c] > 0, p_open, p_closed)
+            threshold = draw_threshold(bins.open[:, c], *probabilities[cell])
             kept_by_any = np.zeros(n, dtype=bool)
             for d in range(n_draws):
                 picked = uniform_draw(seed, d, bins.tf, cell, bins.chrom, bins.starts) < threshold

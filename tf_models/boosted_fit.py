@@ -5,9 +5,14 @@ Three steps, each where its data is:
 1. one Spark task per chromosome scans it once for every motif and writes
    its 50 bp block maxima (:func:`tf_models.motif_features.block_maxima`)
    under the report's ``baselines/motif_blocks/``;
-2. Spark tasks turn the train split's rows (every row the model trained
-   from: positives and every negative draw, in the training cells) into
-   feature rows, which come back to the driver (a few dozen floats a row);
+2. Spark tasks turn the train split's rows of the default sampling
+   (positives and every negative draw, in the training cells) into feature
+   rows, which come back to the driver (a few dozen floats a row). Rows
+   ``preprocess.cross_cell_negatives`` added are left out
+   (:func:`tfbs.formats.draws.drawn_by_default`): the baseline is the
+   reference a model is judged against, so it fits on the same rows
+   whatever the model's sampling (on the cross-cell rows it scored lower
+   on a new cell);
 3. the driver fits one classifier per TF.
 
 The test rows are scored where the model scores them
@@ -32,13 +37,14 @@ from tf_models.expression_inputs import run_expression, run_genes
 from tf_models.motif_features import bin_features, block_maxima
 from tfbs import storage
 from tfbs.config import PipelineConfig
+from tfbs.formats.draws import drawn_by_default
 from tfbs.formats.dream import TRAIN
 from tfbs.formats.genome import load_chromosome, read_fai
 from tfbs.formats.manifest import Manifest
 
 log = logging.getLogger("tfbs.evaluate")
 
-_ROW_COLUMNS = ["tf", "chrom", "start", "cell", "label_code", "dnase"]
+_ROW_COLUMNS = ["tf", "chrom", "start", "cell", "label_code", "dnase", "draw"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,19 @@ def boosted_inputs(config: PipelineConfig, cells: list[str]) -> tuple[BoostedInp
     return BoostedInputs(motifs, genes, expression), [matrices[name] for name in motifs]
 
 
+def _default_sampling_rows(rows, seed: int, probabilities: dict[str, tuple[float, float]]) -> list:
+    """The rows of a partition the default sampling holds (:func:`tfbs.formats.draws.drawn_by_default`)."""
+    groups: dict[tuple[str, str, str], list] = {}
+    for row in rows:
+        groups.setdefault((row.tf, row.cell, row.chrom), []).append(row)
+    kept: list = []
+    for (tf, cell, chrom), group in groups.items():
+        starts, draws, dnase = (np.array([getattr(r, name) for r in group]) for name in ("start", "draw", "dnase"))
+        drawn = drawn_by_default(seed, tf, cell, chrom, starts, draws, dnase, probabilities[f"{tf}/{cell}/{TRAIN}"])
+        kept.extend(row for row, keep in zip(group, drawn) if keep)
+    return kept
+
+
 def _feature_rows(rows, baseline: BoostedBaseline):
     """Feature rows of a partition's training rows, a chromosome at a time: ``(tf, label, features)``."""
     rows = sorted(rows, key=lambda r: (r.chrom, r.start))
@@ -127,14 +146,17 @@ def fit_boosted_baseline(
     baseline = BoostedBaseline(blocks_uri, inputs, matrices, {}, 0)
     files = [entry.path for entry in manifest.parquet[TRAIN]]
     rows = spark.read.parquet(*files).select(*_ROW_COLUMNS).where(~F.col("cell").isin(manifest.heldout_cells))
-    gathered = rows.rdd.mapPartitions(lambda part: _feature_rows(part, baseline)).collect()
+    seed, probabilities = config.preprocess.seed, manifest.draw_probabilities
+    gathered = rows.rdd.mapPartitions(
+        lambda part: _feature_rows(_default_sampling_rows(part, seed, probabilities), baseline)
+    ).collect()
     width = len(inputs.feature_names())
     tfs = np.array([tf for tf, _, _ in gathered])
     labels = np.array([label for _, label, _ in gathered], dtype=np.int64)
     features = np.frombuffer(b"".join(values for _, _, values in gathered), dtype=np.float32).reshape(-1, width)
     models = fit_boosted(features, labels, tfs)
     log.info(
-        "gradient-boosted baseline: %d training rows, %d features (%d motifs%s), fitted per TF in %.1f s",
+        "gradient-boosted baseline: %d rows of the default sampling, %d features (%d motifs%s), fitted per TF in %.1f s",
         len(labels),
         width,
         len(inputs.motifs),

@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from preprocess.sampling import draw_probabilities, uniform_draw
+from preprocess.sampling import draw_probabilities
+from tfbs.formats.draws import uniform_draw
 from tfbs.formats.dream import BIN_STEP
 
 #: The coordinates of one draw: seed, draw, TF, cell, chromosome.

@@ -8,7 +8,6 @@ import numpy as np
 import pytest
 
 from preprocess.label_reader import CODE_A, CODE_B, CODE_U, LabelPiece, ReadReport
-from preprocess.sampling import uniform_draw
 from preprocess.segregate import (
     BLACKLIST,
     ChromBins,
@@ -19,6 +18,7 @@ from preprocess.segregate import (
     dnase_source,
 )
 from preprocess.staging import read_bins, write_bins
+from tfbs.formats.draws import drawn_by_default, uniform_draw
 from tfbs.formats.dream import BIN_STEP, TEST, TRAIN, VALID
 from tfbs.formats.genome import WINDOW_OK, WINDOW_OUT_OF_BOUNDS, WINDOW_TOO_MANY_N, window_status
 from tfbs.formats.manifest import OUTCOMES
@@ -206,6 +206,38 @@ def test_cross_cell_negatives_keep_every_unbound_twin_of_another_training_cells_
         assert decision.drawn[:, :2, draw].tolist() == (twins if cross_cell else np.zeros((5, 2), bool).tolist())
     kept = decision.outcome[:, :2] == OUTCOMES.index("kept")
     assert kept.tolist() == [[True, cross_cell], [cross_cell, True], [False, False], [False, False], [True, False]]
+
+
+def test_redrawing_cross_cell_rows_gives_back_the_default_samplings_rows():
+    """tfbs.formats.draws.drawn_by_default keeps, of the negatives cross-cell sampling wrote, exactly those
+    the default sampling writes, draw by draw: the boosted baseline fits on them whatever the model's sampling."""
+    rng = np.random.default_rng(3)
+    codes = rng.choice([U, U, U, U, B, A], size=(3000, 3))
+    bins = _bins(TRAIN, codes, is_open=rng.random((3000, 3)) < 0.3)
+    cells = ["c0", "c1", "c2"]
+    probabilities = {"c0": (0.2, 0.05), "c1": (0.3, 0.02), "c2": (0.1, 0.1)}
+    status = np.full(3000, WINDOW_OK, np.int8)
+    negatives = {}
+    for cross_cell in (False, True):
+        decision = decide(bins, cells, probabilities, 2, SEED, status.__getitem__, frozenset(), cross_cell)
+        negatives[cross_cell] = np.nonzero(decision.drawn)  # (bin, cell, draw) of every negative row written
+    rows, cols, draws = negatives[True]
+    kept = np.zeros(len(rows), bool)
+    for c, cell in enumerate(cells):
+        mine = cols == c
+        kept[mine] = drawn_by_default(
+            SEED,
+            "CTCF",
+            cell,
+            "chr2",
+            bins.starts[rows[mine]],
+            draws[mine],
+            bins.open[rows[mine], c],
+            probabilities[cell],
+        )
+    assert 0 < kept.sum() < len(kept)  # there were twins to leave out
+    redrawn = sorted(zip(rows[kept].tolist(), cols[kept].tolist(), draws[kept].tolist()))
+    assert redrawn == sorted(zip(*(a.tolist() for a in negatives[False])))
 
 
 # -- class counts ---------------------------------------------------------------
