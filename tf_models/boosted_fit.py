@@ -95,7 +95,7 @@ def boosted_inputs(config: PipelineConfig, cells: list[str]) -> tuple[BoostedInp
     return BoostedInputs(motifs, genes, expression), [matrices[name] for name in motifs]
 
 
-def _default_sampling_rows(rows, seed: int, probabilities: dict[str, tuple[float, float]]) -> list:
+def default_sampling_rows(rows, seed: int, probabilities: dict[str, tuple[float, float]]) -> list:
     """The rows of a partition the default sampling holds (:func:`tfbs.formats.draws.drawn_by_default`)."""
     groups: dict[tuple[str, str, str], list] = {}
     for row in rows:
@@ -148,7 +148,7 @@ def fit_boosted_baseline(
     rows = spark.read.parquet(*files).select(*_ROW_COLUMNS).where(~F.col("cell").isin(manifest.heldout_cells))
     seed, probabilities = config.preprocess.seed, manifest.draw_probabilities
     gathered = rows.rdd.mapPartitions(
-        lambda part: _feature_rows(_default_sampling_rows(part, seed, probabilities), baseline)
+        lambda part: _feature_rows(default_sampling_rows(part, seed, probabilities), baseline)
     ).collect()
     width = len(inputs.feature_names())
     tfs = np.array([tf for tf, _, _ in gathered])

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from tf_models.boosted import BoostedInputs, feature_matrix, fit_boosted, predict_boosted
-from tf_models.boosted_fit import BoostedBaseline
+from tf_models.boosted_fit import BoostedBaseline, default_sampling_rows
 from tf_models.kept_baseline import keep_baseline, read_kept_baseline
 from tf_models.motif_features import NO_MATCH, WIDTHS, bin_features, block_maxima, region_features
 from tfbs import storage
 from tfbs.errors import BadInputError
+from tfbs.formats.draws import uniform_draw
 from tfbs.formats.metrics import auprc_davis_goadrich
 from tfbs.formats.motifs import encode_dna, log_odds, scan_positions
 
@@ -100,6 +101,26 @@ def _kept(tmp_path, genes: tuple[str, ...] = ("CTCF",)) -> tuple[str, BoostedBas
     baseline = BoostedBaseline("unused://blocks", inputs, motifs, models, 600)
     keep_baseline(uri, baseline)
     return uri, baseline, features
+
+
+def test_the_baseline_fits_on_the_default_samplings_rows_only() -> None:
+    """Of a partition's training rows, the fit keeps positives and the negatives their draw's hash picked; a
+    negative only cross-cell sampling kept (a twin of a bin bound in another cell) is left out, per draw."""
+    from pyspark.sql import Row
+
+    p_open, p_closed = 0.5, 0.1
+    starts = np.arange(0, 50 * 400, 50)
+    rows, expected = [], set()
+    for draw in (0, 1):
+        uniform = uniform_draw(11, draw, "CTCF", "K562", "chr2", starts)
+        for start, number, dnase in zip(starts.tolist(), uniform, np.tile([0.0, 0.7], 200)):
+            rows.append(Row(tf="CTCF", chrom="chr2", start=start, cell="K562", label_code=0, dnase=dnase, draw=draw))
+            if number < (p_open if dnase > 0 else p_closed):
+                expected.add((start, draw))
+    rows.append(Row(tf="CTCF", chrom="chr2", start=5, cell="K562", label_code=1, dnase=0.0, draw=-1))
+    kept = default_sampling_rows(iter(rows), 11, {"CTCF/K562/train": (p_open, p_closed)})
+    assert {(r.start, r.draw) for r in kept if r.draw >= 0} == expected
+    assert 0 < len(expected) < 800 and len(kept) == len(expected) + 1  # the positive stays
 
 
 def test_a_kept_baseline_reads_back_and_scores_as_the_fitted_one(tmp_path) -> None:
