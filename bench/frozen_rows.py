@@ -1,9 +1,9 @@
 """Benchmark: a candidate's trainings against the boosted baseline fitted on the default sampling's rows.
 
-A candidate that changes which rows the shards keep (``preprocess.*``)
-changes the boosted baseline's too: the baseline is fitted on the model's
-training rows. To judge the candidate against the baseline at its best,
-this scores the candidate's trainings, averaged bin by bin as
+Before commit b860159 an evaluation fitted the boosted baseline on the
+model's training rows, so a candidate that changed which rows the shards
+keep (``preprocess.*``) changed the baseline too. To judge such a candidate
+against the baseline at its best, this scores the candidate's trainings, averaged bin by bin as
 ``bench/challenge.py`` does, beside the baseline of a run on the default
 sampling of the same data set (the same test rows, checked), with the site
 bootstrap: the model, the boosted baseline, and the joined scorer
@@ -16,6 +16,10 @@ default rows' baseline as ``joined_default_rows``.
     .venv/bin/python bench/frozen_rows.py --candidate <work dir> --reference <work dir> --out <json>
 
 (work dirs as ``bench/challenge.py --work-dir`` leaves them, demo data set.)
+Since b860159 the evaluation fits the baseline on the default sampling's
+rows whatever the candidate's (:func:`tf_models.boosted_fit.default_sampling_rows`):
+without ``--reference`` the candidate's first training is the reference,
+and ``boosted_same_rows`` equals ``boosted``.
 """
 
 from __future__ import annotations
@@ -60,7 +64,9 @@ def scored(candidate: list[Path], frozen: dict, heldout_cells: list[str]) -> dic
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--candidate", type=Path, required=True, help="the candidate's bench/challenge.py work dir")
-    parser.add_argument("--reference", type=Path, required=True, help="a default-sampling run's work dir")
+    parser.add_argument(
+        "--reference", type=Path, help="a default-sampling run's work dir (default: the candidate's, since b860159)"
+    )
     parser.add_argument("--data", default="demo")
     parser.add_argument("--config", default="conf/demo.yaml", help="the runs' configuration: its held-out cells")
     parser.add_argument("--set", dest="overrides", action="append", default=[])
@@ -70,7 +76,7 @@ def main() -> None:
 
     heldout_cells = load_config(args.config, args.overrides).data.heldout_cells
     candidate = model_dirs(args.candidate, args.data)
-    reference = model_dirs(args.reference, args.data)[0]
+    reference = model_dirs(args.reference or args.candidate, args.data)[0]
     frozen = averaged_predictions([reference])
     summary = {
         "trainings": [path.name for path in candidate],
