@@ -7,7 +7,8 @@ the bedtools binary over them (:mod:`~tfbs.formats.bedtools`,
 :mod:`~tfbs.formats.annotate`, :mod:`~tfbs.formats.labels`); the genome
 (:mod:`~tfbs.formats.genome`), motifs (:mod:`~tfbs.formats.motifs`), proteins
 (:mod:`~tfbs.formats.proteins`) and RNA-seq (:mod:`~tfbs.formats.expression`);
-the shards' fixed-length records (:mod:`~tfbs.formats.records`) and the run's
-manifest (:mod:`~tfbs.formats.manifest`). They read and write through
+the shards' fixed-length records (:mod:`~tfbs.formats.records`), which
+unbound bins a negative draw keeps (:mod:`~tfbs.formats.draws`) and the
+run's manifest (:mod:`~tfbs.formats.manifest`). They read and write through
 :mod:`tfbs.storage` and import nothing above it.
 """
