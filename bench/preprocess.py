@@ -15,12 +15,12 @@ floors, and writes them to ``bench/results/preprocess.json``. With
 ``--rounds N`` all of it runs N times, the floors again in every round (they
 move by 10 % from run to run), and the median ratio is reported. Each
 ``--variant NAME=SETTING`` (a ``--set`` of its own, e.g.
-``zstd_windows=preprocess.window_compression=zstd``) preprocesses once more
+``small_blocks=preprocess.read_block_mb=4``) preprocesses once more
 per round, right after the default, and is reported as its own ratio to the
 round's floor and to the default. Run from the repository root::
 
     .venv/bin/python bench/preprocess.py --config conf/encode_dream_ctcf.yaml --reuse-labels --rounds 3 \
-        --variant zstd_windows=preprocess.window_compression=zstd
+        --variant small_blocks=preprocess.read_block_mb=4
 """
 
 from __future__ import annotations

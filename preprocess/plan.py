@@ -119,15 +119,7 @@ def plan_shards(config: PipelineConfig, inputs: CheckedInputs) -> ShardPlan:
     layout = RecordLayout(pp.window)
     staging_uri = new_staging_uri(config.shards_uri)
     context = ShardContext(
-        staging_uri,
-        tfs,
-        cells,
-        pp.window,
-        pp.seed,
-        pp.rows_per_row_group,
-        pp.test_rows_per_row_group,
-        layout,
-        pp.window_compression,
+        staging_uri, tfs, cells, pp.window, pp.seed, pp.rows_per_row_group, pp.test_rows_per_row_group, layout
     )
     settings = TaskSettings(
         genome=GenomeSource(data.genome_fasta, fai),

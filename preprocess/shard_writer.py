@@ -60,8 +60,6 @@ class ShardContext:
     rows_per_row_group: int
     test_rows_per_row_group: int
     layout: RecordLayout
-    #: Parquet codec of the train/valid ``sequence`` column (``preprocess.window_compression``).
-    window_compression: str
     #: Number of record files of each ``<split>/<kind>`` (``train/positives``, ``valid/negatives-0``...).
     record_files: dict[str, int] = field(default_factory=dict)
 
@@ -178,7 +176,7 @@ def write_chromosome(
     path = f"{context.out_uri}/parquet/{bins.split}/{bins.tf}/{bins.chrom}.parquet"
     # Test rows are read whole by evaluation: large row groups write several times faster.
     row_group = context.test_rows_per_row_group if bins.split == TEST else context.rows_per_row_group
-    checksum = _write_parquet(pa.table(columns), path, row_group, context.window_compression)
+    checksum = _write_parquet(pa.table(columns), path, row_group)
     result.parquet.append({"path": path, "rows": n_rows, "blake3": checksum})
     if windows is not None and draws is not None:
         labels = (codes == CODE_B).astype(np.uint8)
@@ -276,8 +274,8 @@ def _strings(values: "list[str] | tuple[str, ...]", index: np.ndarray) -> pa.Dic
     return pa.DictionaryArray.from_arrays(pa.array(index), pa.array(list(values)))
 
 
-def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int, window_compression: str) -> str:
-    """Write ``table`` to ``uri``, its windows with ``window_compression``; returns the BLAKE3 of the file's bytes."""
+def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int) -> str:
+    """Write ``table`` to ``uri``; returns the BLAKE3 of the file's bytes."""
     # Written to memory first so the checksum is of exactly the bytes
     # stored; one (TF, chromosome)'s compressed rows are small.
     buffer = pa.BufferOutputStream()
@@ -290,9 +288,7 @@ def _write_parquet(table: pa.Table, uri: str, rows_per_row_group: int, window_co
         table,
         buffer,
         row_group_size=rows_per_row_group,
-        # zstd on the windows was most of a training chromosome's time (about
-        # 160 MB/s a core, for a third of the bytes): preprocess.window_compression.
-        compression={name: window_compression if name == "sequence" else "zstd" for name in table.column_names},
+        compression="zstd",
         store_schema=False,
         use_dictionary=[name for name in _DICTIONARY_COLUMNS if name in table.column_names],
         column_encoding={"start": "DELTA_BINARY_PACKED"},

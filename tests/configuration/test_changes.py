@@ -272,7 +272,6 @@ def test_moved_identical_data_is_nothing_new(run, data, tmp_path, monkeypatch):
         "preprocess.rows_per_record_file=100",
         "preprocess.rows_per_row_group=64",
         "preprocess.test_rows_per_row_group=4096",
-        "preprocess.window_compression=zstd",
         "preprocess.bad_rows=set_aside",
         "train.placement.num_workers=3",
         "train.placement.timeout_s=60",

@@ -4,7 +4,6 @@ records to files and their writing."""
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from collections import Counter
 from pathlib import Path
@@ -55,7 +54,7 @@ def _case(split: str, n_draws: int = 2) -> tuple[ChromBins, Decision, np.ndarray
 
 
 def _context(tmp_path) -> ShardContext:
-    return ShardContext(to_uri(tmp_path / "shards"), TFS, ALL_CELLS, WINDOW, 3, 16, 64, LAYOUT, "none", RECORD_FILES)
+    return ShardContext(to_uri(tmp_path / "shards"), TFS, ALL_CELLS, WINDOW, 3, 16, 64, LAYOUT, RECORD_FILES)
 
 
 def _expected_train_rows(bins: ChromBins, decision: Decision) -> list[tuple[int, str, int, str]]:
@@ -144,21 +143,6 @@ def test_train_parquet_holds_the_kept_rows_with_their_windows(tmp_path):
     assert pq.ParquetFile(local_path(path)).metadata.num_row_groups == math.ceil(len(rows) / 16)
 
 
-@pytest.mark.parametrize("window_compression", ["none", "zstd"])
-def test_windows_take_their_own_codec_and_read_back_the_same(tmp_path, window_compression):
-    bins, decision, chromosome = _case(TRAIN)
-    context = dataclasses.replace(_context(tmp_path), window_compression=window_compression)
-    write_chromosome(bins, CELLS, decision, chromosome, context)
-    parquet = pq.ParquetFile(local_path(f"{context.out_uri}/parquet/train/FOXA1/chr2.parquet"))
-    row_group = parquet.metadata.row_group(0)
-    codecs = {row_group.column(i).path_in_schema: row_group.column(i).compression for i in range(row_group.num_columns)}
-    assert codecs.pop("sequence") == {"none": "UNCOMPRESSED", "zstd": "ZSTD"}[window_compression]
-    assert set(codecs.values()) == {"ZSTD"}
-    table = parquet.read()
-    windows = gather_windows(chromosome, np.array(table.column("start").to_pylist()), WINDOW)
-    assert [bytes(row) for row in windows] == table.column("sequence").to_pylist()
-
-
 def test_test_parquet_keeps_ambiguous_rows_and_carries_no_sequence(tmp_path):
     bins, decision, chromosome = _case(TEST)
     context = _context(tmp_path)
@@ -217,7 +201,7 @@ def test_record_chunks_mirror_the_parquet_rows_per_draw(tmp_path):
 def test_a_cell_index_beyond_one_byte_is_not_wrapped_silently(tmp_path):
     bins, decision, chromosome = _case(TRAIN)
     many_cells = [f"cell{i:03d}" for i in range(300)] + CELLS  # HepG2 is cell 300, K562 cell 301
-    context = ShardContext(to_uri(tmp_path), TFS, many_cells, WINDOW, 3, 16, 64, LAYOUT, "none", RECORD_FILES)
+    context = ShardContext(to_uri(tmp_path), TFS, many_cells, WINDOW, 3, 16, 64, LAYOUT, RECORD_FILES)
     # Parquet says 300 and 301; the records cannot: the task should refuse rather than write 44 and 45.
     with pytest.raises((ValueError, OverflowError)):
         write_chromosome(bins, CELLS, decision, chromosome, context)

@@ -274,11 +274,6 @@ class PreprocessConfig(Section):
     test_rows_per_row_group: Annotated[int, Identity.LAYOUT] = Field(
         1 << 17, gt=0, description="Parquet row group size of test shards, read whole by evaluation"
     )
-    window_compression: Annotated[Literal["none", "zstd"], Identity.LAYOUT] = Field(
-        "none",
-        description="Parquet codec of the train/valid windows: zstd stores them in a third of the bytes but was "
-        "most of preprocessing's time past the read (the records hold the same windows uncompressed)",
-    )
     read_block_mb: Annotated[int, Identity.LAYOUT] = Field(
         16, gt=0, description="decompressed MiB of a label file parsed at a time"
     )
