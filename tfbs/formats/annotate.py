@@ -157,11 +157,11 @@ def peak_proximity(
 def _near_intervals(bin_starts: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     """Which sorted bins lie within one base of an interval: a superset of those bedtools finds overlapping.
 
-    Only these go to bedtools, which still decides every overlap: the
+    Only these go to bedtools, which still decides every overlap. The
     others, most of a genome's bins (DNase peaks cover a few per cent of
-    it), could not overlap anything, and writing them out and reading them
-    in was most of the annotation's work (at full size, more than the rest
-    of preprocessing).
+    it), cannot overlap anything; writing them out for bedtools to pass over
+    was most of the seventh of preprocessing's time saved at full size when
+    they were left out (docs/benchmarks.md).
 
     Examples
     --------
