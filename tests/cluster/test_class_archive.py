@@ -1,4 +1,5 @@
-"""The driver JVM's class archive: offered only when it fits this machine, and mapped by the drivers."""
+"""The driver JVM's class archive: offered only when it fits this machine, and mapped by the drivers
+(and by a ``local-cluster``'s executors, ``test_tfos.py``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from conftest import DEMO_CONFIG
 
 from tfbs.config import load_config
-from tfbs.launch import USE_OPTION, archive_path, with_archive
+from tfbs.launch import USE_OPTION, archive_path, launch_profile, with_archive
 
 
 def test_the_option_is_added_only_when_the_archive_for_this_machine_is_there(tmp_path: Path) -> None:
@@ -21,6 +22,22 @@ def test_the_option_is_added_only_when_the_archive_for_this_machine_is_there(tmp
     # Options that already name an archive, or dump one, are the user's choice.
     assert with_archive(f"{USE_OPTION}/elsewhere.jsa", tmp_path) == f"{USE_OPTION}/elsewhere.jsa"
     assert with_archive("", None) == ""
+
+
+def test_only_a_local_cluster_s_executors_get_the_archive_too(tmp_path: Path) -> None:
+    """They run the driver's Java and jars as its user on this machine; YARN's containers need not."""
+    archive = archive_path(tmp_path)
+    archive.write_bytes(b"")
+    spark = load_config(DEMO_CONFIG, [f"spark.class_archive_dir={tmp_path}"]).spark
+    executor_options = {
+        master: launch_profile(spark, master).conf.get("spark.executor.extraJavaOptions", "")
+        for master in ("local-cluster[4,1,1024]", "local[2]", "yarn")
+    }
+    assert executor_options["local-cluster[4,1,1024]"].endswith(f"{USE_OPTION}{archive}")
+    assert USE_OPTION not in executor_options["local[2]"] + executor_options["yarn"]
+    # A driver spark-submit started: it did not map the archive, nor do its executors.
+    submitted = launch_profile(spark, "local-cluster[4,1,1024]", submitted={"spark.master": "local-cluster[4,1,1024]"})
+    assert USE_OPTION not in submitted.conf.get("spark.executor.extraJavaOptions", "")
 
 
 def test_the_archive_is_named_after_this_java_and_pyspark(tmp_path: Path) -> None:

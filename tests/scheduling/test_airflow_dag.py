@@ -338,7 +338,8 @@ def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data
     """Three weekly runs on one run directory: the first trains and evaluates
     a model version; the second, on the same files, ends at the change check
     and trains nothing; the third, after one label file changed, trains a new
-    version whose lineage names the new file's digest, and moves LATEST."""
+    version whose lineage names the new file's digest, and moves LATEST (its
+    predict task, checked in the first run, is marked done instead of run)."""
     run, models, data = tmp_path / "run", tmp_path / "run" / "models", tmp_path / "data"
     shutil.copytree(small_data, data)  # its own copy: a label file changes below
     run_conf = _small_run_conf(data, str(run), tmp_path, "train.placement.strategy=local")
@@ -381,10 +382,11 @@ def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data
     lines[row] = lines[row].rstrip("\n")[:-1] + "B\n"
     labels.write_bytes(gzip.compress("".join(lines).encode()))
     new_digest = blake3(labels.read_bytes()).hexdigest()
-    done = dags_test(airflow_env, "2026-03-09", run_conf, timeout=1200)
+    done = dags_test(airflow_env, "2026-03-09", run_conf, "--mark-success-pattern", "^predict$", timeout=1200)
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-8000:]
     assert f"new since model version {first}: labels/CTCF" in output
+    assert all(f"jobs/{stage}.py --config" in output for stage in STAGES[:-1]) and "jobs/predict.py" not in output
     assert task_states(airflow_env, "2026-03-09") == {"dag_run": "success", **{task: "success" for task in TASKS}}
     latest = json.loads((models / "LATEST").read_text())["version"]
     assert latest != first and sorted(p.name for p in models.iterdir() if p.is_dir()) == sorted([first, latest])

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
+import subprocess
 from pathlib import Path
 
 import pytest
 from netwatch import assert_no_secret_written, assert_nothing_beyond_loopback
+
+from tfbs.launch import USE_OPTION
 
 # TensorFlowOnSpark clusters on local-cluster Spark: minutes each.
 pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
@@ -52,6 +56,28 @@ def test_parameter_server_training_on_local_cluster(tfos_training):
     assert "worker:0 pinned to CPUs 0" in executor_logs and "worker:1 pinned to CPUs 1" in executor_logs
     # ... and the chief sized the pool the workers run each step's ops in to their one core.
     assert "the ps and workers run each step's ops on 1 thread(s)" in executor_logs
+    _check_executors_map_the_class_archive(run_dir)
+
+
+def _check_executors_map_the_class_archive(run_dir: Path) -> None:
+    """Each executor JVM was started on the driver's class archive, which its class path lets it map.
+
+    A JVM that cannot map an archive quietly starts without it; ``-Xshare:on``
+    on the executor's own ``java`` and class path refuses to start instead.
+    """
+    commands = []
+    for log in run_dir.rglob("stderr"):
+        first = log.read_text(errors="replace").partition("\n")[0]
+        if first.startswith("Spark Executor Command: "):
+            commands.append(shlex.split(first.removeprefix("Spark Executor Command: ")))
+    assert len(commands) == 4, commands
+    for command in commands:
+        (archive,) = [option for option in command if option.startswith(USE_OPTION)]
+        java, classpath = command[0], command[command.index("-cp") + 1]
+        checked = subprocess.run(
+            [java, "-Xshare:on", archive, "-cp", classpath, "-version"], capture_output=True, text=True
+        )
+        assert checked.returncode == 0 and "sharing" in checked.stderr, (archive, checked.stderr)
 
 
 def test_all_reduce_training_on_local_cluster(strategy_runs):
