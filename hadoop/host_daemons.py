@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from jvm import QUIET_POLLING
+
 #: The host of the NameNode, the ResourceManager and a Spark standalone master.
 MASTER = "master"
 #: Standard ports (Hadoop 3 and Spark defaults, but the NodeManager's RPC port, fixed so a restarted node keeps its id).
@@ -173,6 +175,7 @@ def server_conf(dirs: HostDirs, size: NodeSize, master: str = MASTER) -> dict[st
             # minute, where the default 10.5 minutes would outlast every test.
             "dfs.namenode.heartbeat.recheck-interval": "15000",
             "dfs.namenode.safemode.extension": "0",
+            **QUIET_POLLING["hdfs-site.xml"],
         },
         "yarn-site.xml": {
             **client["yarn-site.xml"],
@@ -216,6 +219,7 @@ def server_conf(dirs: HostDirs, size: NodeSize, master: str = MASTER) -> dict[st
             # landing on the first node to report.
             "yarn.scheduler.capacity.per-node-heartbeat.multiple-assignments-enabled": "false",
             "yarn.scheduler.capacity.node-locality-delay": "-1",
+            **QUIET_POLLING["capacity-scheduler.xml"],
         },
     }
 

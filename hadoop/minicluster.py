@@ -47,6 +47,7 @@ from jvm import (
     DEFAULT_CACHE_DIR,
     HADOOP_VERSION,
     LOG4J_PROPERTIES,
+    QUIET_POLLING,
     ClusterError,
     ensure_classpath,
     find_java_home,
@@ -165,6 +166,8 @@ def server_conf(ports: Mapping[str, int], tmp_dir: Path, resources: Resources) -
         "yarn.nodemanager.pmem-check-enabled": "false",
         # keep finished containers' work dirs for 10 minutes, to read what they left
         "yarn.nodemanager.delete.debug-delay-sec": "600",
+        # one JVM, one configuration: the capacity scheduler reads its keys from it too
+        **{key: value for properties in QUIET_POLLING.values() for key, value in properties.items()},
     }
 
 
