@@ -15,7 +15,8 @@ upgrade of either builds a new one instead of using the old. A JVM that cannot u
 classpath, say) warns once and starts without it: the archive is only ever
 a speed-up. The launch profile maps it (:func:`tfbs.launch.with_archive`):
 drivers that PySpark starts (``tfbs <stage>``, the tests) get it from the
-configuration; under ``spark-submit`` the driver JVM is up before the job's
+configuration, and so do their ``local-cluster``'s executors (the same Java
+and jars, on this machine, as this user); under ``spark-submit`` the driver JVM is up before the job's
 configuration is read, so the submitter passes the ``--conf`` arguments
 ``python -m tfbs.launch --deploy local`` prints (the DAG does).
 """
