@@ -30,9 +30,9 @@ JAVA_SOURCES = Path(__file__).resolve().with_name("java")
 DEFAULT_CACHE_DIR = Path.home() / ".cache" / "tfbs-spark" / f"hadoop-{HADOOP_VERSION}"
 #: Hadoop 3.5's busiest idle loops, slowed: the CapacityScheduler's asynchronous
 #: scheduler looks for work every 5 ms and the NameNode's scrubber of deleted
-#: blocks every 10 ms. On a cluster idle between applications, both took 6 %
-#: of a core from the 2 its clients share; at 100 ms a container waits at most
-#: 0.1 s longer for its node. Site file -> properties.
+#: blocks every 10 ms. On the idle hosts' cluster the two daemons took 7 % of
+#: a core of the 2 its clients share, 3 % at 100 ms; a container then waits at
+#: most 0.1 s longer for its node. Site file -> properties.
 QUIET_POLLING = {
     "hdfs-site.xml": {"dfs.namenode.block.deletion.unlock.interval.ms": "100"},
     "capacity-scheduler.xml": {"yarn.scheduler.capacity.schedule-asynchronously.scheduling-interval-ms": "100"},
