@@ -77,7 +77,7 @@ def archive_path(directory: str | os.PathLike[str]) -> Path:
     """
     import pyspark
 
-    java = _java_binary()
+    java = java_binary()
     key = hashlib.sha256()
     stat = java.stat()
     key.update(f"{java}:{stat.st_size}:{stat.st_mtime_ns}:{pyspark.__version__}".encode())
@@ -87,7 +87,7 @@ def archive_path(directory: str | os.PathLike[str]) -> Path:
     return Path(directory) / f"spark-driver-{key.hexdigest()[:16]}.jsa"
 
 
-def _java_binary() -> Path:
+def java_binary() -> Path:
     """The ``java`` PySpark launches: ``$JAVA_HOME/bin/java``, else the one on the PATH."""
     home = os.environ.get("JAVA_HOME")
     found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
