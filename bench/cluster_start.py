@@ -60,7 +60,7 @@ def start_once(config_path: str, master: str, variant: str) -> dict:
         started = time.monotonic()
         session = build_session(spark_config, master=master, app_suffix="-cluster-start", scratch_dir=scratch)
         session_up = time.monotonic()
-        executor_options = session.sparkContext.getConf().get("spark.executor.extraJavaOptions", "")
+        executor_options = session.sparkContext.getConf().get("spark.executor.extraJavaOptions", "").split()
         pids = session.sparkContext.parallelize(range(executors), executors).map(lambda _: os.getppid()).collect()
         done = time.monotonic()
         session.stop()
@@ -70,7 +70,7 @@ def start_once(config_path: str, master: str, variant: str) -> dict:
         "first_job_s": round(done - session_up, 2),
         "total_s": round(done - started, 2),
         "executors_reached": len(set(pids)),
-        "executor_java_options": executor_options,
+        "executor_archive": next(Path(o.removeprefix(USE_OPTION)).name for o in executor_options if USE_OPTION in o),
     }
 
 
