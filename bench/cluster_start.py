@@ -2,7 +2,7 @@
 
 Every TensorFlowOnSpark training on one machine starts a ``local-cluster``
 of one executor JVM per TF node (four for the demo's ps, two workers and
-the chief), and the tests start about twenty. Each round starts one in a
+the chief), and many tests start one. Each round starts one in a
 process of its own, through the project's launch profile
 (:func:`tfbs.launch.session.build_session`), and times it up to the end of
 a first job with a task on every executor:
