@@ -198,7 +198,7 @@ def launch_profile(
         driver = with_archive(driver, spark.class_archive_dir)  # only a driver started from here can map it
         if where.kind == "local-cluster":
             # Its executor JVMs run the driver's Java and jars as the driver's user, on this machine: the
-            # archive maps in them too (a 4-executor start 7 s sooner on 2 cores). Other executors may not.
+            # archive maps in them too (bench/results/cluster_start.json). Other executors may not.
             executor = with_archive(jvm.get("spark.executor.extraJavaOptions", ""), spark.class_archive_dir)
             if executor:
                 jvm["spark.executor.extraJavaOptions"] = executor
