@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,11 +95,22 @@ def dags_test(env: dict[str, str], logical_date: str, run_conf: dict, *extra: st
 
 
 def task_states(env: dict[str, str], logical_date: str) -> dict[str, str]:
-    """The state of each task instance of the DAG run at ``logical_date``, as Airflow recorded it."""
-    runs = json_tail(airflow(env, "dags", "list-runs", DAG_ID, "-o", "json"))
-    (run,) = [r for r in runs if r["logical_date"].startswith(logical_date)]
-    states = json_tail(airflow(env, "tasks", "states-for-dag-run", DAG_ID, run["run_id"], "-o", "json"))
-    return {"dag_run": run["state"], **{s["task_id"]: s["state"] for s in states}}
+    """The state of each task instance of the DAG run at ``logical_date``, as Airflow recorded it.
+
+    Read from the run's metadata database itself (SQLite, read-only): the
+    ``airflow dags list-runs`` and ``tasks states-for-dag-run`` commands
+    print the same rows, at 4-5 s of CPU each to start Airflow.
+    """
+    database = env["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"].removeprefix("sqlite:///")
+    with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+        runs = db.execute(
+            "SELECT run_id, state FROM dag_run WHERE dag_id = ? AND logical_date LIKE ?", (DAG_ID, f"{logical_date}%")
+        ).fetchall()
+        ((run_id, run_state),) = runs
+        tasks = db.execute(
+            "SELECT task_id, state FROM task_instance WHERE dag_id = ? AND run_id = ?", (DAG_ID, run_id)
+        ).fetchall()
+    return {"dag_run": run_state, **dict(tasks)}
 
 
 def json_tail(stdout: str):

@@ -337,9 +337,11 @@ def test_dagbag_loads_the_dag_without_import_errors(airflow_env, tmp_path):
 def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data, tmp_path):
     """Three weekly runs on one run directory: the first trains and evaluates
     a model version; the second, on the same files, ends at the change check
-    and trains nothing; the third, after one label file changed, trains a new
-    version whose lineage names the new file's digest, and moves LATEST (its
-    predict task, checked in the first run, is marked done instead of run)."""
+    and trains nothing; the third, after one label file changed, preprocesses
+    again and trains a new version whose lineage names the new file's digest.
+    The third run's evaluate and predict, checked in the first run, are marked
+    done instead of run, so LATEST stays on the first version: only an
+    evaluation that passes moves it (test_lineage.py)."""
     run, models, data = tmp_path / "run", tmp_path / "run" / "models", tmp_path / "data"
     shutil.copytree(small_data, data)  # its own copy: a label file changes below
     run_conf = _small_run_conf(data, str(run), tmp_path, "train.placement.strategy=local")
@@ -382,15 +384,18 @@ def test_airflow_runs_the_pipeline_then_only_on_new_data(airflow_env, small_data
     lines[row] = lines[row].rstrip("\n")[:-1] + "B\n"
     labels.write_bytes(gzip.compress("".join(lines).encode()))
     new_digest = blake3(labels.read_bytes()).hexdigest()
-    done = dags_test(airflow_env, "2026-03-09", run_conf, "--mark-success-pattern", "^predict$", timeout=1200)
+    done = dags_test(
+        airflow_env, "2026-03-09", run_conf, "--mark-success-pattern", "^(evaluate|predict)$", timeout=1200
+    )
     output = done.stdout + done.stderr
     assert done.returncode == 0, output[-8000:]
     assert f"new since model version {first}: labels/CTCF" in output
-    assert all(f"jobs/{stage}.py --config" in output for stage in STAGES[:-1]) and "jobs/predict.py" not in output
+    ran = [stage for stage in STAGES if f"jobs/{stage}.py --config" in output]
+    assert ran == ["preprocess", "train"], ran
     assert task_states(airflow_env, "2026-03-09") == {"dag_run": "success", **{task: "success" for task in TASKS}}
-    latest = json.loads((models / "LATEST").read_text())["version"]
-    assert latest != first and sorted(p.name for p in models.iterdir() if p.is_dir()) == sorted([first, latest])
-    lineage = json.loads((models / latest / "lineage.json").read_text())
+    (new_version,) = [p.name for p in models.iterdir() if p.is_dir() and p.name != first]
+    assert json.loads((models / "LATEST").read_text())["version"] == first
+    lineage = json.loads((models / new_version / "lineage.json").read_text())
     assert lineage["input_fingerprint"]["inputs"]["labels/CTCF"]["digest"] == new_digest
     old_lineage = json.loads((models / first / "lineage.json").read_text())
     assert old_lineage["input_fingerprint"]["inputs"]["labels/CTCF"]["digest"] != new_digest
