@@ -392,7 +392,7 @@ def test_archive_stamp_follows_the_resolved_dependencies(tmp_path):
     assert stamped.returncode == 0, stamped.stderr
     assert stamped.stdout.splitlines()[1:] == ["numpy==2.4.6", "tensorflow-cpu==2.21.0"]
     # What a build leaves: the archive, the jars, the stamp.
-    (tmp_path / "dist").mkdir()
+    (tmp_path / "dist").mkdir(exist_ok=True)  # the resolution may have put its pip there
     (tmp_path / "dist" / "tfbs-env.tar.gz").touch()
     (tmp_path / "dist" / "spark-jars.zip").touch()
     (tmp_path / "dist" / ".sources.sha256").write_text(stamped.stdout)
