@@ -9,7 +9,10 @@ default ``<basetemp>`` is ``$TMPDIR/tfbs-suite-<uid>-<hash of the clone's
 path>``, so suites of two clones never share one); a line
 every minute says where each stands, and at the end both logs are printed
 whole. The run fails when either session does (pytest's exit 5, no test
-collected, included).
+collected, included). Around the sessions it times a fixed pure-Python loop
+on the idle machine, and it reports how busy the cores were meanwhile and
+what share the hypervisor took (steal): a suite's minutes compare across
+machines, and days, only beside those.
 
     .venv/bin/python tests/run_suite.py [pytest arguments, e.g. -ra --durations=30]
 
@@ -32,6 +35,39 @@ from pathlib import Path
 SESSIONS = {"hosts": "hosts or waits", "machine": "not hosts and not waits"}
 #: Seconds between two progress lines.
 PROGRESS_EVERY_S = 60
+#: Iterations of the reference loop: about half a second on one core of the 2026-12-01 machine.
+REFERENCE_LOOP = 6_000_000
+
+
+def reference_seconds(rounds: int = 3) -> float:
+    """The median wall time of a fixed pure-Python loop, one core: this machine's speed now."""
+    times = []
+    for _ in range(rounds):
+        started, total = time.perf_counter(), 0
+        for i in range(REFERENCE_LOOP):
+            total += i * i % 7
+        times.append(time.perf_counter() - started)
+    return sorted(times)[len(times) // 2]
+
+
+def cpu_ticks(stat_line: str) -> tuple[int, int, int]:
+    """``(busy, steal, total)`` jiffies of all CPUs from ``/proc/stat``'s first line.
+
+    Busy is user, nice, system, irq and softirq; iowait counts as idle.
+
+    Examples
+    --------
+    >>> cpu_ticks("cpu  100 5 20 800 10 1 2 30 0 0")
+    (128, 30, 968)
+    """
+    user, nice, system, idle, iowait, irq, softirq, steal = (int(field) for field in stat_line.split()[1:9])
+    busy = user + nice + system + irq + softirq
+    return busy, steal, busy + steal + idle + iowait
+
+
+def _cpu_now() -> tuple[int, int, int]:
+    with open("/proc/stat") as stat:
+        return cpu_ticks(stat.readline())
 
 
 def _last_line(log: Path) -> str:
@@ -66,6 +102,8 @@ def main(args: list[str]) -> int:
     # private folders made under it have no parent open to others.
     basetemp.mkdir(mode=0o700, parents=True, exist_ok=True)
     basetemp.chmod(0o700)
+    reference_before = reference_seconds()
+    cpu_before = _cpu_now()
     started = time.monotonic()
     running: dict[str, tuple[subprocess.Popen, Path]] = {}
     for name, expression in SESSIONS.items():
@@ -90,6 +128,13 @@ def main(args: list[str]) -> int:
         print(f"\n===== {name} (pytest -m '{SESSIONS[name]}'): exit {process.returncode} =====", flush=True)
         sys.stdout.write(log.read_text(errors="replace"))
     print(f"\nboth sessions done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
+    busy, steal, total = (after - before for after, before in zip(_cpu_now(), cpu_before, strict=True))
+    print(
+        f"meanwhile the {os.cpu_count()} cores were {busy / total:.0%} busy, {steal / total:.1%} taken by the "
+        f"hypervisor (steal); a reference loop of {REFERENCE_LOOP:,} turns on one idle core took "
+        f"{reference_before:.2f} s before the sessions and {reference_seconds():.2f} s after",
+        flush=True,
+    )
     return 0 if all(process.returncode == 0 for process, _ in running.values()) else 1
 
 
