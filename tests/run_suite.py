@@ -8,11 +8,12 @@ log and temp folder (``<basetemp>/hosts``, ``<basetemp>/machine``; by
 default ``<basetemp>`` is ``$TMPDIR/tfbs-suite-<uid>-<hash of the clone's
 path>``, so suites of two clones never share one); a line
 every minute says where each stands, and at the end both logs are printed
-whole. The run fails when either session does (pytest's exit 5, no test
-collected, included). Around the sessions it times a fixed pure-Python loop
+whole, a failed one last. The run fails when either session does (pytest's
+exit 5, no test collected, included). Around the sessions it times a fixed pure-Python loop
 on the idle machine, and it reports how busy the cores were meanwhile and
 what share the hypervisor took (steal): a suite's minutes compare across
-machines, and days, only beside those.
+machines, and days, only beside those. Its last lines are each session's
+result and failures: a CI page that keeps only the output's tail names them.
 
     .venv/bin/python tests/run_suite.py [pytest arguments, e.g. -ra --durations=30]
 
@@ -75,6 +76,24 @@ def _last_line(log: Path) -> str:
     return lines[-1][-100:] if lines else "starting"
 
 
+def session_summary(log: str, most: int = 8) -> str:
+    """pytest's last line, then the first ``most`` of its FAILED and ERROR lines (``-ra``), one line each.
+
+    Examples
+    --------
+    >>> print(session_summary("x\\nFAILED t.py::a - boom\\nERROR t.py::b\\n== 1 failed, 1 error, 3 passed in 9s =="))
+    == 1 failed, 1 error, 3 passed in 9s ==
+      FAILED t.py::a - boom
+      ERROR t.py::b
+    """
+    lines = [line for line in log.splitlines() if line.strip()]
+    failures = [line[:200] for line in lines if line.startswith(("FAILED ", "ERROR "))]
+    shown = [f"  {line}" for line in failures[:most]]
+    if len(failures) > most:
+        shown.append(f"  ... and {len(failures) - most} more")
+    return "\n".join([lines[-1][-200:] if lines else "no output", *shown])
+
+
 def default_basetemp(clone: Path, uid: int, temp_root: str) -> Path:
     """``<temp_root>/tfbs-suite-<uid>-<hash of the clone's path>``: one per user and clone.
 
@@ -124,7 +143,9 @@ def main(args: list[str]) -> int:
                 for name, (process, log) in running.items()
             )
             print(f"[{elapsed / 60:.0f} min] {states}", flush=True)
-    for name, (process, log) in running.items():
+    # A failed session's log last, and its failures again at the very end.
+    ordered = sorted(running.items(), key=lambda item: item[1][0].returncode != 0)
+    for name, (process, log) in ordered:
         print(f"\n===== {name} (pytest -m '{SESSIONS[name]}'): exit {process.returncode} =====", flush=True)
         sys.stdout.write(log.read_text(errors="replace"))
     print(f"\nboth sessions done in {(time.monotonic() - started) / 60:.1f} min", flush=True)
@@ -135,6 +156,8 @@ def main(args: list[str]) -> int:
         f"{reference_before:.2f} s before the sessions and {reference_seconds():.2f} s after",
         flush=True,
     )
+    for name, (process, log) in ordered:
+        print(f"{name}: exit {process.returncode}; {session_summary(log.read_text(errors='replace'))}", flush=True)
     return 0 if all(process.returncode == 0 for process, _ in running.values()) else 1
 
 
