@@ -287,6 +287,11 @@ def test_the_standalone_master_and_workers_refuse_an_outsider_without_the_secret
     }, {target: answer[:200] for target, answer in answers.items()}
 
 
+#: Long enough for the six executors the cluster can give to register on a busy machine
+#: (a JVM each, on the two cores the other session loads): the error must count all six.
+SHORT_OF_CORES_WAIT_S = 40
+
+
 def test_a_standalone_master_short_of_cores_is_a_one_line_error(hadoop, standalone, small_shards, tmp_path):
     """Three workers of two cores cannot give seven single-core executors (1 ps, 5 workers, the chief)."""
     done = _train_on_gateway(
@@ -295,13 +300,14 @@ def test_a_standalone_master_short_of_cores_is_a_one_line_error(hadoop, standalo
         tmp_path / "run",
         small_shards,
         "train.placement.num_workers=5",
-        "train.placement.executors_timeout_s=10",
+        f"train.placement.executors_timeout_s={SHORT_OF_CORES_WAIT_S}",
     )
     assert done.returncode == 2, done.stderr[-4000:]
     last = done.stderr.strip().splitlines()[-1]
     assert last == (
         "error: training needs 7 Spark executors, one per TF node (1 chief + 1 ps + 5 workers); "
-        f"{standalone} gave 6 within 10 s (train.placement.executors_timeout_s): give the cluster room for 1 more, "
+        f"{standalone} gave 6 within {SHORT_OF_CORES_WAIT_S} s (train.placement.executors_timeout_s): give the "
+        "cluster room for 1 more, "
         "or train with fewer workers (train.placement.num_workers)"
     )
     assert "Traceback" not in done.stderr
