@@ -94,14 +94,7 @@ def generate_dataset(
     root = local_output(data.root, "root")
     root.mkdir(parents=True, exist_ok=True)
 
-    gc = gen.gc_content
-    genome, masks, blacklist = _simulate_genome(gen, gc)
-    islands = None
-    if gen.profile == "realistic":
-        islands = apply_background(genome, masks, gen.realistic, gc, _rng(gen.seed, "background"))
-    occupancy = simulate_occupancy(
-        gen, genome, masks, pwms, (_rng(gen.seed, "sites"), _rng(gen.seed, "chromatin")), islands
-    )
+    genome, blacklist, occupancy = simulate(gen, pwms)
     paths: dict = {"root": str(root)}
     genome_summary = _write_reference(gen, data, genome, blacklist, paths)
     _write_dnase(gen, data, occupancy, blacklist, paths)
@@ -139,6 +132,22 @@ def generate_dataset(
     seconds = time.perf_counter() - started
     log.info("generated data set in %s in %.1f s", root, seconds)
     return {"seed": gen.seed, "paths": paths, "genome": genome_summary, "tfs": tf_summary, "seconds": seconds}
+
+
+def simulate(
+    gen: GenerateConfig, pwms: dict[str, np.ndarray]
+) -> tuple[list[np.ndarray], list[tuple[int, int, int]], Occupancy]:
+    """The genome (motifs planted), its blacklist and who binds where: all of ``gen``'s randomness, none written.
+
+    The same ``gen`` (its seed) gives the same simulation, so a benchmark can
+    read what a data set's labels were drawn from (``bench/paralogue_ceiling.py``).
+    """
+    genome, masks, blacklist = _simulate_genome(gen, gen.gc_content)
+    islands = None
+    if gen.profile == "realistic":
+        islands = apply_background(genome, masks, gen.realistic, gen.gc_content, _rng(gen.seed, "background"))
+    rngs = (_rng(gen.seed, "sites"), _rng(gen.seed, "chromatin"))
+    return genome, blacklist, simulate_occupancy(gen, genome, masks, pwms, rngs, islands)
 
 
 def coarse_pwm_reference(

@@ -94,10 +94,10 @@ def oracle_scores(
         bound and labels the bin.
     """
     # (sites, cells): the very chances the labels were drawn with.
-    return _bin_chances(occupancy, occupancy.sites[tf].loc, site_chances(occupancy, tf), chrom_index, starts, geometry)
+    return bin_chances(occupancy, occupancy.sites[tf].loc, site_chances(occupancy, tf), chrom_index, starts, geometry)
 
 
-def _bin_chances(
+def bin_chances(
     occupancy: Occupancy,
     loc: np.ndarray,
     p_bound: np.ndarray,
@@ -231,7 +231,7 @@ def coarse_pwm_scores(
     occupancy: Occupancy, chance: np.ndarray, chrom_index: int, starts: np.ndarray, geometry: np.ndarray
 ) -> np.ndarray:
     """P(B) of each bin of one chromosome from :func:`coarse_pwm_chances`' chances, per cell."""
-    return _bin_chances(occupancy, np.arange(chance.shape[0]), chance, chrom_index, starts, geometry)
+    return bin_chances(occupancy, np.arange(chance.shape[0]), chance, chrom_index, starts, geometry)
 
 
 def read_label_table(path: str, chroms: list[str]) -> tuple[list[str], pa.Table]:
