@@ -26,6 +26,7 @@ from statistics import NormalDist
 
 import numpy as np
 
+from synthetic.genome import base_frequencies
 from synthetic.occupancy import Occupancy, match_reach
 from synthetic.sites import MOTIFLESS, STRONG, binding_probability, match_scores, strength_from_scores
 from tfbs.config import GenerateConfig
@@ -92,14 +93,12 @@ def match_rank_chances(
         ``(sites, cells)``, a copy; weak and motif-less sites as they were.
     """
     fidelity = inspect.signature(strength_from_scores).parameters["fidelity"].default
-    gc = gen.gc_content
-    background = ((1.0 - gc) / 2.0, gc / 2.0, gc / 2.0, (1.0 - gc) / 2.0)
     sites, out = occupancy.sites[tf], chance.copy()
     strong = np.flatnonzero(sites.kind == STRONG)
     if strong.size == 0:
         return out
     loc = sites.loc[strong]
-    matrix = log_odds(pwms[tf], background)
+    matrix = log_odds(pwms[tf], base_frequencies(gen.gc_content))
     matched = match_scores(genome, occupancy.chrom[loc], occupancy.centre[loc], matrix, match_reach(gen))
     ranks = (np.argsort(np.argsort(matched, kind="stable"), kind="stable") + 0.5) / strong.shape[0]
     normal = NormalDist()

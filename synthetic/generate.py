@@ -38,7 +38,7 @@ from synthetic.formats import (
     write_fasta,
     write_narrowpeak_gz,
 )
-from synthetic.genome import blacklist_intervals, simulate_chromosome
+from synthetic.genome import base_frequencies, blacklist_intervals, simulate_chromosome
 from synthetic.occupancy import Occupancy, match_reach, relaxed_only_locations, simulate_occupancy
 from synthetic.oracle import coarse_pwm_chances, partner_states, write_oracle_table
 from synthetic.partners import BIOREPS, expression_tables, write_expression
@@ -156,8 +156,7 @@ def coarse_pwm_reference(
     """Per location and cell, the chance ``tf`` binds by its class of PWM match (:func:`synthetic.oracle.coarse_pwm_chances`)."""
     family_of = {spec.name: spec.family for spec in gen.tfs}
     lead = next(spec.name for spec in gen.tfs if spec.family == family_of[tf])
-    at = (1.0 - gen.gc_content) / 2.0
-    base_freqs = (at, gen.gc_content / 2.0, gen.gc_content / 2.0, at)
+    base_freqs = base_frequencies(gen.gc_content)
     reach = match_reach(gen)
     match = {
         member: match_scores(genome, occupancy.chrom, occupancy.centre, log_odds(pwms[member], base_freqs), reach)

@@ -11,6 +11,18 @@ import numpy as np
 from tfbs.formats.motifs import N_CODE
 
 
+def base_frequencies(gc: float) -> tuple[float, float, float, float]:
+    """A, C, G, T frequencies of a genome with G+C fraction ``gc``: the background motif log-odds are scored against.
+
+    Examples
+    --------
+    >>> base_frequencies(0.4)
+    (0.3, 0.2, 0.2, 0.3)
+    """
+    at = (1.0 - gc) / 2.0
+    return (at, gc / 2.0, gc / 2.0, at)
+
+
 def background_codes(length: int, gc: float, rng: np.random.Generator) -> np.ndarray:
     """I.i.d. random bases with a given GC content.
 

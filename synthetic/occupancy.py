@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from synthetic.background import Islands
+from synthetic.genome import base_frequencies
 from synthetic.partners import partner_offsets, partner_presence
 from synthetic.sites import (
     MOTIFLESS,
@@ -118,8 +119,7 @@ def simulate_occupancy(
     slot_chrom, slot_start = free_slots(masks, slot)
     pool = SlotPool(slot_chrom, slot_start, site_rng.permutation(slot_chrom.shape[0]), slot)
     usable_mb = float(sum(int((~m).sum()) for m in masks)) / 1e6
-    at = (1.0 - gc) / 2.0
-    base_freqs = (at, gc / 2.0, gc / 2.0, at)
+    base_freqs = base_frequencies(gc)
 
     realistic = gen.profile == "realistic"
     placed = _Placed()
