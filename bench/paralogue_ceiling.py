@@ -1,38 +1,32 @@
 """Benchmark: how much of FOXA2's recall at 10 % FDR can any model of these inputs reach?
 
-The generator plants a family's sites once, for its lead (FOXA1); each
-later member (FOXA2) takes over a random share of them
-(``generate.family_share``) and gets the rest as sites of its own, planted
-with its own PWM (:func:`synthetic.sites.assign_sites`). Which of the
-lead's sites a member took over is a coin drawn apart from everything a
-model sees (DNA, DNase, expression): nothing tells a taken-over site from
-one the member left. The issue asks FOXA2's recall at 10 % FDR of at least
-0.2 in every demo cell; this measures what that asks of the inputs.
+The issue asks FOXA2's recall at 10 % FDR of at least 0.2 in every demo
+cell; this measures what that asks of the inputs. Per generator seed, TF
+(FOXA1, the family's lead, and FOXA2) and cell, on the test chromosomes:
+recall at 10 % FDR by the DREAM rule with its site-bootstrap interval
+(:func:`tfbs.site_bootstrap.bootstrap_metrics`) of
 
-Per generator seed and cell, on the test chromosomes, recall at 10 % FDR
-by the DREAM rule with its site-bootstrap interval
-(:func:`tfbs.site_bootstrap.bootstrap_metrics`) of:
+* ``oracle``: the generator's chance of B (:mod:`synthetic.oracle`);
+* ``family_blind_oracle`` (FOXA2): the oracle without knowing which of
+  FOXA1's sites FOXA2 took over (:func:`synthetic.blind_oracles.family_blind_chances`);
+* ``match_rank_oracle``: also without a strong site's strength beyond its
+  PWM match rank, and with the motif-less sites without a partner pooled
+  with the open regions without a site (:mod:`synthetic.blind_oracles`);
+* ``coarse_pwm_reference``: the generator's coarse-PWM reference (its table);
+* with ``--predictions SEED=PATH``, on that seed: a trained model's
+  ``model``, ``boosted`` and ``model_and_boosted`` (the joined scorer),
+  from its evaluation's ``report/predictions``, on the bins it scored.
 
-* ``oracle``: the generator's chance of B (it knows every site, its kind,
-  strength and partner, and which cells express the partner);
-* ``family_blind_oracle``: the same, without knowing which of the lead's
-  sites the member took over: each of the lead's sites of a kind scores the
-  share of that kind taken over times the chance it has (a taken-over site)
-  or would have (a left one: the lead's own chance there, same kind,
-  partner and openness, its strength from the lead's PWM) for the member;
-* ``coarse_pwm_reference``: the generator's coarse-PWM reference (its table).
-
-``family_blind_oracle`` still knows more than any model (exact site
-centres, kinds, strengths, the partners' expression, the motif-less
-sites): what it reaches, on a test set large enough to tell, is above
-what a model of these inputs can expect. ``--test-scale 10`` generates the
-test chromosomes ten times longer (the rest as configured): ten times the
-sites, intervals a model can be judged by. The lead's (FOXA1's) figures
-are beside, with no coin hidden.
+The blind oracles still know more than any model (exact site centres and
+kinds, which cells express a partner, which PWM planted each motif): on a
+test set large enough to tell, what they reach is above what a model of
+these inputs can expect. ``--test-scale 10`` generates the test
+chromosomes ten times longer (the rest as configured): ten times the
+sites, intervals a model can be judged by.
 
 Writes ``bench/results/paralogue_ceiling.json`` (``_x10.json`` with
-``--test-scale 10``); generates each seed's
-data with ``tfbs generate`` unless it is there:
+``--test-scale 10``); generates each seed's data with ``tfbs generate``
+unless it is there:
 
     .venv/bin/python bench/paralogue_ceiling.py --data-seeds 7 8 9 --test-scale 10
 """
@@ -40,7 +34,6 @@ data with ``tfbs generate`` unless it is there:
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import subprocess
 import sys
@@ -59,14 +52,11 @@ WORK = ROOT / "build" / "bench" / "paralogue"
 
 def _labels(path: Path, chroms: list[str]) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
     """``(cells, chrom, start, labels)`` of a DREAM label file on ``chroms``; labels ``(bins, cells)`` of U/B/A."""
-    with gzip.open(path, "rt") as handle:
-        header = handle.readline().rstrip("\n").split("\t")
-        rows = [line.rstrip("\n").split("\t") for line in handle]
-    rows = [row for row in rows if row[0] in chroms]
-    chrom = np.array([row[0] for row in rows])
-    start = np.array([int(row[1]) for row in rows], dtype=np.int64)
-    labels = np.array([row[3:] for row in rows])
-    return header[3:], chrom, start, labels
+    from synthetic.oracle import read_label_table
+
+    cells, table = read_label_table(str(path), chroms)
+    labels = np.stack([table[cell].to_numpy(zero_copy_only=False) for cell in cells], axis=1).astype(str)
+    return cells, table["chr"].to_numpy(zero_copy_only=False), table["start"].to_numpy(), labels
 
 
 def _trained_scores(

@@ -115,7 +115,7 @@ def pooled_featureless(
     """Chances where a motif-less site without a partner (of any of ``tfs``) and an open region without a site
     share one chance per cell, their mean where open: a model sees no motif at either, only the DNase peak.
 
-    The expected number of bound sites per cell is kept where no pooled location is closed.
+    The expected number of bound sites per cell is kept: the pooled total is shared among the open locations.
 
     Returns
     -------
