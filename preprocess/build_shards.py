@@ -50,15 +50,7 @@ from preprocess.label_reader import ReadReport, read_label_file
 from preprocess.memory import keep_freed_memory
 from preprocess.plan import FileReport, LabelFile, ShardPlan, StagedChromosome, TaskSettings, plan_shards
 from preprocess.sampling import draw_probabilities
-from preprocess.segregate import (
-    BLACKLIST,
-    ChromBins,
-    annotate_while_reading,
-    bound_by_other_tfs,
-    class_counts,
-    decide,
-    dnase_source,
-)
+from preprocess.segregate import BLACKLIST, ChromBins, annotate_while_reading, class_counts, decide, dnase_source
 from preprocess.shard_manifest import shard_manifest
 from preprocess.shard_writer import ChromResult, gather_dealt_records, write_chromosome
 from preprocess.staging import (
@@ -129,13 +121,7 @@ def _window_status_at(
     return window_status(chromosome, starts[rows], settings.window, settings.max_n_fraction, settings.pad_windows)
 
 
-def _write_one(
-    bins: ChromBins,
-    cells: list[str],
-    probabilities: Probabilities,
-    settings: TaskSettings,
-    bound_by_other_tf: np.ndarray | None = None,
-) -> ChromResult:
+def _write_one(bins: ChromBins, cells: list[str], probabilities: Probabilities, settings: TaskSettings) -> ChromResult:
     """Decide, cut windows and write one (TF, chromosome); its dealt records go to a chunk file."""
     genome = settings.genome
     chromosome = load_chromosome(genome.uri, genome.fai[bins.chrom])
@@ -150,7 +136,6 @@ def _write_one(
         status_of,
         settings.heldout_cells,
         settings.cross_cell_negatives,
-        bound_by_other_tf,
     )
     context = settings.context
     result = write_chromosome(bins, cells, decision, chromosome, context)
@@ -161,31 +146,17 @@ def _write_one(
     return result
 
 
-def _bound_by_other_tfs(
-    bins: ChromBins, stored: frozenset[tuple[str, str]], cells_by_tf: dict[str, list[str]], settings: TaskSettings
-) -> np.ndarray:
-    """Which of ``bins`` another TF binds in the same cell, from the other TFs' stored files of its chromosome."""
-    others = (
-        (read_bins(annotated_file(settings.context.out_uri, tf, chrom)), cells_by_tf[tf])
-        for tf, chrom in sorted(stored)
-        if chrom == bins.chrom and tf != bins.tf
-    )
-    return bound_by_other_tfs(bins, cells_by_tf[bins.tf], others, settings.heldout_cells)
-
-
 def _write_partition(
     keys: Iterable[tuple[str, str]],
-    stored: frozenset[tuple[str, str]],
     cells_by_tf: dict[str, list[str]],
     probabilities: Probabilities,
     settings: TaskSettings,
 ) -> Iterator[ChromResult]:
-    """Stage 2: write each (TF, chromosome) stage 1 stored (``stored`` names them all)."""
+    """Stage 2: write each (TF, chromosome) stage 1 stored."""
     keep_freed_memory()
     for tf, chrom in keys:
         bins = read_bins(annotated_file(settings.context.out_uri, tf, chrom))
-        other_tf = _bound_by_other_tfs(bins, stored, cells_by_tf, settings) if settings.cross_tf_negatives else None
-        yield _write_one(bins, cells_by_tf[tf], probabilities, settings, other_tf)
+        yield _write_one(bins, cells_by_tf[tf], probabilities, settings)
 
 
 def _gather_partition(chunks: list[DealtChunk], record_bytes: int, staging_uri: str, seed: int) -> list[tuple]:
@@ -307,12 +278,11 @@ def _write_shards(
     # The rest, largest first, so the stage does not end waiting on one.
     stored = sorted((row for row in chromosomes if row.result is None), key=lambda row: -row.n_bins)
     written = [(row.tf, row.chrom) for row in stored]
-    all_written = frozenset(written)
     results = [row.result for row in chromosomes if row.result is not None]
     cells_by_tf, settings = plan.cells_by_tf, plan.settings
     results += (
         sc.parallelize(written, max(1, len(written)))
-        .mapPartitions(lambda keys: _write_partition(keys, all_written, cells_by_tf, probabilities, settings))
+        .mapPartitions(lambda keys: _write_partition(keys, cells_by_tf, probabilities, settings))
         .collect()
     )
     # Gone before the record files are written: on one machine the page

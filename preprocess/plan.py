@@ -60,8 +60,6 @@ class TaskSettings:
     heldout_cells: frozenset[str] = frozenset()
     #: Keep every U bin that is B in another training cell (``preprocess.cross_cell_negatives``).
     cross_cell_negatives: bool = False
-    #: Keep every U bin that another TF binds in the same training cell (``preprocess.cross_tf_negatives``).
-    cross_tf_negatives: bool = False
     #: The record-writing task of every record file ``(file key, number)``; known from stage 2 on.
     writer_of: Mapping[tuple[str, int], int] = field(default_factory=dict)
 
@@ -135,7 +133,6 @@ def plan_shards(config: PipelineConfig, inputs: CheckedInputs) -> ShardPlan:
         read_block_bytes=pp.read_block_mb << 20,
         heldout_cells=frozenset(data.heldout_cells),
         cross_cell_negatives=pp.cross_cell_negatives,
-        cross_tf_negatives=pp.cross_tf_negatives,
     )
     return ShardPlan(
         tfs=tfs,

@@ -9,8 +9,7 @@ an outcome from :data:`tfbs.formats.manifest.OUTCOMES`:
 - train/valid keep all B, never A, and U when a negative draw picks it;
   several draws can pick different U, and positives are shared by all;
   with ``cross_cell``, every draw also keeps the U bins that are B in
-  another training cell, and with ``bound_by_other_tf`` those another TF
-  binds in the same cell (:func:`bound_by_other_tfs`);
+  another training cell;
 - a held-out cell's rows outside the test split are excluded before any
   decision reads their labels (``excluded_heldout_cell``).
 """
@@ -187,56 +186,6 @@ def class_counts(bins: ChromBins, heldout: np.ndarray) -> np.ndarray:
     return counts
 
 
-def bound_by_other_tfs(
-    bins: ChromBins,
-    cells: list[str],
-    others: Iterable[tuple[ChromBins, list[str]]],
-    heldout: frozenset[str] = frozenset(),
-) -> np.ndarray:
-    """Which of ``bins`` another TF binds in the same cell.
-
-    Parameters
-    ----------
-    bins
-        One TF's bins on a chromosome.
-    cells
-        Its cells, in the column order of ``bins.codes``.
-    others
-        The other TFs' bins on the same chromosome, each with its cells.
-        Bins are matched by start, cells by name; a cell or bin another TF
-        has no label for is not bound by it.
-    heldout
-        Held-out cells: their labels are never read outside the test split,
-        so their columns stay False.
-
-    Returns
-    -------
-    numpy.ndarray
-        bool (n_bins, n_cells).
-
-    Examples
-    --------
-    >>> mine = ChromBins("A", "chr1", "train", np.array([0, 50, 100]), np.zeros((3, 2), np.uint8),
-    ...                  np.zeros(3, bool), np.zeros((3, 2), np.float32))
-    >>> theirs = ChromBins("B", "chr1", "train", np.array([50, 100]), np.array([[CODE_B], [CODE_U]], np.uint8),
-    ...                    np.zeros(2, bool), np.zeros((2, 1), np.float32))
-    >>> bound_by_other_tfs(mine, ["x", "y"], [(theirs, ["y"])]).tolist()
-    [[False, False], [False, True], [False, False]]
-    """
-    bound = np.zeros(bins.codes.shape, dtype=bool)
-    for other, other_cells in others:
-        if len(other.starts) == 0:
-            continue
-        at = np.minimum(np.searchsorted(other.starts, bins.starts), len(other.starts) - 1)
-        present = other.starts[at] == bins.starts
-        for c, cell in enumerate(cells):
-            if cell in heldout or cell not in other_cells:
-                continue
-            other_bound = other.codes[at, other_cells.index(cell)] == CODE_B
-            bound[:, c] |= present & other_bound
-    return bound
-
-
 @dataclass
 class Decision:
     """The outcome of every (bin, cell), and which draws picked each U."""
@@ -254,7 +203,6 @@ def decide(
     window_status_of: Callable[[np.ndarray], np.ndarray],
     heldout: frozenset[str] = frozenset(),
     cross_cell: bool = False,
-    bound_by_other_tf: np.ndarray | None = None,
 ) -> Decision:
     """Give every (bin, cell) its outcome.
 
@@ -280,10 +228,6 @@ def decide(
     cross_cell
         Every draw also keeps each U bin that is B in another cell outside
         ``heldout`` (``preprocess.cross_cell_negatives``).
-    bound_by_other_tf
-        bool (n_bins, n_cells) from :func:`bound_by_other_tfs`: every draw
-        also keeps each U bin marked in its cell
-        (``preprocess.cross_tf_negatives``).
     """
     code = {name: i for i, name in enumerate(OUTCOMES)}
     n, n_cells = bins.codes.shape
@@ -308,8 +252,6 @@ def decide(
                 picked = uniform_draw(seed, d, bins.tf, cell, bins.chrom, bins.starts) < threshold
                 if bound_elsewhere is not None:
                     picked |= bound_elsewhere
-                if bound_by_other_tf is not None:
-                    picked |= bound_by_other_tf[:, c]
                 picked &= unbound
                 drawn[:, c, d] = picked
                 kept_by_any |= picked

@@ -147,8 +147,8 @@ def fit_boosted_baseline(
     files = [entry.path for entry in manifest.parquet[TRAIN]]
     rows = spark.read.parquet(*files).select(*_ROW_COLUMNS).where(~F.col("cell").isin(manifest.heldout_cells))
     seed, probabilities = config.preprocess.seed, manifest.draw_probabilities
-    # Only cross-cell and cross-TF sampling write rows the default sampling would not: otherwise nothing to redraw.
-    redraw = config.preprocess.cross_cell_negatives or config.preprocess.cross_tf_negatives
+    # Only cross-cell sampling writes rows the default sampling would not: otherwise nothing to redraw.
+    redraw = config.preprocess.cross_cell_negatives
     gathered = rows.rdd.mapPartitions(
         lambda part: _feature_rows(default_sampling_rows(part, seed, probabilities) if redraw else part, baseline)
     ).collect()

@@ -295,38 +295,3 @@ def test_negative_draws_share_positives_and_rerun_is_skipped_or_replaced(spark, 
     shard_dirs = sorted(p.name for p in (tmp_path / "run").iterdir())
     assert shard_dirs == ["shards"]  # no staging directory left beside it
     assert sorted(p.name for p in (tmp_path / "run/shards/records/train").iterdir()) == ["negatives-0", "positives"]
-
-
-def _train_rows(manifest, tf: str, label: str) -> set[tuple[str, int, str]]:
-    """``(chrom, start, cell)`` of one TF's train-split rows with ``label``."""
-    table = pq.read_table(
-        [local_path(f.path) for f in manifest.parquet["train"]], columns=["tf", "chrom", "start", "cell", "label"]
-    )
-    rows = zip(*(table.column(name).to_pylist() for name in ("tf", "chrom", "start", "cell", "label")))
-    return {
-        (chrom, start, cell) for row_tf, chrom, start, cell, row_label in rows if row_tf == tf and row_label == label
-    }
-
-
-def test_cross_tf_negatives_keep_every_unbound_bin_another_tf_binds_in_the_cell(spark, small_shards, tmp_path):
-    """preprocess.cross_tf_negatives: each of FOXA1's training positives that CTCF leaves unbound in the
-    same cell becomes one of CTCF's training negatives; the default draw keeps few of them."""
-    config, default = small_shards
-    crossed = build_shards(
-        spark, small_config(tmp_path, f"data.root={local_path(config.data.root)}", "preprocess.cross_tf_negatives=true")
-    )
-    with gzip.open(local_path(config.data.labels_uri("CTCF")), "rt") as handle:
-        cells = handle.readline().rstrip("\n").split("\t")[3:]
-    ctcf_unbound = {
-        (f[0], int(f[1]), cell)
-        for f in (line.split("\t") for line in _label_lines(config.data.labels_uri("CTCF")))
-        for cell, label in zip(cells, f[3:])
-        if label == "U"
-    }
-    # FOXA1's kept positives: off the blacklist, with a usable window (the same for CTCF's row there).
-    twins = _train_rows(default, "FOXA1", "B") & ctcf_unbound
-    assert len(twins) > 100
-    assert twins <= _train_rows(crossed, "CTCF", "U")
-    assert len(twins & _train_rows(default, "CTCF", "U")) < 0.2 * len(twins)
-    for cell, outcomes in crossed.counts["CTCF"].items():
-        assert outcomes.kept["train"]["B"] == default.counts["CTCF"][cell].kept["train"]["B"]

@@ -13,7 +13,6 @@ from preprocess.segregate import (
     ChromBins,
     annotate_bins,
     annotate_while_reading,
-    bound_by_other_tfs,
     class_counts,
     decide,
     dnase_source,
@@ -42,8 +41,7 @@ SEED = 5
 
 def _bins(split: str, codes, blacklisted=None, is_open=None, starts=None) -> ChromBins:
     """CTCF bins on chr2 with the given labels (one column per cell)."""
-    codes = np.asarray(codes, dtype=np.uint8)
-    codes = codes[:, None] if codes.ndim == 1 else codes
+    codes = np.asarray(codes, dtype=np.uint8).reshape(len(codes), -1)
     n, n_cells = codes.shape
     starts = np.arange(n, dtype=np.int64) * BIN_STEP if starts is None else np.asarray(starts, dtype=np.int64)
     blacklisted = np.zeros(n, bool) if blacklisted is None else np.asarray(blacklisted, bool)
@@ -210,37 +208,6 @@ def test_cross_cell_negatives_keep_every_unbound_twin_of_another_training_cells_
     assert kept.tolist() == [[True, cross_cell], [cross_cell, True], [False, False], [False, False], [True, False]]
 
 
-def test_bound_by_other_tfs_matches_bins_by_start_and_cells_by_name_and_reads_no_heldout_label():
-    """A paralogue's B marks the same start in the same-named cell only: its other labels, its bins this TF
-    lacks, its cells in another order, and a held-out cell's B (never read outside test) mark nothing."""
-    mine = _bins(TRAIN, [[U, U, U]] * 4, starts=[0, 50, 100, 150])
-    # FOXA2's cells in another order, one this TF lacks; its bins skip 50 and add 200.
-    theirs = _bins(TRAIN, [[B, B, U], [U, A, B], [B, B, B], [B, B, B]], starts=[0, 100, 150, 200])
-    cells, their_cells = ["c0", "c1", "c2"], ["c2", "c0", "c9"]
-    marked = bound_by_other_tfs(mine, cells, [(theirs, their_cells)], frozenset({"c2"}))
-    assert marked.tolist() == [[True, False, False], [False, False, False], [False, False, False], [True, False, False]]
-    assert not bound_by_other_tfs(mine, cells, [(_bins(TRAIN, np.zeros((0, 1))), ["c0"])]).any()
-
-
-def test_cross_tf_negatives_keep_the_marked_unbound_bins_in_every_draw_and_nothing_else():
-    """preprocess.cross_tf_negatives: a U bin another TF binds in the cell is kept by every draw whatever
-    the probabilities; a marked B stays a positive, a marked A stays excluded, unmarked U are dropped."""
-    codes = [[U, U], [B, U], [A, U], [U, U]]
-    marked = np.array([[True, False], [True, True], [True, False], [False, False]])
-    never = {"c0": (0.0, 0.0), "c1": (0.0, 0.0)}
-    status = np.full(4, WINDOW_OK, np.int8)
-    decision = decide(_bins(TRAIN, codes), ["c0", "c1"], never, 3, SEED, status.__getitem__, bound_by_other_tf=marked)
-    outcome = {name: i for i, name in enumerate(OUTCOMES)}
-    for draw in range(3):
-        assert decision.drawn[:, :, draw].tolist() == [[True, False], [False, True], [False, False], [False, False]]
-    assert decision.outcome.tolist() == [
-        [outcome["kept"], outcome["dropped_sampling"]],
-        [outcome["kept"], outcome["kept"]],
-        [outcome["excluded_ambiguous"], outcome["dropped_sampling"]],
-        [outcome["dropped_sampling"], outcome["dropped_sampling"]],
-    ]
-
-
 def test_redrawing_cross_cell_rows_gives_back_the_default_samplings_rows():
     """tfbs.formats.draws.drawn_by_default keeps, of the negatives cross-cell sampling wrote, exactly those
     the default sampling writes, draw by draw: the boosted baseline fits on them whatever the model's sampling."""
@@ -293,7 +260,15 @@ def test_class_counts_per_cell_ignore_blacklist_and_ambiguous():
 
 
 def test_class_counts_of_an_empty_chromosome_are_zero():
-    bins = _bins(TRAIN, np.zeros((0, 3)))
+    bins = ChromBins(
+        "CTCF",
+        "chr2",
+        TRAIN,
+        np.zeros(0, np.int64),
+        np.zeros((0, 3), np.uint8),
+        np.zeros(0, bool),
+        np.zeros((0, 3), bool),
+    )
     assert class_counts(bins, np.zeros(3, bool)).tolist() == [[0, 0, 0]] * 3
 
 

@@ -263,12 +263,6 @@ class PreprocessConfig(Section):
         "negatives that differ from a positive by the cell alone (a partner one cell expresses and the other does "
         "not), which a uniform draw seldom picks and the test scores every one of",
     )
-    cross_tf_negatives: bool = Field(
-        False,
-        description="also keep, in every draw, each U bin that another of the run's TFs binds in the same training "
-        "cell: the negatives that differ from a positive by the TF alone (a paralogue's own sites, planted with "
-        "a close motif), which a uniform draw seldom picks and the top of a test ranking is full of",
-    )
     pad_windows: bool = Field(False, description="pad windows that leave the chromosome with N instead of dropping")
     max_n_fraction: float = Field(0.1, ge=0, le=1, description="drop windows with a larger share of N")
     rows_per_record_file: Annotated[int, Identity.LAYOUT] = Field(

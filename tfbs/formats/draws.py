@@ -8,8 +8,7 @@ number falls below the probability of its class (open or closed chromatin,
 
 Preprocessing draws with it (:mod:`preprocess.segregate`); the evaluation
 redraws with it to tell the default sampling's rows from the ones
-``preprocess.cross_cell_negatives`` or ``cross_tf_negatives`` added
-(:func:`drawn_by_default`).
+``preprocess.cross_cell_negatives`` added (:func:`drawn_by_default`).
 """
 
 from __future__ import annotations
@@ -73,7 +72,7 @@ def drawn_by_default(
 
     A shard's row holds a positive (``draw`` -1) or an unbound bin a draw
     kept. ``preprocess.cross_cell_negatives`` makes every draw also keep the
-    bins bound in another cell (``cross_tf_negatives``: by another TF); this redraws each negative row's own draw and
+    bins bound in another cell; this redraws each negative row's own draw and
     keeps it only if the hash alone picks it.
 
     Parameters
