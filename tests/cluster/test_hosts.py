@@ -459,16 +459,20 @@ def _web_as(hadoop, user: str, url: str, cookie: str = "") -> tuple[int, str]:
     return int(code), page
 
 
-def test_a_tenant_cannot_kill_or_view_another_s_yarn_application(hadoop):
+def test_a_tenant_cannot_kill_or_view_another_s_yarn_application(hadoop, tmp_path):
     assert hadoop.security is not None, "YARN's ACLs need its users authenticated: the suite's hosts are secured"
     env = {**hadoop.host_env(), **hadoop.login("alice"), "PYTHONPATH": str(REPO)}
-    driver = hadoop.popen(
-        GATEWAY, [sys.executable, "-c", _HELD_APPLICATION], cwd=REPO, env=env,
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-    )  # fmt: skip
+    # The driver's log goes to a file (a pipe nobody reads would fill and stall it): a driver
+    # that never reports its application says why in the failure.
+    driver_log = tmp_path / "driver.log"
+    with driver_log.open("w") as log:
+        driver = hadoop.popen(
+            GATEWAY, [sys.executable, "-c", _HELD_APPLICATION], cwd=REPO, env=env,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True,
+        )  # fmt: skip
     try:
         line = driver.stdout.readline()
-        assert line.startswith("application application_"), line
+        assert line.startswith("application application_"), driver_log.read_text(errors="replace")[-4000:]
         app = line.split()[1]
 
         def kill_as(user: str) -> subprocess.CompletedProcess:
