@@ -37,7 +37,6 @@ import tensorflow as tf
 from tf_models.encoding import reverse_complement
 from tf_models.expression_products import match_expression_products
 from tf_models.layers import protein_branch
-from tf_models.match_thresholds import MatchThresholds
 from tf_models.summit_ring import SummitRing
 from tfbs.config import ModelConfig
 
@@ -235,7 +234,6 @@ class MotifCNN(keras.Model):
         # memorise its training windows (validation auPRC peaked after two
         # epochs while the loss kept falling).
         self.match_dropout = keras.layers.Dropout(scan.match_dropout, name="match_dropout")
-        self.match_steps = MatchThresholds(scan.match_steps, name="match_steps") if scan.match_steps else None
         self.dense = keras.layers.Dense(config.dense_units, activation="relu", name="dense")
         self.dropout = keras.layers.Dropout(config.dropout, name="dropout")
         # float32 whatever the policy, as in EasyFlowNet.
@@ -276,8 +274,7 @@ class MotifCNN(keras.Model):
             products = [match_expression_products(matches, expression)]
         if self.scale_slices:
             matches = tf.reshape(matches, [-1, len(self.scale_slices) * self.motifs.filters])
-        steps = [self.match_steps(matches)] if self.match_steps is not None else []
-        parts = [matches, *steps, *at_summit, *products, protein]
+        parts = [matches, *at_summit, *products, protein]
         if self.config.use_cell_type:
             parts.append(tf.one_hot(tf.cast(inputs["cell_index"], tf.int32), self.n_cells))
         if self.config.use_dnase:

@@ -71,12 +71,6 @@ class MotifCNNConfig(Section):
     match_dropout: float = Field(
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
     )
-    match_steps: int = Field(
-        0,
-        ge=0,
-        description="also feed each gated best match as N soft steps at learned cuts (tf_models.match_thresholds: "
-        "a match read above a cut, as the boosted baseline's trees read it); 0: off",
-    )
     seed_motifs: bool = Field(
         False,
         description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db; "
