@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.quality_runs import RESULTS, write_results  # noqa: E402
+from tf_models.protocol import HELD_OUT, TRAINING  # noqa: E402
 
 #: The scorers each group keeps: the network, the baseline it is judged against, the two joined.
 SCORERS = ("model", "boosted", "model_and_boosted")
@@ -83,7 +84,8 @@ def group_row(runs: dict[str, dict], group: str, scorer: str = "model") -> str:
 def table(arms: dict[str, dict[str, dict]]) -> list[str]:
     """The Markdown table: a row per group, a column per arm, then the boosted baseline (the same fit in every run)."""
     first = next(iter(arms.values()))
-    groups = sorted(next(iter(first.values()))["groups"], key=lambda g: (" " in g.split(" cells")[0], g))
+    # The two groups over every TF first, then each TF's.
+    groups = sorted(next(iter(first.values()))["groups"], key=lambda g: (g not in (HELD_OUT, TRAINING), g))
     lines = ["| group | " + " | ".join(arms) + " | boosted baseline |", "|---" * (len(arms) + 2) + "|"]
     for group in groups:
         cells = [group_row(runs, group) for runs in arms.values()]

@@ -102,12 +102,13 @@ def learned_matches(windows: np.ndarray, weights: tuple[np.ndarray, np.ndarray],
     first, length, slices = scale_slices(window, scales_bp, kernel.shape[0])
     out = []
     for lo in range(0, len(windows), BATCH):
-        dna = dna_one_hot(tf.constant(windows[lo : lo + BATCH]))[:, first : first + length]
+        chunk = windows[lo : lo + BATCH]
+        dna = dna_one_hot(tf.constant(chunk))[:, first : first + length]
         best = [
             tf.stack([tf.reduce_max(maps[:, a : a + n], axis=1) for a, n in slices], axis=1)
             for maps in (tf.nn.conv1d(x, kernel, 1, "VALID") + bias for x in (dna, reverse_complement(dna)))
         ]
-        out.append(tf.reshape(tf.maximum(*best), [len(windows[lo : lo + BATCH]), -1]).numpy())
+        out.append(tf.reshape(tf.maximum(*best), [len(chunk), -1]).numpy())
     return np.concatenate(out).astype(np.float32)
 
 
