@@ -43,7 +43,6 @@ MODEL_CODE_FILES = (
     "tf_models/motif_cnn.py",
     "tf_models/summit_ring.py",
     "tf_models/expression_products.py",
-    "tf_models/tf_heads.py",
     "tf_models/factornet.py",
     "tf_models/encoding.py",
     "tf_models/input_pipeline.py",

@@ -19,8 +19,7 @@ gradient-boosted baseline reads motifs: on a tuning seed its maxima beyond
 ``summit_ring_bp`` adds each filter's best match where the cell's DNase
 summit lies (:mod:`tf_models.summit_ring`), ``expression_products`` each
 filter's best match times each gene's expression in the row's cell
-(:mod:`tf_models.expression_products`), and ``tf_heads`` a hidden layer and
-output of each TF's own beside the shared ones (:mod:`tf_models.tf_heads`).
+(:mod:`tf_models.expression_products`).
 
 The TF's protein sequence picks the filters its DNA-binding domain reads:
 a sigmoid gate per filter, computed from the protein branch (EasyFlow's
@@ -39,12 +38,7 @@ from tf_models.encoding import reverse_complement
 from tf_models.expression_products import match_expression_products
 from tf_models.layers import protein_branch
 from tf_models.summit_ring import SummitRing
-from tf_models.tf_heads import TFHeads
 from tfbs.config import ModelConfig
-
-
-#: TF indices with a head of their own under ``tf_heads`` (a run's TFs are indexed from 0).
-MAX_TF_HEADS = 8
 
 
 def scanned_region(window: int, center_bp: int | None, kernel: int) -> tuple[int, int]:
@@ -244,9 +238,6 @@ class MotifCNN(keras.Model):
         self.dropout = keras.layers.Dropout(config.dropout, name="dropout")
         # float32 whatever the policy, as in EasyFlowNet.
         self.logit = keras.layers.Dense(1, name="logit", dtype="float32")
-        self.tf_heads = (
-            None if scan.tf_heads is None else TFHeads(MAX_TF_HEADS, scan.tf_heads, config.dropout, name="tf_heads")
-        )
 
     def _best_matches(self, maps: tf.Tensor) -> tf.Tensor:
         """Each filter's best match in the scanned region of one strand's maps: (batch, filters), or
@@ -290,9 +281,6 @@ class MotifCNN(keras.Model):
             parts.append(tf.cast(inputs["dnase"], tf.float32)[:, None])
         if expression is not None:
             parts.append(expression)
-        features = tf.concat([tf.cast(part, matches.dtype) for part in parts], axis=-1)
-        hidden = self.dropout(self.dense(features), training=training)
-        logit = tf.squeeze(self.logit(hidden), axis=-1)
-        if self.tf_heads is not None:
-            logit = logit + self.tf_heads(features, inputs["tf_index"], training=training)
-        return logit
+        parts = [tf.cast(part, matches.dtype) for part in parts]
+        hidden = self.dropout(self.dense(tf.concat(parts, axis=-1)), training=training)
+        return tf.squeeze(self.logit(hidden), axis=-1)

@@ -54,8 +54,6 @@ ARCHITECTURES = {
     "motif_cnn-scales": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.scales_bp=[50, 100, 200]"],
     # Also each filter's best match at the DNase summit's distance from the bin's centre (tf_models.summit_ring).
     "motif_cnn-summit": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.summit_ring_bp=30"],
-    # Also a hidden layer and output of each TF's own, added to the shared output (tf_models.tf_heads).
-    "motif_cnn-tf-heads": ["train.model.architecture=motif_cnn", "train.model.motif_cnn.tf_heads=4"],
     "easyflow": ["train.model.architecture=easyflow"],
     "factornet": ["train.model.architecture=factornet"],
     "factornet-attention": ["train.model.architecture=factornet", "train.model.factornet.sequence_layer=attention"],

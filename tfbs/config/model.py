@@ -71,13 +71,6 @@ class MotifCNNConfig(Section):
     match_dropout: float = Field(
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
     )
-    tf_heads: int | None = Field(
-        None,
-        gt=0,
-        description="hidden units of each TF's own head (tf_models.tf_heads: a hidden layer and output per TF index "
-        "over the shared layer's inputs, added to the shared logit and started at zero, as the baseline fits a "
-        "classifier per TF); None: off",
-    )
     seed_motifs: bool = Field(
         False,
         description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db; "
