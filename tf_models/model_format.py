@@ -42,6 +42,7 @@ MODEL_CODE_FILES = (
     "tf_models/layers.py",
     "tf_models/motif_cnn.py",
     "tf_models/summit_ring.py",
+    "tf_models/summit_classes.py",
     "tf_models/expression_products.py",
     "tf_models/factornet.py",
     "tf_models/encoding.py",

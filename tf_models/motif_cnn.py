@@ -19,7 +19,9 @@ gradient-boosted baseline reads motifs: on a tuning seed its maxima beyond
 ``summit_ring_bp`` adds each filter's best match where the cell's DNase
 summit lies (:mod:`tf_models.summit_ring`), ``expression_products`` each
 filter's best match times each gene's expression in the row's cell
-(:mod:`tf_models.expression_products`).
+(:mod:`tf_models.expression_products`), and the model's ``summit_classes_bp``
+the DNase input as classes of the summit's distance
+(:mod:`tf_models.summit_classes`).
 
 The TF's protein sequence picks the filters its DNA-binding domain reads:
 a sigmoid gate per filter, computed from the protein branch (EasyFlow's
@@ -37,6 +39,7 @@ import tensorflow as tf
 from tf_models.encoding import reverse_complement
 from tf_models.expression_products import match_expression_products
 from tf_models.layers import protein_branch
+from tf_models.summit_classes import summit_classes
 from tf_models.summit_ring import SummitRing
 from tfbs.config import ModelConfig
 
@@ -279,6 +282,8 @@ class MotifCNN(keras.Model):
             parts.append(tf.one_hot(tf.cast(inputs["cell_index"], tf.int32), self.n_cells))
         if self.config.use_dnase:
             parts.append(tf.cast(inputs["dnase"], tf.float32)[:, None])
+            if self.config.summit_classes_bp is not None:
+                parts.append(summit_classes(inputs["dnase"], self.config.summit_classes_bp))
         if expression is not None:
             parts.append(expression)
         parts = [tf.cast(part, matches.dtype) for part in parts]

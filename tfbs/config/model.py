@@ -152,6 +152,13 @@ class ModelConfig(Section):
         "evaluate.partner_motifs) in the row's cell, from data.rnaseq_dir: what tells a held-out cell's partners, "
         "as the gradient-boosted baseline reads it (motif_cnn only; every cell of the shards needs its RNA-seq)",
     )
+    summit_classes_bp: list[int] | None = Field(
+        None,
+        min_length=1,
+        description="also feed the DNase input as one-hot classes of the summit's distance from the bin's centre, "
+        "split at these edges (bp, e.g. [25, 50, 100, 150, 200, 300]) after a class of its own for no peak "
+        "(tf_models.summit_classes; motif_cnn, needs use_dnase); None: the proximity number alone",
+    )
     motif_cnn: MotifCNNConfig = Field(default_factory=MotifCNNConfig)
     easyflow: EasyFlowConfig = Field(default_factory=EasyFlowConfig)
     factornet: FactorNetConfig = Field(default_factory=FactorNetConfig)
@@ -160,6 +167,17 @@ class ModelConfig(Section):
     def _summit_ring_reads_dnase(self) -> ModelConfig:
         if self.motif_cnn.summit_ring_bp is not None and not self.use_dnase:
             raise ValueError("motif_cnn.summit_ring_bp reads the DNase input: set use_dnase true, or it null")
+        return self
+
+    @model_validator(mode="after")
+    def _summit_classes_read_by_motif_cnn(self) -> ModelConfig:
+        edges = self.summit_classes_bp
+        if edges is None:
+            return self
+        if self.architecture != "motif_cnn" or not self.use_dnase:
+            raise ValueError("summit_classes_bp: read by the motif_cnn architecture from the DNase input (use_dnase)")
+        if sorted(set(edges)) != edges or edges[0] <= 0:
+            raise ValueError(f"summit_classes_bp must be positive and increase: {edges}")
         return self
 
     @model_validator(mode="after")
