@@ -38,8 +38,7 @@ def test_the_model_reads_one_weight_per_class():
     """With every dense weight 0 but the classes', the logit moves with the summit's band and nothing else."""
     from tf_models.model import build_model
 
-    config = _model_config(f"train.model.summit_classes_bp={EDGES}", "train.model.use_expression=false")
-    config = config.model_copy(update={"motif_cnn": config.motif_cnn.model_copy(update={"expression_products": False})})
+    config = _model_config(f"train.model.summit_classes_bp={EDGES}")  # SUITE_MODEL: no expression inputs
     window = 400
     tf.random.set_seed(0)
     model = build_model(config, 2, window)
