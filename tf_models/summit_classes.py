@@ -4,10 +4,10 @@ On generated data the cell's binding follows the DNase summit closely: for
 FOXA1 in K562 (tuning seed 7) no bin whose summit lies more than 200 bp from
 its centre is bound, and 3-10 % of those within it are. The boosted
 baseline cuts its one DNase number there; the network, given the same number
-as one input, ranked the bins 100-200 bp past that edge above every closed
-bin, nearly as high as the bound ones (mean percentile 0.77-0.80 against
-0.84-0.86; the baseline's 0.32-0.38), and lost most to it on the TFs whose
-short motif recurs by chance (FOXA1, FOXA2). Given the distance as one-hot
+as one input, ranked the bins past that edge (235-470 bp from the summit)
+above every closed bin, nearly as high as the bound ones (mean percentile
+0.77-0.80 against 0.84-0.86; the baseline's 0.32-0.38), and lost most to
+it on the TFs whose short motif recurs by chance (FOXA1, FOXA2). Given the distance as one-hot
 classes, one weight per class says how much each counts, which the hidden
 layer did not learn from the number. Measured on that seed (three
 trainings): the far bins leave the top of every ranking and CTCF and EGR1
