@@ -239,14 +239,6 @@ class MotifCNN(keras.Model):
         self.match_dropout = keras.layers.Dropout(scan.match_dropout, name="match_dropout")
         self.dense = keras.layers.Dense(config.dense_units, activation="relu", name="dense")
         self.dropout = keras.layers.Dropout(config.dropout, name="dropout")
-        #: The hidden layers after the first (``hidden_layers``), each with its dropout.
-        self.deeper = [
-            (
-                keras.layers.Dense(config.dense_units, activation="relu", name=f"dense_{depth}"),
-                keras.layers.Dropout(config.dropout, name=f"dropout_{depth}"),
-            )
-            for depth in range(2, scan.hidden_layers + 1)
-        ]
         # float32 whatever the policy, as in EasyFlowNet.
         self.logit = keras.layers.Dense(1, name="logit", dtype="float32")
 
@@ -292,10 +284,8 @@ class MotifCNN(keras.Model):
             parts.append(tf.cast(inputs["dnase"], tf.float32)[:, None])
             if self.config.summit_classes_bp is not None:
                 parts.append(summit_classes(inputs["dnase"], self.config.summit_classes_bp))
-        if expression is not None and self.config.motif_cnn.expression_vector:
+        if expression is not None:
             parts.append(expression)
         parts = [tf.cast(part, matches.dtype) for part in parts]
         hidden = self.dropout(self.dense(tf.concat(parts, axis=-1)), training=training)
-        for dense, dropout in self.deeper:
-            hidden = dropout(dense(hidden), training=training)
         return tf.squeeze(self.logit(hidden), axis=-1)

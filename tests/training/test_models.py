@@ -193,21 +193,6 @@ def test_match_dropout_drops_best_matches_in_training_only():
     np.testing.assert_allclose(plain(inputs, training=True).numpy(), plain(inputs, training=False).numpy(), atol=1e-6)
 
 
-def test_hidden_layers_stack_dense_layers_between_the_inputs_and_the_logit():
-    model, config = _build("motif_cnn", "train.model.motif_cnn.hidden_layers=3")
-    units = config.dense_units
-    assert [dense.kernel.shape[0] for dense, _ in model.deeper] == [units, units]
-    assert model.logit.kernel.shape == (units, 1)
-    inputs = _inputs(config)
-    assert np.ptp(model(inputs).numpy()) > 1e-6
-    # The last hidden layer is on every example's path: silenced, every logit is the logit's bias.
-    last, _ = model.deeper[-1]
-    last.kernel.assign(tf.zeros_like(last.kernel))
-    last.bias.assign(tf.zeros_like(last.bias))
-    np.testing.assert_allclose(model(inputs).numpy(), model.logit.bias.numpy()[0], atol=1e-6)
-    assert _build("motif_cnn")[0].deeper == []
-
-
 def test_known_motifs_seed_the_first_filters_and_the_rest_stay_random():
     from tf_models.motif_cnn import seed_filters
     from tf_models.node_inputs import known_motif_seeds
@@ -451,31 +436,6 @@ def test_expression_products_count_a_filter_only_where_its_gene_is_expressed():
     assert spread[0] > 1e-3 and spread[2] > 1e-3 and spread[1] < 1e-7, spread
     with pytest.raises(ConfigError, match="expression_products multiplies the matches by the expression"):
         _model_config("motif_cnn", "train.model.motif_cnn.expression_products=true")
-
-
-def test_expression_vector_off_lets_the_expression_in_through_the_products_alone():
-    """``motif_cnn.expression_vector: false``: the cell's expression is no input of its own. With the products'
-    weights zeroed the cells score alike, where with the vector they differ; off, it needs the products."""
-    from tf_models.model import build_model
-
-    table = np.array([[6.0, 1.0], [0.0, 1.0], [3.0, 0.0]], np.float32)
-    switches = ["train.model.use_expression=true", "train.model.motif_cnn.expression_products=true"]
-    inputs = None
-    for vector, cells_differ in ((True, True), (False, False)):
-        config = _model_config("motif_cnn", *switches, f"train.model.motif_cnn.expression_vector={str(vector).lower()}")
-        tf.random.set_seed(0)
-        model = build_model(config, N_CELLS, WINDOW, cell_features=table)
-        filters, genes = config.motif_cnn.filters, table.shape[1]
-        kernel = model.dense.kernel.numpy()
-        # The matches, the products, the protein, the DNase, and the expression only with the vector.
-        assert kernel.shape[0] == filters + filters * genes + config.aa_filters[-1] + 1 + genes * vector
-        kernel[filters : filters + filters * genes] = 0.0
-        model.dense.kernel.assign(kernel)
-        inputs = inputs or _inputs(config, batch=8, seed=3)
-        by_cell = [model({**inputs, "cell_index": tf.fill([8], cell)}).numpy() for cell in range(N_CELLS)]
-        assert (np.abs(by_cell[0] - by_cell[1]).max() > 1e-4) == cells_differ
-    with pytest.raises(ConfigError, match="expression would reach the model by no way"):
-        _model_config("motif_cnn", "train.model.use_expression=true", "train.model.motif_cnn.expression_vector=false")
 
 
 # --------------------------------------------------------------------------

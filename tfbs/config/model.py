@@ -71,19 +71,6 @@ class MotifCNNConfig(Section):
     match_dropout: float = Field(
         0.25, ge=0, lt=1, description="dropout on the filters' best matches, before the protein gate"
     )
-    expression_vector: bool = Field(
-        True,
-        description="with use_expression, also feed the row's cell's expression itself beside the products: with "
-        "two or three training cells it can serve as a cell label, which carries nothing to a held-out cell "
-        "(false: the expression reaches the model only through expression_products, which it then needs)",
-    )
-    hidden_layers: int = Field(
-        1,
-        ge=1,
-        description="dense layers of dense_units between the inputs and the logit, each followed by dropout: more "
-        "than one lets a conjunction (a weak motif, a partner's match, the partner expressed, near the summit) be "
-        "read as a tree's nested cuts read it",
-    )
     seed_motifs: bool = Field(
         False,
         description="start one filter per TF of the run as its known motif (evaluate.motifs in evaluate.motif_db; "
@@ -198,11 +185,6 @@ class ModelConfig(Section):
         if self.use_expression and self.architecture != "motif_cnn":
             raise ValueError(
                 f"use_expression: the {self.architecture} architecture reads no expression (motif_cnn does)"
-            )
-        if self.use_expression and not (self.motif_cnn.expression_vector or self.motif_cnn.expression_products):
-            raise ValueError(
-                "use_expression with motif_cnn.expression_vector false needs motif_cnn.expression_products: "
-                "the expression would reach the model by no way"
             )
         if self.motif_cnn.expression_products and not self.use_expression:
             raise ValueError(
