@@ -38,6 +38,7 @@ from tf_models.train_progress import (
     write_summaries,
 )
 from tf_models.training_run import TrainingRun, pipeline_batch_size
+from tf_models.weight_average import at_averaged_weights
 from tfbs import storage
 from tfbs.config import TrainConfig
 from tfbs.formats.proteins import protein_table
@@ -195,6 +196,8 @@ def _train_in(
         return iter(coordinator.create_per_worker_dataset(_dataset_fn(cfg, run, per_replica_batch, at_step, True)))
 
     validate = validation(model, run, proteins, cfg)
+    if validate is not None:
+        validate = at_averaged_weights(validate, model, optimizer)
     writer = tf.summary.create_file_writer(f"{model_dir}/tensorboard") if is_chief else None
     if is_chief:
         tf.io.gfile.makedirs(model_dir)
@@ -238,6 +241,8 @@ def _train_in(
         # Export the weights of the best validation auPRC, not the last ones.
         checkpoint.restore(best.latest_checkpoint)
         log.info("stopped at step %d; keeping step %d (valid auPRC %.4f)", step, stopping.best_step, stopping.best)
+    # The weights' moving average, if kept, is what was validated and is what is exported.
+    optimizer.finalize_variable_values(model.trainable_variables)
     return TrainingResult(steps=step, directory=directory, history=history, model=model)
 
 
@@ -260,7 +265,8 @@ def _build_model_and_optimizer(
             cfg.learning_rate, cfg.decay_steps, cfg.decay_rate, staircase=True
         )
         # Fused, locked updates: Keras 3's Adam races between ps workers.
-        optimizer = LockedAdam(learning_rate)
+        averaged = {"use_ema": True, "ema_momentum": cfg.weight_average} if cfg.weight_average else {}
+        optimizer = LockedAdam(learning_rate, **averaged)
         if cfg.mixed_precision:
             optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
         optimizer.build(model.trainable_variables)

@@ -352,6 +352,57 @@ def test_frozen_seed_copies_need_seeds():
         )
 
 
+def test_weight_average_is_each_step_s_moving_average_and_is_swapped_in_only_inside_the_block():
+    from tf_models.optimizer import LockedAdam
+    from tf_models.train_loop import _gradient_step
+    from tf_models.weight_average import averaged_weights
+
+    model, config = _build("motif_cnn")
+    momentum = 0.5
+    optimizer = LockedAdam(1e-2, use_ema=True, ema_momentum=momentum)
+    ((probe, proteins),) = _motif_batches(config, 1, seed=99)
+    step = tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1))
+    expected = None
+    for batch, _ in _motif_batches(config, 6):
+        step(batch)
+        weights = [np.asarray(v) for v in model.trainable_variables]
+        # The first step's average is its weights; each later one moves by (1 - momentum).
+        expected = weights if expected is None else [momentum * e + (1 - momentum) * w for e, w in zip(expected, weights)]
+    last = [np.asarray(v) for v in model.trainable_variables]
+    at_last = model({**probe, "proteins": proteins}, training=False).numpy()
+    with averaged_weights(model, optimizer):
+        inside = [np.asarray(v) for v in model.trainable_variables]
+        at_average = model({**probe, "proteins": proteins}, training=False).numpy()
+    for got, want in zip(inside, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+    assert max(np.abs(a - b).max() for a, b in zip(inside, last)) > 1e-3
+    assert np.abs(at_average - at_last).max() > 1e-4
+    for got, want in zip(model.trainable_variables, last):
+        np.testing.assert_array_equal(np.asarray(got), want)
+    optimizer.finalize_variable_values(model.trainable_variables)  # what train() exports
+    for got, want in zip(model.trainable_variables, expected):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-6)
+
+
+def test_without_weight_averages_the_block_changes_nothing():
+    from tf_models.optimizer import LockedAdam
+    from tf_models.weight_average import averaged_weights
+
+    model, _ = _build("motif_cnn")
+    optimizer = LockedAdam(1e-2)
+    optimizer.build(model.trainable_variables)
+    before = [np.asarray(v) for v in model.trainable_variables]
+    with averaged_weights(model, optimizer):
+        for got, want in zip(model.trainable_variables, before):
+            np.testing.assert_array_equal(np.asarray(got), want)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 1.0])
+def test_a_weight_average_outside_zero_to_one_is_refused(momentum):
+    with pytest.raises(ValueError, match="weight_average"):
+        load_config(DEMO_CONFIG, [f"train.weight_average={momentum}"])
+
+
 def test_the_ps_step_exchanges_packed_tensors_and_takes_the_plain_step():
     """Packing the ps exchange changes no number: same losses, weights, Adam slots and dropout draws."""
     from tf_models.optimizer import LockedAdam

@@ -47,6 +47,13 @@ class TrainConfig(Section):
         description="stop after this many checkpoints without a better validation auPRC (mean over TF/cells) and "
         "export the best one's weights (None: train the whole budget, export the last weights)",
     )
+    weight_average: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="keep a moving average of the weights, this momentum per step (tf_models.weight_average), and "
+        "validate and export the model at it, not at the last step's weights (None: off)",
+    )
     validation_examples: int = Field(20000, gt=0, description="validation rows scored at each checkpoint")
     positive_fraction: float | None = Field(
         None, gt=0, lt=1, description="share of positives per batch (None: as drawn by preprocessing)"
