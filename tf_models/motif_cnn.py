@@ -163,20 +163,12 @@ def scale_slices(window: int, scales_bp: list[int], kernel: int) -> tuple[int, i
 
 
 def seed_filters(model: "MotifCNN", seeds: tuple[np.ndarray, np.ndarray]) -> None:
-    """Overwrite the first filters of ``model`` with :func:`motif_seeds` (before training; checkpoints win).
-
-    With ``motif_cnn.frozen_seed_copies`` the filters after those start as the
-    same motifs and get no gradient (:attr:`MotifCNN.frozen_filters`).
-    """
+    """Overwrite the first filters of ``model`` with :func:`motif_seeds` (before training; checkpoints win)."""
     weights, biases = seeds
     kernel, bias = model.motifs.kernel, model.motifs.bias
     k = min(weights.shape[-1], kernel.shape[-1])
-    copies = min(k, kernel.shape[-1] - k) if model.config.motif_cnn.frozen_seed_copies else 0
-    seeded_kernel = np.concatenate([weights[..., :k], weights[..., :copies]], axis=-1)
-    seeded_bias = np.concatenate([biases[:k], biases[:copies]])
-    kernel.assign(np.concatenate([seeded_kernel, np.asarray(kernel)[..., k + copies :]], axis=-1))
-    bias.assign(np.concatenate([seeded_bias, np.asarray(bias)[k + copies :]]))
-    model.frozen_filters = (k, k + copies)
+    kernel.assign(np.concatenate([weights[..., :k], np.asarray(kernel)[..., k:]], axis=-1))
+    bias.assign(np.concatenate([biases[:k], np.asarray(bias)[k:]]))
 
 
 class MotifCNN(keras.Model):
@@ -236,8 +228,6 @@ class MotifCNN(keras.Model):
         # threshold, and stays graded (a weak match above none) where the ReLU's is 0.
         activation = None if scan.match_activation == "linear" else "relu"
         self.motifs = keras.layers.Conv1D(scan.filters, scan.kernel, activation=activation, name="motifs")
-        #: ``(first, stop)`` of the filters that keep their seeded motifs (set by :func:`seed_filters`).
-        self.frozen_filters = (0, 0)
         self.protein_tower, self.protein_reduce = protein_branch(config)
         self.protein_gate = (
             keras.layers.Dense(scan.filters, activation="sigmoid", name="protein_gate") if scan.protein_gate else None
@@ -261,21 +251,9 @@ class MotifCNN(keras.Model):
             maps = self.positions(maps)
         return tf.reduce_max(maps, axis=1)
 
-    def _scan(self, dna: tf.Tensor) -> tf.Tensor:
-        """The filters' maps of one strand; the frozen filters' without gradient.
-
-        A map's channel depends on its own filter's weights alone, so stopping
-        the gradient at those channels leaves exactly those filters as seeded.
-        """
-        maps = self.motifs(dna)
-        first, stop = self.frozen_filters
-        if first == stop:
-            return maps
-        return tf.concat([maps[..., :first], tf.stop_gradient(maps[..., first:stop]), maps[..., stop:]], axis=-1)
-
     def call(self, inputs: dict[str, tf.Tensor], training: bool = False) -> tf.Tensor:
         dna = tf.cast(inputs["dna"][:, self.first : self.first + self.length], self.compute_dtype)
-        strands = [self._scan(dna), self._scan(reverse_complement(dna))]
+        strands = [self.motifs(dna), self.motifs(reverse_complement(dna))]
         matches = tf.maximum(*(self._best_matches(maps) for maps in strands))
         at_summit = []
         if self.summit_ring is not None:

@@ -319,39 +319,6 @@ def test_training_steps_reduce_the_loss(name):
     assert final < 0.6 * initial, (initial, final)
 
 
-@pytest.mark.parametrize("copies", [False, True])
-def test_frozen_seed_copies_keep_their_motifs_beside_the_seeded_filters_that_learn(copies):
-    """``motif_cnn.frozen_seed_copies``: filters 2-3 start as the seeds 0-1 and end as they started; the rest move."""
-    from tf_models.motif_cnn import motif_seeds, seed_filters
-    from tf_models.optimizer import LockedAdam
-    from tf_models.train_loop import _gradient_step
-
-    model, config = _build("motif_cnn", f"train.model.motif_cnn.frozen_seed_copies={str(copies).lower()}")
-    core = np.full((len(MOTIF), 4), np.log(0.1 / 0.25), np.float32)
-    core[np.arange(len(MOTIF)), ["ACGT".index(base) for base in MOTIF]] = np.log(0.7 / 0.25)
-    seed_filters(model, motif_seeds([core, core[::-1, ::-1]], config.motif_cnn.kernel))
-    kernel, bias = np.asarray(model.motifs.kernel), np.asarray(model.motifs.bias)
-    assert np.array_equal(kernel[..., 2:4], kernel[..., :2]) == copies
-    optimizer = LockedAdam(1e-2)
-    ((_, proteins),) = _motif_batches(config, 1)
-    step = tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1))
-    for batch, _ in _motif_batches(config, 5):
-        step(batch)
-    moved = np.abs(np.asarray(model.motifs.kernel) - kernel).max(axis=(0, 1))
-    assert moved[:2].min() > 1e-3 and moved[4:].min() > 0  # the seeded filters and the random ones learn
-    if copies:
-        assert moved[2:4].max() == 0 and np.array_equal(np.asarray(model.motifs.bias)[2:4], bias[2:4])
-    else:
-        assert moved[2:4].min() > 0
-
-
-def test_frozen_seed_copies_need_seeds():
-    with pytest.raises(ValueError, match="set seed_motifs true"):
-        _model_config(
-            "motif_cnn", "train.model.motif_cnn.seed_motifs=false", "train.model.motif_cnn.frozen_seed_copies=true"
-        )
-
-
 def test_weight_average_is_each_step_s_moving_average_and_is_swapped_in_only_inside_the_block():
     from tf_models.optimizer import LockedAdam
     from tf_models.train_loop import _gradient_step

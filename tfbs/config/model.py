@@ -79,12 +79,6 @@ class MotifCNNConfig(Section):
         "motif configured: every filter starts random, and the training log says why). Off by default: over three "
         "generated data sets it bought nothing overall, a little on one, a loss on another (docs/model-quality.md)",
     )
-    frozen_seed_copies: bool = Field(
-        False,
-        description="the seeded motifs also start as many filters again, after the seeded ones, that keep them "
-        "through training (no gradient reaches them): the dense layer reads each known motif's exact log-odds "
-        "maxima, as the gradient-boosted baseline does, beside the seeded filters training moves (needs seed_motifs)",
-    )
     # Its bytes are part of the recipe (tfbs.lineage.naming): where it is is not.
     seed_motif_db: Annotated[str | None, Identity.DIGESTED] = Field(
         None,
@@ -106,8 +100,6 @@ class MotifCNNConfig(Section):
                 raise ValueError(f"scales_bp must increase: {self.scales_bp}")
             if self.scales_bp[0] < self.kernel:
                 raise ValueError(f"scales_bp {self.scales_bp[0]} is narrower than a filter (kernel {self.kernel})")
-        if self.frozen_seed_copies and not self.seed_motifs:
-            raise ValueError("frozen_seed_copies keeps copies of the seeded filters: set seed_motifs true")
         return self
 
 
