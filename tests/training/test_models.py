@@ -334,7 +334,9 @@ def test_weight_average_is_each_step_s_moving_average_and_is_swapped_in_only_ins
         step(batch)
         weights = [np.asarray(v) for v in model.trainable_variables]
         # The first step's average is its weights; each later one moves by (1 - momentum).
-        expected = weights if expected is None else [momentum * e + (1 - momentum) * w for e, w in zip(expected, weights)]
+        expected = (
+            weights if expected is None else [momentum * e + (1 - momentum) * w for e, w in zip(expected, weights)]
+        )
     last = [np.asarray(v) for v in model.trainable_variables]
     at_last = model({**probe, "proteins": proteins}, training=False).numpy()
     with averaged_weights(model, optimizer):
