@@ -252,6 +252,41 @@ def test_evaluate_names_a_version_never_trained(small_shards, tmp_path):
     )
 
 
+def test_evaluate_names_the_version_a_newer_setting_hides(tmp_path):
+    """A setting added since training (absent from the trained lineage) names another version: the error says which."""
+    run_dir = str(tmp_path / "run")
+    now = Lineage(
+        version="aaaa-new",
+        manifest_digest="3fa2" * 16,
+        input_fingerprint=None,
+        training_config_digest="c" * 64,
+        config_digest="",
+        train={"steps": 60, "weight_average": None, "model": {"dropout": 0.5}},
+        shards_uri="",
+        created_at="2026-12-03T00:00:00Z",
+        tfbs_version="",
+    )
+    trained = now.model_copy(
+        update={
+            "version": "aaaa-old",
+            "training_config_digest": "d" * 64,
+            "train": {"steps": 60, "model": {"dropout": 0.4}},
+        }
+    )
+    other_shards = trained.model_copy(update={"version": "bbbb-old", "manifest_digest": "9c01" * 16})
+    for on_disk in (trained, other_shards):
+        lineage.write_lineage(run_dir, on_disk)
+    with pytest.raises(MissingInputError) as missing:
+        lineage.require_lineage(run_dir, now)
+    assert str(missing.value) == (
+        f"{run_dir}/models/aaaa-new/lineage.json: not found (run `tfbs train` first, or evaluate with the settings "
+        "aaaa-old of these shards was made with: trained with train.model.dropout=0.4 (now 0.5), "
+        "train.weight_average=<no such setting> (now None))"
+    )
+    lineage.write_lineage(run_dir, now)
+    assert lineage.require_lineage(run_dir, now) == now
+
+
 # --------------------------------------------------------------------------
 # Training
 # --------------------------------------------------------------------------

@@ -136,12 +136,22 @@ def _changed_keys(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = 
     """``(dotted key, old value, new value)`` of every leaf that differs, at most 4."""
     changed: list[tuple] = []
     for key in sorted(set(old) | set(new)):
-        a, b = old.get(key), new.get(key)
+        a, b = old.get(key, _UNSET), new.get(key, _UNSET)
         if isinstance(a, Mapping) and isinstance(b, Mapping):
             changed += _changed_keys(a, b, f"{prefix}.{key}")
         elif a != b:
             changed.append((f"{prefix}.{key}", a, b))
     return changed[:4]
+
+
+class _Unset:
+    """A key one side's training settings lack (a setting newer than the lineage, or one retired since)."""
+
+    def __repr__(self) -> str:
+        return "<no such setting>"
+
+
+_UNSET = _Unset()
 
 
 _Record = TypeVar("_Record", bound=BaseModel)
@@ -222,11 +232,31 @@ def require_lineage(run_dir: str, lineage: Lineage) -> Lineage:
     """
     existing = read_lineage(run_dir, lineage.version)
     if existing is None:
-        raise MissingInputError(f"{lineage_uri(run_dir, lineage.version)}: not found (run `tfbs train` first)")
+        raise MissingInputError(
+            f"{lineage_uri(run_dir, lineage.version)}: not found ({_nearest_version(run_dir, lineage)})"
+        )
     difference = existing.difference(lineage)
     if difference:
         raise LineageError(f"{lineage_uri(run_dir, lineage.version)}: {difference}; set train.version to a new name")
     return existing
+
+
+def _nearest_version(run_dir: str, lineage: Lineage) -> str:
+    """What to do when ``lineage``'s version was never trained, naming the run's newest of the same shards if any.
+
+    A version's name digests its training settings and model code, so a
+    setting changed (or added by a newer tfbs) since training names another
+    version: saying which setting differs is the way back to the trained one.
+    """
+    versions = list_versions(run_dir)
+    same_shards = [other for other in versions if other.manifest_digest == lineage.manifest_digest]
+    if not same_shards:
+        return "run `tfbs train` first"
+    nearest = same_shards[-1]
+    return (
+        f"run `tfbs train` first, or evaluate with the settings {nearest.version} of these shards was made with: "
+        f"{nearest.difference(lineage)}"
+    )
 
 
 def list_versions(run_dir: str) -> list[Lineage]:
@@ -234,8 +264,11 @@ def list_versions(run_dir: str) -> list[Lineage]:
     root = models_uri(run_dir)
     if not storage.exists(root):
         return []
+    # A version's lineage is <run_dir>/models/<version>/lineage.json; the listing's URIs may carry a scheme the
+    # run_dir lacks (file://), so the version is read from the end of each.
+    tails = [uri.rsplit("/", 3)[-3:] for uri in storage.list_files(root)]
     names = sorted(
-        {uri[len(root) + 1 :].split("/")[0] for uri in storage.list_files(root) if uri.endswith(f"/{LINEAGE_NAME}")}
+        {version for parent, version, name in tails if parent == root.rsplit("/", 1)[-1] and name == LINEAGE_NAME}
     )
     found = [read_lineage(run_dir, name) for name in names]
     return sorted((lineage for lineage in found if lineage is not None), key=lambda x: (x.created_at, x.version))
