@@ -105,13 +105,17 @@ def build_model(
     from tf_models.gpus import mixed_precision_policy
 
     with mixed_precision_policy(mixed_precision):
-        members = [_architecture(config, n_cells, window, cell_features) for _ in range(config.members)]
-        if len(members) == 1:
-            model = members[0]
-        else:
-            from tf_models.ensemble import Ensemble
+        # Imported here: both import this module's shared branches.
+        if config.architecture == "motif_cnn":
+            from tf_models.motif_cnn import MotifCNN
 
-            model = Ensemble(members)
+            model = MotifCNN(config, n_cells, window, cell_features=cell_features)
+        elif config.architecture == "factornet":
+            from tf_models.factornet import FactorNet
+
+            model = FactorNet(config, n_cells)
+        else:
+            model = EasyFlowNet(config, n_cells)
     model(
         {
             "dna": tf.zeros([1, window, 4]),
@@ -122,17 +126,3 @@ def build_model(
         }
     )
     return model
-
-
-def _architecture(config: ModelConfig, n_cells: int, window: int, cell_features: np.ndarray | None) -> TFBSModel:
-    """One model of ``config.architecture`` (its variables made at its first call)."""
-    # Imported here: both import this module's shared branches.
-    if config.architecture == "motif_cnn":
-        from tf_models.motif_cnn import MotifCNN
-
-        return MotifCNN(config, n_cells, window, cell_features=cell_features)
-    if config.architecture == "factornet":
-        from tf_models.factornet import FactorNet
-
-        return FactorNet(config, n_cells)
-    return EasyFlowNet(config, n_cells)

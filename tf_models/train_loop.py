@@ -24,7 +24,6 @@ import keras
 import tensorflow as tf
 
 from tf_models.encoding import protein_one_hot
-from tf_models.ensemble import members_of, per_member_labels
 from tf_models.model import TFBSModel
 from tf_models.model_dir import ModelDirectory, model_directory
 from tf_models.motif_cnn import seed_filters
@@ -69,8 +68,7 @@ def _loss(
 ) -> tf.Tensor:
     """Mean loss of ``model`` (the model, or a call on given weights) on ``batch``."""
     logits = model({**batch, "proteins": proteins}, training=training)
-    labels = per_member_labels(batch["label"], logits)
-    per_example = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
+    per_example = tf.nn.sigmoid_cross_entropy_with_logits(labels=batch["label"], logits=logits)
     return tf.reduce_mean(per_example)
 
 
@@ -262,8 +260,7 @@ def _build_model_and_optimizer(
     with strategy.scope():
         model = run.new_model(cfg, mixed_precision=cfg.mixed_precision)
         if run.motif_seeds is not None:
-            for member in members_of(model):
-                seed_filters(member, run.motif_seeds)
+            seed_filters(model, run.motif_seeds)
         learning_rate = keras.optimizers.schedules.ExponentialDecay(
             cfg.learning_rate, cfg.decay_steps, cfg.decay_rate, staircase=True
         )

@@ -372,29 +372,6 @@ def test_a_weight_average_outside_zero_to_one_is_refused(momentum):
         load_config(DEMO_CONFIG, [f"train.weight_average={momentum}"])
 
 
-def test_an_ensemble_serves_its_members_mean_logit_and_trains_each_on_its_own_loss():
-    """train.model.members: members start apart; served, the mean logit; in training each member's loss, averaged."""
-    from tf_models.ensemble import Ensemble, members_of
-    from tf_models.train_loop import _loss
-
-    no_dropout = ("train.model.dropout=0", "train.model.motif_cnn.match_dropout=0")
-    model, config = _build("motif_cnn", "train.model.members=3", *no_dropout)
-    assert isinstance(model, Ensemble) and len(members_of(model)) == 3
-    inputs = _inputs(config)
-    each = np.stack([member(inputs).numpy() for member in members_of(model)], axis=-1)
-    assert np.abs(each[:, 0] - each[:, 1]).max() > 1e-4  # not three copies of one draw
-    np.testing.assert_allclose(model(inputs).numpy(), each.mean(axis=-1), rtol=1e-5, atol=1e-6)
-    assert model(inputs, training=True).shape == (6, 3)
-
-    ((batch, proteins),) = _motif_batches(config, 1)
-    per_member = [float(_loss(member, batch, proteins, training=True)) for member in members_of(model)]
-    np.testing.assert_allclose(float(_loss(model, batch, proteins, training=True)), np.mean(per_member), rtol=1e-5)
-    # Not the loss of the mean logit, which would train the members as one wider model.
-    assert abs(float(_loss(model, batch, proteins, training=False)) - np.mean(per_member)) > 1e-4
-    single, _ = _build("motif_cnn", *no_dropout)
-    assert not isinstance(single, Ensemble) and members_of(single) == [single]
-
-
 def test_the_ps_step_exchanges_packed_tensors_and_takes_the_plain_step():
     """Packing the ps exchange changes no number: same losses, weights, Adam slots and dropout draws."""
     from tf_models.optimizer import LockedAdam
@@ -425,14 +402,12 @@ def test_the_ps_step_exchanges_packed_tensors_and_takes_the_plain_step():
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-7, err_msg=a.path)
 
 
-@pytest.mark.parametrize(
-    "name, extra", [("motif_cnn", ()), ("motif_cnn", ("train.model.members=2",)), ("factornet", ())]
-)
-def test_export_signatures_agree_with_the_model(tmp_path, name, extra):
+@pytest.mark.parametrize("name", ["motif_cnn", "factornet"])
+def test_export_signatures_agree_with_the_model(tmp_path, name):
     from tf_models.export import export_model
     from tfbs.formats.proteins import AMINO_ACIDS
 
-    model, config = _build(name, *extra)
+    model, config = _build(name)
     rng = np.random.default_rng(4)
     proteins = ["".join(rng.choice(list(AMINO_ACIDS), n)) for n in (30, 40, 25)]
     export_dir = export_model(model, config, N_CELLS, WINDOW, proteins, {"tfs": ["A", "B", "C"]}, str(tmp_path / "x"))

@@ -136,12 +136,6 @@ class ModelConfig(Section):
         300, gt=0, description="use only DNA features of the central N bp: the bin and a margin (None: whole window)"
     )
     dense_units: int = Field(64, gt=0)
-    members: int = Field(
-        1,
-        gt=0,
-        description="copies of the architecture in one model, each started apart and trained on a loss of its own; "
-        "the model's logit is their mean (tf_models.ensemble). Each copy costs a model's compute",
-    )
     dropout: float = Field(0.25, ge=0, lt=1)
     use_dnase: bool = Field(
         True,
