@@ -50,6 +50,7 @@ MODEL_CODE_FILES = (
     "tf_models/optimizer.py",
     "tf_models/packed_step.py",
     "tf_models/train_loop.py",
+    "tf_models/weight_average.py",
     "tf_models/training_run.py",
     "tf_models/train_progress.py",
     "tf_models/export.py",
