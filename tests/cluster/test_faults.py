@@ -400,7 +400,10 @@ def _exporting(run_dir: Path) -> Callable[[str], object]:
     training reports it finished."""
 
     def ready(output: str) -> object:
-        started = next((p for p in run_dir.rglob("variables") if p.is_dir()), None)
+        try:
+            started = next((p for p in run_dir.rglob("variables") if p.is_dir()), None)
+        except FileNotFoundError:  # a folder the run renamed or removed while it was walked (a checkpoint's _temp)
+            started = None
         return started or re.search(r"tfbs\.train: training \(\w+\) finished", output)
 
     return ready
