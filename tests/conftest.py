@@ -6,6 +6,7 @@ for set-up more than once."""
 from __future__ import annotations
 
 import codecs
+import gc
 import os
 import shutil
 import subprocess
@@ -188,7 +189,13 @@ def pytest_report_header(config: pytest.Config) -> str:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start building ``make dist``'s archive when a collected test needs it (minutes when the sources changed)."""
+    """Start building ``make dist``'s archive when a collected test needs it (minutes when the sources changed).
+
+    First, what collection imported (the test modules, Spark, pandas, TensorFlow where a module imports it)
+    goes out of the garbage collector's reach for the session (:func:`gc.freeze`): every full collection
+    would otherwise walk it again, as ``tf_models.lean_import`` explains for TensorFlow.
+    """
+    gc.freeze()
     if session.config.option.collectonly or not any(
         "dist_archive" in getattr(item, "fixturenames", ()) for item in session.items
     ):

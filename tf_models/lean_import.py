@@ -1,4 +1,4 @@
-"""TensorFlow imported without Keras' optional scikit-learn and matplotlib integrations.
+"""TensorFlow imported without Keras' optional scikit-learn and matplotlib integrations, the collector paused.
 
 Keras 3 imports scikit-learn (for its estimator wrappers) and
 ``matplotlib.pyplot`` (for an image gallery) whenever they are installed,
@@ -14,10 +14,21 @@ plots import them as before, only ``keras.wrappers.SKLearn*`` and
 ``keras.visualization.plot_image_gallery`` are unusable in the process,
 and another thread importing either package during those seconds would
 get an ImportError.
+
+The same import also runs with Python's cyclic garbage collector paused,
+and what it built is then frozen out of the collector's reach
+(:func:`gc.freeze`). The import creates about half a million objects that
+live as long as the process and almost no cycles to free (about 2,000
+objects in all): with the collector on, it ran some 800 collections during
+the import, each walking the survivors so far, 0.75 of 3.7 CPU seconds.
+Frozen, they are also spared every full collection the process makes later
+(a training's tracing and Keras' model building allocate plenty). What the
+freeze keeps from those few cycles is under a megabyte, once a process.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib.abc
 import importlib.machinery
 import importlib.util
@@ -45,12 +56,17 @@ class _HidingLoader(importlib.abc.Loader):
         hidden = [name for name in OPTIONAL_IN_KERAS if name not in sys.modules]
         for name in hidden:
             sys.modules[name] = None  # type: ignore[assignment]
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             self.loader.exec_module(module)
         finally:
             for name in hidden:
                 if name in sys.modules and sys.modules[name] is None:
                     del sys.modules[name]
+            if collecting:
+                gc.enable()
+        gc.freeze()
 
 
 class _FirstTensorFlowImport(importlib.abc.MetaPathFinder):

@@ -70,7 +70,10 @@ SPARK_OPTIONS = [
 TRAINING_STEPS = 800
 TRAINING = [*PIPELINE_OVERRIDES, f"train.steps={TRAINING_STEPS}", "train.placement.timeout_s=400"]
 #: The lost ps's run: its first checkpoint (step 100) before the loss, and steps left for the rerun.
-LOST_PS_STEPS = 500
+#: One worker: a lost ps stops the run whatever the workers (two containers and TF nodes fewer over
+#: the run and its rerun).
+LOST_PS_STEPS = 400
+LOST_PS_WORKERS = 1
 #: How long the link of a host stays down: under the ResourceManager's 30 s
 #: NodeManager expiry (hadoop/host_daemons.py), so YARN keeps the host and its
 #: containers and the one outcome is a finished run. A cut as long as the
@@ -536,7 +539,8 @@ def test_a_worker_s_host_cut_off_shorter_than_yarn_s_expiry_leaves_a_run_that_fi
 def test_a_ps_s_host_lost_stops_the_run_naming_it_and_the_rerun_resumes(hadoop, yarn_env, dag_on_yarn):
     """A ps holds variables no other node has: its loss stops the run, by name, and the same command resumes it."""
     run_uri = f"{hadoop.fs_default_fs}{TENANT_HOME}/lost-ps/run"
-    overrides = [*TRAINING, f"train.steps={LOST_PS_STEPS}", f"data.root={hadoop.fs_default_fs}{TENANT_HOME}/dream/data",
+    overrides = [*TRAINING, f"train.steps={LOST_PS_STEPS}", f"train.placement.num_workers={LOST_PS_WORKERS}",
+                 f"data.root={hadoop.fs_default_fs}{TENANT_HOME}/dream/data",
                  f"run_dir={run_uri}", f"shards_dir={dag_on_yarn.run_uri}/shards"]  # fmt: skip
     training = _submit(hadoop, yarn_env, "train", _stage_arguments(overrides))
     victim, lost = "", ""

@@ -1,4 +1,5 @@
-"""TensorFlow imported through tf_models leaves Keras' scikit-learn and matplotlib extras out, and only those."""
+"""TensorFlow imported through tf_models leaves Keras' scikit-learn and matplotlib extras out, and only those,
+and pauses the garbage collector meanwhile: what the import built is frozen, the collector on again."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import sys
 from conftest import REPO
 
 LEAN = """
-import sys
+import gc, sys
 import tf_models.motif_cnn  # imports keras and tensorflow
 print(sorted({m.split('.')[0] for m in sys.modules} & {'sklearn', 'matplotlib', 'keras', 'tensorflow'}))
 print(tf_models.lean_import.installed())
+print(gc.isenabled(), gc.get_freeze_count() > 100_000)
 import keras
 from sklearn.ensemble import HistGradientBoostingClassifier
 from tf_models.curves_plot import Figure
@@ -24,10 +26,18 @@ except ImportError as error:
 """
 
 IMPORTED_FIRST = """
-import sys
+import gc, sys
 import sklearn, tensorflow
 import tf_models
-print(tf_models.lean_import.installed(), 'sklearn' in sys.modules)
+print(tf_models.lean_import.installed(), 'sklearn' in sys.modules, gc.get_freeze_count())
+"""
+
+#: A process that had turned the collector off keeps it off.
+COLLECTOR_OFF = """
+import gc
+gc.disable()
+import tf_models, keras
+print(gc.isenabled(), gc.get_freeze_count() > 100_000)
 """
 
 
@@ -38,8 +48,10 @@ def _run(code: str) -> list[str]:
 
 
 def test_keras_imports_without_its_optional_extras_which_import_after_it():
-    imported, still_hooked, built, wrapper = _run(LEAN)
+    imported, still_hooked, collector, built, wrapper = _run(LEAN)
     assert imported == "['keras', 'tensorflow']" and still_hooked == "False"
+    # The collector is on again, the import's objects out of its reach.
+    assert collector == "True True"
     # Keras and the project's own users of scikit-learn and matplotlib work as before.
     assert built == "4 HistGradientBoostingClassifier Figure"
     # What Keras left out, as where scikit-learn is not installed: its estimator wrappers.
@@ -47,4 +59,8 @@ def test_keras_imports_without_its_optional_extras_which_import_after_it():
 
 
 def test_nothing_is_hooked_when_tensorflow_came_first():
-    assert _run(IMPORTED_FIRST) == ["False True"]
+    assert _run(IMPORTED_FIRST) == ["False True 0"]
+
+
+def test_a_collector_turned_off_before_the_import_stays_off():
+    assert _run(COLLECTOR_OFF) == ["False True"]

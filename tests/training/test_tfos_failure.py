@@ -38,6 +38,11 @@ pytestmark = [pytest.mark.spark, pytest.mark.cluster, pytest.mark.slow]
 #: suite), short enough that the resumed run finishes quickly.
 STEPS = 800
 CHECKPOINT_EVERY = 100
+#: The killed ps's run: a ps's loss stops the run whatever the workers, so
+#: one worker (two TF nodes fewer over the run and its rerun), and steps
+#: enough that the kill lands mid-run with some left for the rerun.
+PS_RUN_STEPS = 500
+PS_RUN_WORKERS = 1
 #: The issue's bound, from the kill to the command's exit.
 FAIL_WITHIN_S = 120
 #: Cluster start-up on 2 shared cores took 30-70 s.
@@ -47,7 +52,7 @@ NODE_PROCESS = r"tfbs node process: job={job} task={task} spark_executor=(\S+) h
 PLACEMENT = r"tfbs placement: job={job} task={task} spark_executor=(\S+)"
 
 
-def _command(small_shards, run_dir: Path) -> list[str]:
+def _command(small_shards, run_dir: Path, steps: int = STEPS, workers: int = 2) -> list[str]:
     """``tfbs train`` (as ``python -m jobs.train``) on the shared shards, writing under ``run_dir``."""
     config, _ = small_shards
     overrides = [
@@ -56,7 +61,8 @@ def _command(small_shards, run_dir: Path) -> list[str]:
         f"data.root={local_path(config.data.root)}",
         f"shards_dir={config.shards_uri}",
         "train.placement.strategy=parameter_server",
-        f"train.steps={STEPS}",
+        f"train.placement.num_workers={workers}",
+        f"train.steps={steps}",
         f"train.checkpoint_every_steps={CHECKPOINT_EVERY}",
         "train.steps_per_execution=10",
         # Every step is run: the test resumes to the end, not to an early stop.
@@ -102,7 +108,9 @@ def _checkpoint_step(model_dir: Path) -> int:
     return int(tf.train.load_variable(latest, "step/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
-def _kill_mid_training(training: StreamedProcess, run_dir: Path, job: str, task: int) -> tuple[int, str, float]:
+def _kill_mid_training(
+    training: StreamedProcess, run_dir: Path, job: str, task: int, steps: int = STEPS
+) -> tuple[int, str, float]:
     """Wait for a checkpoint and the chief's progress, then SIGKILL ``job:task``'s TF process.
 
     Returns
@@ -120,7 +128,7 @@ def _kill_mid_training(training: StreamedProcess, run_dir: Path, job: str, task:
         if node and re.search(r"chief: step \d+/", output) and checkpointed:
             placed = re.search(PLACEMENT.format(job=job, task=task), output)
             assert placed is not None and placed.group(1) == node.group(1)
-            assert not re.search(rf"chief: step {STEPS}/", output), "the kill would come too late"
+            assert not re.search(rf"chief: step {steps}/", output), "the kill would come too late"
             pid = int(node.group(2))
             assert pid in _run_processes(run_dir), "the logged pid is not a process of this run"
             os.kill(pid, signal.SIGKILL)
@@ -140,14 +148,14 @@ def _assert_no_processes_left(run_dir: Path, grace_s: float = 30.0) -> None:
     assert not left, f"processes left {grace_s:.0f} s after the command exited: {left}"
 
 
-def _fail_fast(small_shards, run_dir: Path, job: str, task: int) -> tuple[str, float]:
+def _fail_fast(small_shards, run_dir: Path, job: str, task: int, steps: int, workers: int) -> tuple[str, float]:
     """Kill ``job:task`` mid-training; check the exit, the error and the clean-up.
 
     Returns the command's output and the seconds from the kill to its exit.
     """
-    training = StreamedProcess(_command(small_shards, run_dir))
+    training = StreamedProcess(_command(small_shards, run_dir, steps, workers))
     try:
-        pid, executor, killed_at = _kill_mid_training(training, run_dir, job, task)
+        pid, executor, killed_at = _kill_mid_training(training, run_dir, job, task, steps)
         code = training.wait(timeout=FAIL_WITHIN_S + 60)
         seconds = time.monotonic() - killed_at
     finally:
@@ -476,31 +484,32 @@ def test_a_killed_worker_is_named_and_the_run_finishes_with_the_workers_left(sma
 
 def test_a_killed_ps_stops_the_run_fast_and_the_rerun_resumes(small_shards, tmp_path):
     run_dir = tmp_path / "run"
-    output, seconds = _fail_fast(small_shards, run_dir, "ps", 0)
+    output, seconds = _fail_fast(small_shards, run_dir, "ps", 0, PS_RUN_STEPS, PS_RUN_WORKERS)
     model_dir = _model_dir(run_dir)
     print(f"ps:0 killed: the command exited {seconds:.1f} s later")
 
     # Read once every process of the run is gone: the chief may still have
     # checkpointed while Spark was killing it, after the driver's hint.
     stopped_at = _checkpoint_step(model_dir)
-    assert 0 < stopped_at < STEPS
+    assert 0 < stopped_at < PS_RUN_STEPS
     hint = re.search(r"Run the same command again to resume from the checkpoint at step (\d+)", output)
     assert hint is not None and 0 < int(hint.group(1)) <= stopped_at, output[-4000:]
     history_before = json.loads((model_dir / "history.json").read_text())
 
     started = time.monotonic()
-    rerun = subprocess.run(_command(small_shards, run_dir), cwd=REPO, capture_output=True, text=True, timeout=900)
+    rerun_command = _command(small_shards, run_dir, PS_RUN_STEPS, PS_RUN_WORKERS)
+    rerun = subprocess.run(rerun_command, cwd=REPO, capture_output=True, text=True, timeout=900)
     print(f"resumed run: {time.monotonic() - started:.1f} s")
     assert rerun.returncode == 0, rerun.stderr[-4000:]
-    assert f"resuming from the checkpoint at step {stopped_at} of {STEPS}" in rerun.stderr
+    assert f"resuming from the checkpoint at step {stopped_at} of {PS_RUN_STEPS}" in rerun.stderr
     # The chief itself restored the step counter (its executor log, not the driver's).
     chief_logs = "".join(
         p.read_text(errors="replace") for p in (run_dir / "spark-home" / "work").glob("app-*/*/stderr")
     )
     assert re.search(rf"resumed from \S+ckpt-{stopped_at} at step {stopped_at}\b", chief_logs)
-    assert _checkpoint_step(model_dir) == STEPS
+    assert _checkpoint_step(model_dir) == PS_RUN_STEPS
     history = json.loads((model_dir / "history.json").read_text())
-    assert [h["step"] for h in history] == list(range(CHECKPOINT_EVERY, STEPS + 1, CHECKPOINT_EVERY))
+    assert [h["step"] for h in history] == list(range(CHECKPOINT_EVERY, PS_RUN_STEPS + 1, CHECKPOINT_EVERY))
     # Entries up to the checkpoint are carried over unchanged, not retrained:
     # a restart from step 0 would have measured new losses and rates.
     kept = [h for h in history_before if h["step"] <= stopped_at]
