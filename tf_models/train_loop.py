@@ -64,41 +64,18 @@ class TrainingResult:
 
 
 def _loss(
-    model: Callable[..., tf.Tensor],
-    batch: dict[str, tf.Tensor],
-    proteins: tf.Tensor,
-    training: bool,
-    negative_gamma: float | None = None,
+    model: Callable[..., tf.Tensor], batch: dict[str, tf.Tensor], proteins: tf.Tensor, training: bool
 ) -> tf.Tensor:
-    """Mean loss of ``model`` (the model, or a call on given weights) on ``batch``.
-
-    With ``negative_gamma`` each unbound example's cross-entropy is weighted
-    by ``p ** negative_gamma``, ``p`` the probability of being bound the
-    model gives it: the negatives it ranks high count the more, the many easy
-    ones less. Bound examples keep their whole loss (the asymmetric focal
-    loss of Ridnik et al. 2021, with no focus on positives): a bound site
-    without a motif stays as hard as ever, and a focus on it would teach the
-    model to raise motif-less open regions.
-    """
+    """Mean loss of ``model`` (the model, or a call on given weights) on ``batch``."""
     logits = model({**batch, "proteins": proteins}, training=training)
-    labels = batch["label"]
-    per_example = tf.nn.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits)
-    if negative_gamma:
-        per_example *= labels + (1.0 - labels) * tf.pow(tf.sigmoid(logits), negative_gamma)
+    per_example = tf.nn.sigmoid_cross_entropy_with_logits(labels=batch["label"], logits=logits)
     return tf.reduce_mean(per_example)
 
 
-def _gradient_step(
-    model: TFBSModel,
-    optimizer,
-    batch: dict[str, tf.Tensor],
-    proteins: tf.Tensor,
-    replicas: int,
-    negative_gamma: float | None = None,
-):
+def _gradient_step(model: TFBSModel, optimizer, batch: dict[str, tf.Tensor], proteins: tf.Tensor, replicas: int):
     """One optimisation step on one replica's batch; returns its loss."""
     with tf.GradientTape() as tape:
-        loss = _loss(model, batch, proteins, training=True, negative_gamma=negative_gamma)
+        loss = _loss(model, batch, proteins, training=True)
         # Under mirrored replicas, gradients are summed across replicas.
         # scale_loss is a no-op except under mixed precision, where the
         # LossScaleOptimizer scales up (and apply_gradients unscales) so small
@@ -110,11 +87,7 @@ def _gradient_step(
 
 
 def training_step(
-    model: TFBSModel,
-    optimizer,
-    proteins: tf.Tensor,
-    strategy: tf.distribute.Strategy,
-    negative_gamma: float | None = None,
+    model: TFBSModel, optimizer, proteins: tf.Tensor, strategy: tf.distribute.Strategy
 ) -> Callable[[dict[str, tf.Tensor]], tf.Tensor]:
     """The step :func:`train` runs on one replica's batch under ``strategy``: ``step(batch) -> loss``.
 
@@ -125,9 +98,9 @@ def training_step(
     replicas = strategy.num_replicas_in_sync
     if isinstance(strategy, tf.distribute.ParameterServerStrategy):
         return lambda batch: packed_gradient_step(
-            model, optimizer, lambda call: _loss(call, batch, proteins, True, negative_gamma), replicas
+            model, optimizer, lambda call: _loss(call, batch, proteins, training=True), replicas
         )
-    return lambda batch: _gradient_step(model, optimizer, batch, proteins, replicas, negative_gamma)
+    return lambda batch: _gradient_step(model, optimizer, batch, proteins, replicas)
 
 
 def build_training_step(cfg: TrainConfig, run: TrainingRun):
@@ -139,7 +112,7 @@ def build_training_step(cfg: TrainConfig, run: TrainingRun):
     model = run.new_model(cfg)
     optimizer = LockedAdam(cfg.learning_rate)
     proteins = protein_one_hot(tf.constant(protein_table(run.proteins, cfg.model.aa_max_length)))
-    return tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1, cfg.negative_gamma))
+    return tf.function(lambda batch: _gradient_step(model, optimizer, batch, proteins, 1))
 
 
 def train(
@@ -206,9 +179,7 @@ def _train_in(
     step_counter = tf.Variable(0, dtype=tf.int64, trainable=False, name="tfbs_step")
     checkpoint = tf.train.Checkpoint(model=model, optimizer=optimizer, step=step_counter)
     proteins = protein_one_hot(tf.constant(protein_table(run.proteins, cfg.model.aa_max_length)))
-    train_steps = _compiled_steps(
-        cfg, strategy, training_step(model, optimizer, proteins, strategy, cfg.negative_gamma)
-    )
+    train_steps = _compiled_steps(cfg, strategy, training_step(model, optimizer, proteins, strategy))
 
     manager = tf.train.CheckpointManager(checkpoint, f"{model_dir}/checkpoints", max_to_keep=3)
     best = tf.train.CheckpointManager(checkpoint, f"{model_dir}/best", max_to_keep=1)

@@ -54,13 +54,6 @@ class TrainConfig(Section):
         description="keep a moving average of the weights, this momentum per step (tf_models.weight_average), and "
         "validate and export the model at it, not at the last step's weights (None: off)",
     )
-    negative_gamma: float | None = Field(
-        None,
-        gt=0,
-        description="weight each unbound example's loss by p**negative_gamma, p the probability of being bound the "
-        "model gives it: the negatives ranked high count more, bound examples keep their whole loss "
-        "(an asymmetric focal loss, tf_models.train_loop; None: plain cross-entropy)",
-    )
     validation_examples: int = Field(20000, gt=0, description="validation rows scored at each checkpoint")
     positive_fraction: float | None = Field(
         None, gt=0, lt=1, description="share of positives per batch (None: as drawn by preprocessing)"
